@@ -1,0 +1,10 @@
+"""Lowering rules, one module per Op family. Importing this package registers them all."""
+
+from dialect_rules import (  # noqa: F401
+    elemwise,
+    reduction,
+    scalar,
+    shape,
+    special,
+    tensor_basic,
+)

@@ -1,0 +1,3 @@
+"""CAReduce (sum, prod, max, min, all, any, ...), Argmax, Softmax family."""
+
+from __future__ import annotations

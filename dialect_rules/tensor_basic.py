@@ -1,0 +1,3 @@
+"""Alloc, DeepCopyOp, TensorFromScalar, ScalarFromTensor, Second."""
+
+from __future__ import annotations

@@ -1,0 +1,82 @@
+"""`lower(fgraph)` -> `Lowered` -> `.compile()` -> `Compiled`, like JAX's AOT API."""
+
+from __future__ import annotations
+
+from jax.extend.mlir import ir
+
+from lowering._jax_internal import make_ir_context
+from lowering.context import LoweringContext, LoweringOptions
+from lowering.errors import UnsupportedTypeError
+from lowering.graph import lower_function
+from lowering.passes import DEFAULT_PIPELINE, PipelineReport, _verify, run_pipeline
+from lowering.types import to_ir_type
+
+
+class Lowered:
+    """A StableHLO module for one PyTensor graph; unknown dims are `?`."""
+
+    def __init__(self, fgraph, context, module, raw_text, report, hoisted):
+        self.fgraph = fgraph
+        self.context = context
+        self.module = module
+        self.raw_text = raw_text
+        self.pipeline_report: PipelineReport = report
+        self.hoisted_constants = hoisted
+        self.input_types = [v.type for v in fgraph.inputs]
+        self.output_types = [v.type for v in fgraph.outputs]
+        self.input_names = [v.name or f"<input {i}>" for i, v in enumerate(fgraph.inputs)]
+
+    def as_text(self, debug_info: bool = False, raw: bool = False) -> str:
+        """The module as StableHLO text (`raw=True`: before the pass pipeline)."""
+        if raw:
+            return self.raw_text
+        with self.context:
+            return self.module.operation.get_asm(enable_debug_info=debug_info)
+
+    def compile(self, platform: str = "cpu"):
+        from lowering.runtime import Compiled
+
+        return Compiled(self, platform)
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+
+def lower(
+    fgraph,
+    *,
+    options: LoweringOptions | None = None,
+    pipeline: str | None = DEFAULT_PIPELINE,
+    print_ir_after_all: bool = False,
+    print_ir_after: tuple[str, ...] = (),
+    timing: bool = False,
+    extra_passes=(),
+) -> Lowered:
+    """Lower a PyTensor FunctionGraph to a StableHLO module and run `pipeline` on it.
+
+    `pipeline=None` keeps the raw module. IR after each pass and per-pass timing
+    are in `Lowered.pipeline_report` when asked for.
+    """
+    import dialect_rules  # noqa: F401  (registers every rule)
+
+    options = options or LoweringOptions()
+    context = make_ir_context()
+    with context, ir.Location.unknown():
+        for i, var in enumerate(fgraph.inputs):
+            try:
+                to_ir_type(var.type)
+            except UnsupportedTypeError as exc:
+                raise UnsupportedTypeError(f"input {i} ({var}): {exc}") from None
+        module = ir.Module.create()
+        ctx = LoweringContext(context, module, options)
+        lower_function(ctx, fgraph.inputs, fgraph.outputs, "main", public=True)
+        _verify(module, "after lowering")
+        raw_text = module.operation.get_asm(enable_debug_info=False)
+        if pipeline:
+            report = run_pipeline(
+                module, pipeline, print_ir_after_all=print_ir_after_all,
+                print_ir_after=print_ir_after, timing=timing, extra_passes=tuple(extra_passes),
+            )
+        else:
+            report = PipelineReport("")
+    return Lowered(fgraph, context, module, raw_text, report, ctx.hoisted)

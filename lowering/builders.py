@@ -1,0 +1,196 @@
+"""Builders shared by every rule: constants, casts and the shape helpers.
+
+A dimension (`Dim`) is a Python `int` when static, or a 0-d `i64` tensor `Value`
+when only known at run time. Only the helpers here branch on that: they emit the
+static StableHLO op when every dim is an int and the dynamic op otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, Union
+
+import numpy as np
+
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+
+from lowering.types import DYNAMIC, dtype_of, element_type, static_shape, tensor_type
+
+Dim = Union[int, ir.Value]
+I64 = "int64"
+
+
+# --- constants ------------------------------------------------------------
+
+
+def dense_attr(value, dtype=None, shape=None) -> ir.DenseElementsAttr:
+    arr = np.asarray(value, dtype=dtype)
+    shape = arr.shape if shape is None else tuple(shape)
+    if arr.size > 1 and _is_uniform(arr):
+        arr = arr.reshape(-1)[:1]  # splat: one element, the shape carries the rest
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype == np.bool_:
+        arr = arr.astype(np.bool_)
+    return ir.DenseElementsAttr.get(arr, type=element_type(arr.dtype), shape=shape)
+
+
+def _is_uniform(arr: np.ndarray) -> bool:
+    first = arr.reshape(-1)[0]
+    if arr.dtype.kind in "fc":
+        # NaN != NaN, and 0.0 == -0.0 must not merge: compare the bytes.
+        return bool((arr.reshape(-1).view(np.uint8).reshape(arr.size, -1) ==
+                     np.asarray(first).view(np.uint8)).all())
+    return bool((arr == first).all())
+
+
+def ir_constant(value, dtype=None) -> ir.Value:
+    """A `stablehlo.constant` of a numpy value (a splat when all elements agree)."""
+    return hlo.constant(dense_attr(value, dtype))
+
+
+def full(value, dims: Sequence[Dim], dtype) -> ir.Value:
+    """A tensor of shape `dims` filled with `value`."""
+    if all(isinstance(d, int) for d in dims):
+        return hlo.constant(dense_attr(np.asarray(value, dtype=dtype).reshape(1), dtype, dims))
+    return broadcast_in_dim(ir_constant(value, dtype), dims, ())
+
+
+def full_like(x: ir.Value, value, dtype=None) -> ir.Value:
+    return full(value, shape_of(x), dtype or dtype_of(x.type))
+
+
+# --- element types ------------------------------------------------------------
+
+
+def value_dtype(x: ir.Value) -> str:
+    return dtype_of(x.type)
+
+
+def convert(x: ir.Value, dtype) -> ir.Value:
+    """Cast `x` to `dtype` with numpy's `astype` semantics."""
+    dtype = np.dtype(dtype)
+    src = np.dtype(value_dtype(x))
+    if src == dtype:
+        return x
+    if dtype == np.bool_:
+        return hlo.compare(x, full_like(x, 0), _direction("NE"), compare_type=_compare_type(src))
+    if src.kind == "c" and dtype.kind != "c":
+        x = hlo.real(x)  # numpy drops the imaginary part
+        src = np.dtype(value_dtype(x))
+        if src == dtype:
+            return x
+    return hlo.convert(with_dtype(x.type, dtype), x)
+
+
+def with_dtype(t: ir.Type, dtype) -> ir.RankedTensorType:
+    rt = ir.RankedTensorType(t)
+    return ir.RankedTensorType.get(list(rt.shape), element_type(dtype))
+
+
+def _direction(name: str):
+    return hlo.ComparisonDirectionAttr.get(name)
+
+
+def _compare_type(dtype) -> ir.Attribute:
+    kind = np.dtype(dtype).kind
+    name = {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED", "u": "UNSIGNED", "b": "UNSIGNED"}[kind]
+    return hlo.ComparisonTypeAttr.get(name)
+
+
+def compare(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
+    """`stablehlo.compare` with the comparison type taken from the operands' dtype."""
+    return hlo.compare(a, b, _direction(direction), compare_type=_compare_type(value_dtype(a)))
+
+
+# --- shapes -------------------------------------------------------------------
+
+
+def is_static(dims: Sequence[Dim]) -> bool:
+    return all(isinstance(d, int) for d in dims)
+
+
+def dim_size(x: ir.Value, axis: int) -> Dim:
+    """Size of `x` along `axis`: an int if static, else a 0-d i64 value."""
+    shape = static_shape(x.type)
+    if shape[axis] is not None:
+        return shape[axis]
+    return hlo.convert(tensor_type((), I64), hlo.get_dimension_size(x, axis))
+
+
+def shape_of(x: ir.Value) -> tuple[Dim, ...]:
+    return tuple(dim_size(x, i) for i in range(len(static_shape(x.type))))
+
+
+def dim_value(d: Dim) -> ir.Value:
+    """A dim as a 0-d i64 value."""
+    return ir_constant(np.int64(d)) if isinstance(d, int) else d
+
+
+def shape_tensor(dims: Sequence[Dim]) -> ir.Value:
+    """A 1-d i64 tensor holding `dims` (for the dynamic shape ops)."""
+    if is_static(dims):
+        return ir_constant(np.asarray(dims, dtype=np.int64).reshape(len(dims)))
+    one = tensor_type((1,), I64)
+    parts = [hlo.reshape(one, dim_value(d)) for d in dims]
+    return hlo.concatenate(parts, 0)
+
+
+def result_type(dims: Sequence[Dim], dtype) -> ir.RankedTensorType:
+    return tensor_type([d if isinstance(d, int) else None for d in dims], dtype)
+
+
+def broadcast_in_dim(x: ir.Value, dims: Sequence[Dim], broadcast_dimensions: Sequence[int]) -> ir.Value:
+    """Broadcast `x` to shape `dims`; operand dim i maps to result dim broadcast_dimensions[i]."""
+    out_type = result_type(dims, value_dtype(x))
+    bdims = ir.DenseI64ArrayAttr.get(list(broadcast_dimensions))
+    if is_static(dims):
+        if ir.RankedTensorType(x.type) == out_type and list(broadcast_dimensions) == list(range(len(dims))):
+            return x
+        return hlo.broadcast_in_dim(out_type, x, bdims)
+    return hlo.dynamic_broadcast_in_dim(out_type, x, shape_tensor(dims), bdims)
+
+
+def broadcast_to(x: ir.Value, dims: Sequence[Dim]) -> ir.Value:
+    """numpy-style broadcast of `x` (aligned on trailing dims) to `dims`."""
+    rank = len(static_shape(x.type))
+    return broadcast_in_dim(x, dims, range(len(dims) - rank, len(dims)))
+
+
+def reshape(x: ir.Value, dims: Sequence[Dim]) -> ir.Value:
+    out_type = result_type(dims, value_dtype(x))
+    if is_static(dims):
+        if ir.RankedTensorType(x.type) == out_type:
+            return x
+        return hlo.reshape(out_type, x)
+    return hlo.dynamic_reshape(out_type, x, shape_tensor(dims))
+
+
+def iota(dims: Sequence[Dim], dimension: int, dtype) -> ir.Value:
+    out_type = result_type(dims, dtype)
+    if is_static(dims):
+        return hlo.iota(out_type, dimension)
+    return hlo.dynamic_iota(out_type, shape_tensor(dims), dimension)
+
+
+def transpose(x: ir.Value, perm: Sequence[int]) -> ir.Value:
+    if list(perm) == list(range(len(perm))):
+        return x
+    return hlo.transpose(x, ir.DenseI64ArrayAttr.get(list(perm)))
+
+
+def dim_product(dims: Sequence[Dim]) -> Dim:
+    """Product of dims, folded to an int where all are static."""
+    static = int(np.prod([d for d in dims if isinstance(d, int)], dtype=np.int64))
+    dynamic = [d for d in dims if not isinstance(d, int)]
+    if not dynamic:
+        return static
+    acc = dynamic[0]
+    for d in dynamic[1:]:
+        acc = hlo.multiply(acc, d)
+    if static != 1:
+        acc = hlo.multiply(acc, ir_constant(np.int64(static)))
+    return acc
+
+
+def select(pred: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
+    return hlo.select(pred, on_true, on_false)

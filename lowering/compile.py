@@ -1,0 +1,109 @@
+"""Module -> XLA executable, with a bounded in-memory cache and an opt-in disk cache."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import jax.extend.backend as xb
+from jax.extend.mlir import ir
+
+from lowering._jax_internal import DeviceList
+
+
+def module_bytecode(module: ir.Module) -> bytes:
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    return buf.getvalue()
+
+
+class ExecutableCache:
+    """LRU of compiled executables keyed by (platform, module fingerprint)."""
+
+    def __init__(self, max_entries: int = 256):
+        self.max_entries = max_entries
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key):
+        with self._lock:
+            exe = self._entries.get(key)
+            if exe is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+            else:
+                self.misses += 1
+            return exe
+
+    def put(self, key, exe) -> None:
+        with self._lock:
+            self._entries[key] = exe
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+EXECUTABLES = ExecutableCache()
+# Serialized executables survive the process here when set (opt-in).
+DISK_CACHE_ENV = "STABLEHLO_PYTENSOR_CACHE_DIR"
+
+
+def get_backend(platform: str = "cpu"):
+    return xb.get_backend(platform)
+
+
+def compile_bytecode(bytecode: bytes, platform: str = "cpu"):
+    """Compile (or fetch) the executable for a serialized StableHLO module."""
+    backend = get_backend(platform)
+    key = (platform, hashlib.sha256(bytecode).hexdigest())
+    exe = EXECUTABLES.get(key)
+    if exe is not None:
+        return exe
+    devices = DeviceList(tuple(backend.local_devices()[:1]))
+    options = xb.get_compile_options(num_replicas=1, num_partitions=1)
+    exe = _load_from_disk(backend, key, devices, options)
+    if exe is None:
+        exe = backend.compile_and_load(bytecode, devices, options)
+        _store_on_disk(backend, key, exe)
+    EXECUTABLES.put(key, exe)
+    return exe
+
+
+def _disk_path(key) -> Path | None:
+    root = os.environ.get(DISK_CACHE_ENV)
+    if not root:
+        return None
+    return Path(root) / f"{key[0]}-{key[1]}.xla"
+
+
+def _load_from_disk(backend, key, devices, options):
+    path = _disk_path(key)
+    if path is None or not path.exists():
+        return None
+    try:
+        return backend.deserialize_executable(path.read_bytes(), devices, options)
+    except Exception:  # a stale or foreign entry: recompile and overwrite it
+        return None
+
+
+def _store_on_disk(backend, key, exe) -> None:
+    path = _disk_path(key)
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_bytes(backend.serialize_executable(exe))
+    tmp.replace(path)

@@ -1,0 +1,157 @@
+"""The graph walker: PyTensor graphs -> func.func bodies and region blocks.
+
+One routine (`lower_graph`) emits a graph at the current insertion point; it
+serves @main, private functions and the bodies of region ops alike.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import func
+from pytensor.graph.basic import Constant, Variable
+
+try:  # pytensor >= 2.32 moved it; the old name still works in 2.38 with a warning
+    from pytensor.graph.traversal import io_toposort
+except ImportError:  # pragma: no cover
+    from pytensor.graph.basic import io_toposort
+
+from lowering.errors import LoweringError, UnsupportedOpsError
+from lowering.registry import lookup_rule
+from lowering.types import to_ir_type
+
+_MAX_LOCATION_CHARS = 160
+
+
+def node_label(node) -> str:
+    text = str(node)
+    return text if len(text) <= _MAX_LOCATION_CHARS else text[: _MAX_LOCATION_CHARS - 3] + "..."
+
+
+def find_unsupported(nodes, missing=None) -> dict[str, list]:
+    """Every Op (here and in nested graphs) with no rule, with the nodes that use it."""
+    missing = defaultdict(list) if missing is None else missing
+    for node in nodes:
+        _check_op(node.op, node, missing)
+    return missing
+
+
+def _check_op(op, node, missing) -> None:
+    rule = lookup_rule(op)
+    if rule is None:
+        missing[type(op).__name__].append(node)
+        return
+    for inner in rule.inner_ops(op) if rule.inner_ops else ():
+        _check_op(inner, node, missing)
+    inner_fgraph = getattr(op, "fgraph", None)
+    if inner_fgraph is not None and hasattr(inner_fgraph, "apply_nodes"):
+        find_unsupported(inner_fgraph.toposort(), missing)
+
+
+def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> func.FuncOp:
+    """Emit `func.func @name` computing `outputs` from `inputs`."""
+    symbol = ctx.unique_symbol(name)
+    arg_types = [to_ir_type(v.type) for v in inputs]
+    with ir.InsertionPoint(ctx.module.body):
+        fn = func.FuncOp(symbol, ir.FunctionType.get(arg_types, []))
+    fn.attributes["sym_visibility"] = ir.StringAttr.get("public" if public else "private")
+    block = fn.add_entry_block()
+    if public and ctx._main is None:
+        ctx._main = fn
+    ctx._func_stack.append(fn)
+    try:
+        with ir.InsertionPoint(block):
+            results = lower_graph(ctx, inputs, outputs, list(block.arguments))
+            func.return_(results)
+    finally:
+        ctx._func_stack.pop()
+    # Arguments may have been added while lowering (hoisted constants).
+    fn.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get([a.type for a in block.arguments], [r.type for r in results])
+    )
+    return fn
+
+
+def lower_graph(ctx, inputs, outputs, operands, env=None) -> list[ir.Value]:
+    env = dict(env or {})
+    env.update(zip(inputs, operands, strict=True))
+    nodes = io_toposort(inputs, outputs) if outputs else []
+    missing = find_unsupported(nodes)
+    if missing:
+        raise UnsupportedOpsError(dict(missing))
+    for node in nodes:
+        operands_ = [_value_of(ctx, v, env) for v in node.inputs]
+        env.update(zip(node.outputs, lower_node(ctx, node, operands_), strict=True))
+    return [_value_of(ctx, v, env) for v in outputs]
+
+
+def _value_of(ctx, var: Variable, env) -> ir.Value:
+    value = env.get(var)
+    if value is not None:
+        return value
+    if isinstance(var, Constant):
+        value = ctx.constant(np.asarray(var.data, dtype=getattr(var.type, "dtype", None)))
+        env[var] = value
+        return value
+    raise LoweringError(
+        f"variable {var} is needed but is neither an input of the graph nor computed in it"
+        " (pass it as an input)"
+    )
+
+
+def lower_node(ctx, node, operands) -> list[ir.Value]:
+    """Apply the node's rule with a location naming it, and check what it returns."""
+    rule = lookup_rule(node.op)
+    if rule is None:
+        raise UnsupportedOpsError({type(node.op).__name__: [node]})
+    loc = (
+        ir.Location.name(node_label(node))
+        if ctx.options.debug_info
+        else ir.Location.unknown()
+    )
+    outer, ctx.node = ctx.node, node
+    try:
+        with loc:
+            results = rule.fn(ctx, node, *operands)
+    except LoweringError:
+        raise
+    except Exception as exc:
+        exc.add_note(f"while lowering {type(node.op).__name__} node: {node_label(node)}")
+        raise
+    finally:
+        ctx.node = outer
+    if not isinstance(results, (tuple, list)):
+        results = (results,)
+    if len(results) != len(node.outputs):
+        raise LoweringError(
+            f"rule for {type(node.op).__name__} returned {len(results)} values for "
+            f"{len(node.outputs)} outputs (node: {node_label(node)})"
+        )
+    for out, value in zip(node.outputs, results):
+        _check_result(node, out, value)
+    return list(results)
+
+
+def _check_result(node, out, value) -> None:
+    """The rule must produce PyTensor's output dtype, and for tensors its rank and static dims."""
+    expected = to_ir_type(out.type)
+    got = ir.RankedTensorType(value.type)
+    problem = None
+    if got.element_type != expected.element_type:
+        problem = f"element type {got.element_type}, expected {expected.element_type}"
+    elif getattr(out.type, "ndim", None) is not None and hasattr(out.type, "broadcastable"):
+        if got.rank != expected.rank:
+            problem = f"rank {got.rank}, expected {expected.rank}"
+        else:
+            for i in range(got.rank):
+                if not expected.is_dynamic_dim(i) and not got.is_dynamic_dim(i) and (
+                    expected.get_dim_size(i) != got.get_dim_size(i)
+                ):
+                    problem = f"type {got}, expected {expected}"
+    if problem:
+        raise LoweringError(
+            f"rule for {type(node.op).__name__} produced {problem} (node: {node_label(node)})"
+        )

@@ -1,0 +1,66 @@
+"""PyTensor Linker and the "STABLEHLO" Mode."""
+
+from __future__ import annotations
+
+from pytensor.compile.mode import Mode, predefined_linkers, predefined_modes, register_linker
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.link.basic import JITLinker
+
+# PyTensor rewrites left out: they only help the C and Numba backends, or they
+# produce Ops whose meaning is a memory layout XLA decides for itself.
+EXCLUDED_REWRITES = (
+    "cxx_only",  # C-only Ops
+    "BlasOpt",  # Gemm/Gemv/Ger/Dot22 formation: XLA picks its own dot kernels
+    "local_careduce_fusion",  # folds Elemwise into CAReduce for the C loop generator
+    "fusion",  # Elemwise -> Composite fusion: XLA fuses elementwise ops itself
+    "inplace",  # destructive Ops: XLA owns buffer reuse
+    "scan_save_mem_prealloc",
+)
+
+
+class StableHLOLinker(JITLinker):
+    """Lowers the whole FunctionGraph to one StableHLO module and runs it with XLA."""
+
+    required_rewrites = ("minimum_compile",)
+    incompatible_rewrites = EXCLUDED_REWRITES
+
+    def __init__(self, *args, platform: str = "cpu", **kwargs):
+        self.platform = platform
+        super().__init__(*args, **kwargs)
+
+    def fgraph_convert(self, fgraph, input_storage, storage_map, **kwargs):
+        from lowering.api import lower
+
+        return lower(fgraph).compile(self.platform)
+
+    def jit_compile(self, fn):
+        # PyTensor's containers already filtered every input to its type.
+        return _Trusted(fn)
+
+    def create_thunk_inputs(self, storage_map):
+        return [storage_map[n] for n in self.fgraph.inputs]
+
+
+class _Trusted:
+    __slots__ = ("compiled", "call")
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.call = compiled.call_trusted
+
+    def __call__(self, *args):
+        return self.call(args)
+
+
+def _register() -> Mode:
+    if "STABLEHLO" in predefined_modes:
+        return predefined_modes["STABLEHLO"]
+    linker = StableHLOLinker()
+    if "stablehlo" not in predefined_linkers:
+        register_linker("stablehlo", linker)
+    mode = Mode(linker, RewriteDatabaseQuery(include=["fast_run"]))
+    predefined_modes["STABLEHLO"] = mode
+    return mode
+
+
+STABLEHLO = _register()

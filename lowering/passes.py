@@ -1,0 +1,244 @@
+"""Named pipelines, our Python passes, and a runner with per-pass IR and timing.
+
+A pipeline is MLIR's textual form, `builtin.module(a,b,func.func(c))`. Its
+top-level elements are either MLIR passes or the Python passes registered in
+`PYTHON_PASSES`; the runner groups consecutive MLIR passes into one PassManager
+run unless the caller asked for IR or timing after each pass.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from jax.extend.mlir import ir, passmanager
+
+from lowering._jax_internal import register_passes
+from lowering.errors import PassPipelineError
+
+# The default pipeline, run by `lower()` on the shape-polymorphic module.
+DEFAULT_PIPELINE = (
+    "builtin.module("
+    # Our own: func.call of private functions (OpFromGraph) inlined into the caller;
+    # MLIR's `inline` has no func inliner interface registered in jaxlib's context.
+    "inline-private-calls,"
+    # CHLO (erf, lgamma, digamma, ...) expanded into plain StableHLO.
+    "func.func(chlo-legalize-to-stablehlo),"
+    # StableHLO's own `canonicalize` folds nothing in this jaxlib; MHLO's does:
+    # constant folding, x+0, x*1, identity transposes/reshapes, splat broadcasts.
+    "stablehlo-legalize-to-hlo,"
+    "canonicalize,"
+    "cse,"
+    "hlo-legalize-to-stablehlo,"
+    # Private functions nobody calls any more.
+    "symbol-dce"
+    ")"
+)
+
+
+def specialize_pipeline(arg_types: list[str]) -> str:
+    """Refine @main's argument types, propagate shapes, and make dynamic ops static."""
+    types = ",".join(arg_types)
+    return (
+        "builtin.module("
+        f"stablehlo-refine-arguments{{types={types}}},"
+        "stablehlo-refine-shapes,"
+        "func.func(stablehlo-canonicalize-dynamism)"
+        ")"
+    )
+
+
+# --- Python passes ----------------------------------------------------------------
+
+
+def inline_private_calls(module_op: ir.Operation) -> None:
+    """Inline every `func.call` whose callee is a private function of this module."""
+    body = module_op.regions[0].blocks[0]
+    funcs = {}
+    for op in body.operations:
+        if op.operation.name == "func.func":
+            funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
+    if not funcs:
+        return
+    changed = True
+    while changed:  # calls nested in inlined bodies are inlined on the next sweep
+        changed = False
+        for fn in list(funcs.values()):
+            for call in _calls_in(fn):
+                callee = funcs.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+                if callee is None or _visibility(callee) != "private":
+                    continue
+                _inline_call(call, callee)
+                changed = True
+
+
+def _visibility(fn) -> str:
+    attr = fn.attributes["sym_visibility"] if "sym_visibility" in fn.attributes else None
+    return ir.StringAttr(attr).value if attr is not None else "public"
+
+
+def _calls_in(fn) -> list:
+    calls = []
+
+    def visit(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    if inner.operation.name == "func.call":
+                        calls.append(inner.operation)
+                    visit(inner.operation)
+
+    visit(fn.operation)
+    return calls
+
+
+def _inline_call(call: ir.Operation, callee) -> None:
+    clone = callee.operation.clone()
+    block = clone.regions[0].blocks[0]
+    for arg, operand in zip(block.arguments, call.operands):
+        arg.replace_all_uses_with(operand)
+    ops = list(block.operations)
+    ret = ops[-1]
+    for op in ops[:-1]:
+        op.operation.move_before(call)
+    for result, value in zip(call.results, ret.operands):
+        result.replace_all_uses_with(value)
+    call.erase()
+    clone.erase()
+
+
+PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
+    "inline-private-calls": inline_private_calls,
+}
+
+
+def register_python_pass(name: str, fn: Callable[[ir.Operation], None]) -> None:
+    """Make `fn(module_op)` usable by name in any pipeline string."""
+    PYTHON_PASSES[name] = fn
+
+
+# --- the runner -------------------------------------------------------------------
+
+
+@dataclass
+class PassRecord:
+    name: str
+    seconds: float
+    ir_after: str | None = None
+
+
+@dataclass
+class PipelineReport:
+    pipeline: str
+    passes: list[PassRecord] = field(default_factory=list)
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(p.seconds for p in self.passes)
+
+    def timing_table(self) -> str:
+        width = max([len(p.name) for p in self.passes] + [4])
+        lines = [f"{'pass':<{width}}  {'ms':>9}"]
+        lines += [f"{p.name:<{width}}  {p.seconds * 1e3:9.3f}" for p in self.passes]
+        lines.append(f"{'total':<{width}}  {self.total_seconds * 1e3:9.3f}")
+        return "\n".join(lines)
+
+
+def split_pipeline(pipeline: str) -> list[str]:
+    """Top-level elements of `builtin.module(...)` (nesting and options respected)."""
+    text = pipeline.strip()
+    prefix = "builtin.module("
+    if not (text.startswith(prefix) and text.endswith(")")):
+        raise PassPipelineError(
+            f"pass pipeline must have the form 'builtin.module(...)', got {pipeline!r}"
+        )
+    inner = text[len(prefix):-1]
+    elements, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+            if depth < 0:
+                raise PassPipelineError(f"unbalanced brackets in pass pipeline {pipeline!r}")
+        elif ch == "," and depth == 0:
+            elements.append(inner[start:i].strip())
+            start = i + 1
+    if depth != 0:
+        raise PassPipelineError(f"unbalanced brackets in pass pipeline {pipeline!r}")
+    tail = inner[start:].strip()
+    if tail:
+        elements.append(tail)
+    if any(not e for e in elements):
+        raise PassPipelineError(f"empty pass name in pipeline {pipeline!r}")
+    return elements
+
+
+def run_pipeline(
+    module: ir.Module,
+    pipeline: str = DEFAULT_PIPELINE,
+    *,
+    print_ir_after_all: bool = False,
+    print_ir_after: tuple[str, ...] = (),
+    timing: bool = False,
+    extra_passes: tuple[Callable[[ir.Operation], None], ...] = (),
+) -> PipelineReport:
+    """Run `pipeline` (then `extra_passes`) on `module` in place; report per-pass IR/timing."""
+    register_passes()
+    report = PipelineReport(pipeline)
+    elements = split_pipeline(pipeline)
+    per_pass = print_ir_after_all or bool(print_ir_after) or timing
+    stages: list[tuple[str, Callable | str]] = []
+    pending: list[str] = []
+    for element in elements:
+        if element in PYTHON_PASSES:
+            if pending:
+                stages.append((",".join(pending), ",".join(pending)))
+                pending = []
+            stages.append((element, PYTHON_PASSES[element]))
+        elif per_pass:
+            stages.append((element, element))
+        else:
+            pending.append(element)
+    if pending:
+        stages.append((",".join(pending), ",".join(pending)))
+    stages += [(getattr(p, "__name__", "python-pass"), p) for p in extra_passes]
+
+    with module.context:
+        for name, stage in stages:
+            start = time.perf_counter()
+            if callable(stage):
+                stage(module.operation)
+            else:
+                _run_mlir(module, stage)
+            seconds = time.perf_counter() - start
+            wanted = print_ir_after_all or _pass_name(name) in print_ir_after
+            report.passes.append(PassRecord(name, seconds, str(module) if wanted else None))
+        _verify(module, f"after pipeline {pipeline}")
+    return report
+
+
+def _pass_name(element: str) -> str:
+    return element.split("{", 1)[0].split("(", 1)[0]
+
+
+def _run_mlir(module: ir.Module, elements: str) -> None:
+    text = f"builtin.module({elements})"
+    try:
+        pm = passmanager.PassManager.parse(text)
+    except ValueError as exc:
+        raise PassPipelineError(f"invalid pass pipeline {text!r}: {exc}") from None
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as exc:
+        raise PassPipelineError(f"pass pipeline {text!r} failed: {exc}") from None
+
+
+def _verify(module: ir.Module, when: str) -> None:
+    from lowering.errors import VerificationError
+
+    try:
+        module.operation.verify()
+    except ir.MLIRError as exc:
+        raise VerificationError(f"module failed verification {when}: {exc}", str(module)) from None

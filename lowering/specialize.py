@@ -1,0 +1,79 @@
+"""Signature -> specialized module: the polymorphic module refined to one call's types.
+
+Value-dependent shapes (`alloc(v, n)`, `arange(n)`) cannot be refined from types
+alone; for those, the 0-d integer arguments are replaced by their values first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+
+from lowering.builders import dense_attr
+from lowering.passes import run_pipeline, specialize_pipeline
+from lowering.types import tensor_type
+
+_DYNAMIC_TYPE = re.compile(r"tensor<[^>]*\?")
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a specialized executable depends on: shapes, dtypes, and shape-feeding values."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    dtypes: tuple[str, ...]
+    values: tuple[tuple[int, object], ...] = ()  # (argument index, scalar value)
+
+
+def is_fully_static(module: ir.Module) -> bool:
+    return _DYNAMIC_TYPE.search(str(module)) is None
+
+
+def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -> ir.Module:
+    """Parse a fresh copy of the module and refine it to `signature`."""
+    with context, ir.Location.unknown():
+        module = ir.Module.parse(module_bytes)
+        if signature.values:
+            _bind_values(module, dict(signature.values))
+        arg_types = [
+            str(tensor_type(shape, dtype)) for shape, dtype in zip(signature.shapes, signature.dtypes)
+        ]
+        run_pipeline(module, specialize_pipeline(arg_types))
+    return module
+
+
+def main_function(module: ir.Module):
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    raise ValueError("module has no @main")
+
+
+def _bind_values(module: ir.Module, values: dict[int, object]) -> None:
+    """Replace the uses of @main's scalar arguments by constants of the given values."""
+    block = main_function(module).regions[0].blocks[0]
+    with ir.InsertionPoint.at_block_begin(block), ir.Location.unknown():
+        for index, value in values.items():
+            arg = block.arguments[index]
+            dtype = np.dtype(_dtype_name(arg.type))
+            const = hlo.constant(dense_attr(np.asarray(value, dtype=dtype)))
+            arg.replace_all_uses_with(const)
+
+
+def _dtype_name(t: ir.Type) -> str:
+    from lowering.types import dtype_of
+
+    return dtype_of(t)
+
+
+def scalar_int_arguments(arg_types) -> tuple[int, ...]:
+    """Indices of 0-d integer arguments: the only ones whose values can feed shapes."""
+    return tuple(
+        i for i, t in enumerate(arg_types)
+        if len(t.shape) == 0 and np.dtype(t.dtype).kind in "iu"
+    )

@@ -1,0 +1,20 @@
+"""print_ir: what every FileCheck test prints, one case at a time."""
+
+from __future__ import annotations
+
+from pytensor.graph.fg import FunctionGraph
+
+from lowering import lower
+
+
+def _types(inputs) -> str:
+    return " ".join(f"{v.type.dtype}{list(v.type.shape)}".replace("None", "?") for v in inputs)
+
+
+def print_ir(name, inputs, outputs, *, raw=False):
+    """Print `TEST: <name> <types>` and the module: raw (before passes) or optimized."""
+    outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    lowered = lower(FunctionGraph(inputs, outputs, clone=True))
+    stage = "raw" if raw else "opt"
+    print(f"TEST: {name} {stage} {_types(inputs)}")
+    print(lowered.as_text(raw=raw))

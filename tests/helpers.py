@@ -1,0 +1,61 @@
+"""Differential testing: run a graph with STABLEHLO and with PyTensor's Python mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+from pytensor.compile.mode import Mode
+
+import lowering  # noqa: F401  (registers the STABLEHLO mode)
+from lowering.linker import StableHLOLinker
+
+PY_MODE = Mode(linker="py", optimizer=None)
+# The graph as written, no PyTensor rewrites: tests each rule on the Op itself.
+RAW_MODE = Mode(linker=StableHLOLinker(), optimizer=None)
+
+# Default tolerances per dtype, for results of approximated functions.
+TOLERANCES = {
+    "float16": dict(rtol=2e-3, atol=1e-3),
+    "float32": dict(rtol=1e-5, atol=1e-6),
+    "float64": dict(rtol=1e-10, atol=1e-12),
+    "complex64": dict(rtol=1e-5, atol=1e-6),
+    "complex128": dict(rtol=1e-10, atol=1e-12),
+}
+
+
+def assert_same(got, expected, *, rtol=None, atol=None, label="output"):
+    """Same dtype, same shape, same values (NaN where NaN, exact for ints and bools)."""
+    got = np.asarray(got)
+    expected = np.asarray(expected)
+    assert got.dtype == expected.dtype, f"{label}: dtype {got.dtype}, expected {expected.dtype}"
+    assert got.shape == expected.shape, f"{label}: shape {got.shape}, expected {expected.shape}"
+    if expected.dtype.kind in "fc":
+        tol = dict(TOLERANCES[expected.dtype.name])
+        if rtol is not None:
+            tol["rtol"] = rtol
+        if atol is not None:
+            tol["atol"] = atol
+        np.testing.assert_allclose(got, expected, equal_nan=True, err_msg=label, **tol)
+    else:
+        np.testing.assert_array_equal(got, expected, err_msg=label)
+
+
+def compare_with_py(inputs, outputs, test_values, *, rtol=None, atol=None, modes=("STABLEHLO", RAW_MODE)):
+    """Compile `outputs` with STABLEHLO (rewritten and raw graph) and the Python mode; compare.
+
+    Checks too that no test value was mutated. Returns the STABLEHLO results.
+    """
+    single = not isinstance(outputs, (list, tuple))
+    outputs = [outputs] if single else list(outputs)
+    before = [np.array(v, copy=True) for v in test_values]
+    expected = pytensor.function(inputs, outputs, mode=PY_MODE)(*test_values)
+    results = None
+    for mode in modes:
+        fn = pytensor.function(inputs, outputs, mode=mode)
+        got = fn(*test_values)
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            assert_same(g, e, rtol=rtol, atol=atol, label=f"output {i} ({mode})")
+        results = results or got
+    for i, (b, v) in enumerate(zip(before, test_values)):
+        np.testing.assert_array_equal(np.asarray(v), b, err_msg=f"input {i} was mutated")
+    return results[0] if single else results
