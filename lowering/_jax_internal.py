@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from jax._src.interpreters.mlir import make_ir_context as _make_ir_context
 from jax._src.lib import xla_client as _xc
 from jaxlib.mlir._mlir_libs import _mlirHlo, _stablehlo
@@ -36,7 +38,30 @@ deserialize_portable_artifact = _stablehlo.deserialize_portable_artifact
 get_current_version = _stablehlo.get_current_version
 
 
+class _HostView:
+    """Exposes a CPU buffer to numpy as writable memory, keeping the buffer alive.
+
+    The result buffer belongs to nobody but the caller once execution returns, so
+    handing it out writable (as every other PyTensor backend does) is safe.
+    """
+
+    __slots__ = ("array", "__array_interface__")
+
+    def __init__(self, array, host):
+        self.array = array
+        self.__array_interface__ = {
+            "shape": host.shape,
+            "typestr": host.dtype.str,
+            "data": (host.__array_interface__["data"][0], False),
+            "version": 3,
+        }
+
+
 def to_numpy(array):
-    """A single-device jax Array as numpy, without a copy where the platform allows."""
-    out, _ = array._single_device_array_to_np_array_did_copy()
-    return out
+    """A single-device jax Array as a writable numpy array, without a copy on CPU."""
+    host, copied = array._single_device_array_to_np_array_did_copy()
+    if copied or host.flags.writeable:
+        return host
+    if host.size == 0:
+        return np.empty(host.shape, host.dtype)
+    return np.asarray(_HostView(array, host))

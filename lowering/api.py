@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 from jax.extend.mlir import ir
 
 from lowering._jax_internal import make_ir_context
+from lowering.compile import module_bytecode
 from lowering.context import LoweringContext, LoweringOptions
 from lowering.errors import UnsupportedTypeError
 from lowering.graph import lower_function
 from lowering.passes import DEFAULT_PIPELINE, PipelineReport, _verify, run_pipeline
+from lowering.specialize import Signature, is_fully_static, scalar_int_arguments, specialize
 from lowering.types import to_ir_type
 
 
@@ -25,6 +28,7 @@ class Lowered:
         self.input_types = [v.type for v in fgraph.inputs]
         self.output_types = [v.type for v in fgraph.outputs]
         self.input_names = [v.name or f"<input {i}>" for i, v in enumerate(fgraph.inputs)]
+        self._bytecode = None
 
     def as_text(self, debug_info: bool = False, raw: bool = False) -> str:
         """The module as StableHLO text (`raw=True`: before the pass pipeline)."""
@@ -32,6 +36,43 @@ class Lowered:
             return self.raw_text
         with self.context:
             return self.module.operation.get_asm(enable_debug_info=debug_info)
+
+    def specialize(self, *args) -> ir.Module:
+        """The module refined to concrete argument shapes: `?` dims become static.
+
+        Each argument is an array, or anything with `.shape` (dtypes are the graph's).
+        Shapes that depend on the values of scalar integer inputs need those values:
+        pass such inputs as arrays/numbers.
+        """
+        if len(args) != len(self.input_types):
+            raise TypeError(f"expected {len(self.input_types)} arguments, got {len(args)}")
+        shapes = tuple(tuple(getattr(a, "shape", np.shape(a))) for a in args)
+        module = self.specialized_module(shapes)
+        if not is_fully_static(module):
+            values = tuple(
+                (i, np.asarray(args[i]).item())
+                for i in scalar_int_arguments(self.input_types)
+                if not hasattr(args[i], "dtype") or isinstance(args[i], (np.ndarray, np.generic))
+            )
+            if values:
+                module = self.specialized_module(shapes, values)
+        return module
+
+    def specialized_module(self, shapes, values=()) -> ir.Module:
+        """Refine to `shapes` of the graph inputs (and `values` of scalar int inputs)."""
+        hoisted = self.hoisted_constants
+        signature = Signature(
+            tuple(shapes) + tuple(c.value.shape for c in hoisted),
+            tuple(t.dtype for t in self.input_types) + tuple(c.value.dtype.name for c in hoisted),
+            tuple(values),
+        )
+        return specialize(self.bytecode, self.context, signature)
+
+    @property
+    def bytecode(self) -> bytes:
+        if self._bytecode is None:
+            self._bytecode = module_bytecode(self.module)
+        return self._bytecode
 
     def compile(self, platform: str = "cpu"):
         from lowering.runtime import Compiled

@@ -35,12 +35,12 @@ def dense_attr(value, dtype=None, shape=None) -> ir.DenseElementsAttr:
 
 
 def _is_uniform(arr: np.ndarray) -> bool:
-    first = arr.reshape(-1)[0]
+    flat = np.ascontiguousarray(arr).reshape(-1)
     if arr.dtype.kind in "fc":
         # NaN != NaN, and 0.0 == -0.0 must not merge: compare the bytes.
-        return bool((arr.reshape(-1).view(np.uint8).reshape(arr.size, -1) ==
-                     np.asarray(first).view(np.uint8)).all())
-    return bool((arr == first).all())
+        rows = flat.view(np.uint8).reshape(arr.size, -1)
+        return bool((rows == rows[0]).all())
+    return bool((flat == flat[0]).all())
 
 
 def ir_constant(value, dtype=None) -> ir.Value:

@@ -12,7 +12,7 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 
-from lowering.builders import dense_attr, ir_constant
+from lowering.builders import _is_uniform, ir_constant
 from lowering.types import to_ir_type
 
 
@@ -82,7 +82,7 @@ class LoweringContext:
             and self._func_stack
             and self._func_stack[0] is self._main
             and arr.size >= self.options.hoist_constants_over
-            and not dense_attr(arr).is_splat
+            and not _is_uniform(arr)
         ):
             return self._hoist(arr)
         return ir_constant(arr)

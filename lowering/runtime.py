@@ -14,7 +14,7 @@ from jax.sharding import SingleDeviceSharding
 
 from lowering._jax_internal import HostBufferSemantics, batched_device_put, to_numpy as _to_numpy
 from lowering.compile import compile_bytecode, get_backend, module_bytecode
-from lowering.specialize import Signature, is_fully_static, scalar_int_arguments, specialize
+from lowering.specialize import is_fully_static, scalar_int_arguments
 
 
 class _Aval:
@@ -41,7 +41,6 @@ class Compiled:
         self._dtypes = tuple(np.dtype(t.dtype) for t in self._in_types)
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
         self._scalar_int_args = scalar_int_arguments(self._in_types)
-        self._bytecode = module_bytecode(lowered.module)
         self._constant_buffers = None
         # shapes -> executable, or -> None when the shapes need argument values too.
         self._by_shapes: dict = {}
@@ -102,38 +101,20 @@ class Compiled:
     def _compile_for(self, shapes, values):
         """Specialize to `shapes` (and, if shapes depend on them, scalar values); compile."""
         with self._lock:
-            dtypes = tuple(t.dtype for t in self._in_types)
-            dtypes += tuple(c.value.dtype.name for c in self.lowered.hoisted_constants)
-            all_shapes = shapes + tuple(c.value.shape for c in self.lowered.hoisted_constants)
             if values is None:
-                module = specialize(self._bytecode, self.lowered.context, Signature(all_shapes, dtypes))
-                if is_fully_static(module) or not self._scalar_int_args:
+                module = self.lowered.specialized_module(shapes)
+                if not self._scalar_int_args or is_fully_static(module):
                     exe = compile_bytecode(module_bytecode(module), self.platform)
                     self._by_shapes[shapes] = exe
                     return exe
                 # Some shape still depends on a value: key on the scalar ints too.
                 self._by_shapes[shapes] = None
-                return None  # caller retries with values
-            module = specialize(
-                self._bytecode, self.lowered.context, Signature(all_shapes, dtypes, values)
-            )
+                return None  # the caller retries with values
+            module = self.lowered.specialized_module(shapes, values)
             exe = compile_bytecode(module_bytecode(module), self.platform)
             self._by_values[(shapes, values)] = exe
             return exe
 
     def specialized_text(self, *args) -> str:
         """The module this call signature runs (after refinement), as text."""
-        args = [self._filter(i, a) for i, a in enumerate(args)]
-        shapes = tuple(np.shape(a) for a in args)
-        dtypes = tuple(t.dtype for t in self._in_types)
-        dtypes += tuple(c.value.dtype.name for c in self.lowered.hoisted_constants)
-        all_shapes = shapes + tuple(c.value.shape for c in self.lowered.hoisted_constants)
-        module = specialize(self._bytecode, self.lowered.context, Signature(all_shapes, dtypes))
-        if not is_fully_static(module) and self._scalar_int_args:
-            values = tuple((i, args[i].item()) for i in self._scalar_int_args)
-            module = specialize(
-                self._bytecode, self.lowered.context, Signature(all_shapes, dtypes, values)
-            )
-        return str(module)
-
-
+        return str(self.lowered.specialize(*[self._filter(i, a) for i, a in enumerate(args)]))

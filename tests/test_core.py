@@ -1,0 +1,367 @@
+"""The core pipeline: types, walker, errors, passes, specialization, runtime, linker."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.graph.basic import Apply
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.op import Op
+
+import lowering
+from lowering import (
+    LoweringError,
+    LoweringOptions,
+    PassPipelineError,
+    UnsupportedOpsError,
+    UnsupportedTypeError,
+    VerificationError,
+    lower,
+    register_lowering,
+    to_ir_type,
+)
+from lowering._jax_internal import make_ir_context
+from lowering.passes import inline_private_calls, run_pipeline, split_pipeline
+from tests.helpers import assert_same, compare_with_py
+
+ALL_DTYPES = [
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+]
+
+
+def fg(inputs, outputs):
+    return FunctionGraph(inputs, outputs, clone=True)
+
+
+# --- types -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_to_ir_type_every_dtype(dtype):
+    with make_ir_context(), ir.Location.unknown():
+        t = to_ir_type(pt.tensor(dtype=dtype, shape=(None, 3)).type)
+        assert str(t).startswith("tensor<?x3x")
+        assert lowering.types.dtype_of(t) == dtype
+
+
+def test_to_ir_type_rejects_unknown_dtype_by_name():
+    with make_ir_context(), ir.Location.unknown():
+        with pytest.raises(UnsupportedTypeError, match="'float128'"):
+            lowering.types.element_type("float128")
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_identity_roundtrip_every_dtype(dtype):
+    x = pt.tensor("x", dtype=dtype, shape=(None, None))
+    value = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
+    (got,) = lower(fg([x], [x])).compile()(value)
+    assert_same(got, value)
+
+
+def test_input_with_unsupported_type_names_the_input():
+    rng = pytensor.shared(np.random.default_rng(0))
+    x = pt.vector("x")
+    graph = FunctionGraph([x, rng], [x], clone=False)
+    with pytest.raises(UnsupportedTypeError, match="input 1"):
+        lower(graph)
+
+
+# --- the graph walker ----------------------------------------------------------------
+
+
+def test_walker_graph_shapes():
+    """Constants, several outputs, an input as output, a repeated output, unused inputs."""
+    x = pt.vector("x")
+    y = pt.vector("y")
+    unused = pt.matrix("unused")
+    two = pt.constant(np.float64(2.0))
+    out = x * two + y
+    compiled = lower(fg([x, y, unused], [out, x, out, y])).compile()
+    a, b = np.arange(3.0), np.ones(3)
+    got = compiled(a, b, np.zeros((2, 2)))
+    assert len(got) == 4
+    assert_same(got[0], a * 2 + b)
+    assert_same(got[1], a)
+    assert_same(got[2], a * 2 + b)
+    assert_same(got[3], b)
+    got[0][0] = 99.0  # the caller owns each output: writable, not aliased
+    assert got[2][0] != 99.0
+
+
+def test_constant_output_and_no_inputs():
+    out = pt.constant(np.arange(4, dtype="int16"))
+    (got,) = lower(FunctionGraph([], [out], clone=False)).compile()()
+    assert_same(got, np.arange(4, dtype="int16"))
+
+
+class NoRuleA(Op):
+    def make_node(self, x):
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = inputs[0]
+
+
+class NoRuleB(NoRuleA):
+    pass
+
+
+class WrongDtype(NoRuleA):
+    pass
+
+
+@register_lowering(WrongDtype)
+def _lower_wrong_dtype(ctx, node, x):
+    return lowering.convert(x, "float32")  # PyTensor says float64
+
+
+class InvalidIR(NoRuleA):
+    pass
+
+
+@register_lowering(InvalidIR)
+def _lower_invalid_ir(ctx, node, x):
+    wrong = ir.RankedTensorType.get([2, 2], ir.F64Type.get())
+    hlo.convert(wrong, x)  # convert cannot change the rank: the verifier says so
+    return x
+
+
+def test_unsupported_ops_are_all_listed_with_their_nodes():
+    x = pt.vector("x")
+    a = NoRuleA()(x)
+    b = NoRuleB()(a * 2)
+    c = NoRuleA()(b)
+    with pytest.raises(UnsupportedOpsError) as info:
+        lower(fg([x], [c]))
+    message = str(info.value)
+    assert "NoRuleA" in message and "NoRuleB" in message
+    assert set(info.value.missing) == {"NoRuleA", "NoRuleB"}
+    assert len(info.value.missing["NoRuleA"]) == 2
+    assert isinstance(info.value, NotImplementedError)
+
+
+def test_rule_with_wrong_dtype_is_caught_and_named():
+    x = pt.vector("x")
+    with pytest.raises(LoweringError, match="WrongDtype.*element type f32, expected f64"):
+        lower(fg([x], [WrongDtype()(x)]))
+
+
+def test_verifier_failure_carries_the_ir():
+    x = pt.vector("x")
+    with pytest.raises((VerificationError, LoweringError)) as info:
+        lower(fg([x], [InvalidIR()(x)]))
+    assert isinstance(info.value, VerificationError)
+    assert "stablehlo.convert" in info.value.ir_text
+
+
+def test_locations_name_pytensor_nodes():
+    x = pt.vector("x")
+    lowered = lower(fg([x], [pt.exp(x)]), pipeline=None)
+    assert 'loc("Exp(x)")' in lowered.as_text(debug_info=True)
+    assert "loc(" not in lowered.as_text()
+    plain = lower(fg([x], [pt.exp(x)]), options=LoweringOptions(debug_info=False), pipeline=None)
+    assert "Exp(x)" not in plain.as_text(debug_info=True)
+
+
+def test_unknown_dims_stay_dynamic():
+    x = pt.matrix("x", shape=(None, 4))
+    text = lower(fg([x], [pt.exp(x)])).as_text()
+    assert "tensor<?x4xf64>" in text
+
+
+# --- passes ------------------------------------------------------------------------
+
+
+def test_default_pipeline_folds_and_cses():
+    x = pt.vector("x", shape=(4,))
+    one, two = pt.constant(1.0), pt.constant(2.0)
+    out = x * (one + two) + x * (one + two)
+    lowered = lower(fg([x], [out]))
+    raw, opt = lowered.as_text(raw=True), lowered.as_text()
+    assert raw.count("stablehlo.multiply") == 2
+    assert opt.count("stablehlo.multiply") == 1  # CSE
+    assert "dense<3.000000e+00>" in opt  # 1 + 2 folded
+
+
+def test_custom_pipeline_ir_after_each_pass_and_timing():
+    x = pt.vector("x", shape=(4,))
+    lowered = lower(
+        fg([x], [x + 0.0]), pipeline="builtin.module(stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo)",
+        print_ir_after_all=True, timing=True,
+    )
+    report = lowered.pipeline_report
+    assert [p.name for p in report.passes] == [
+        "stablehlo-legalize-to-hlo", "canonicalize", "hlo-legalize-to-stablehlo"
+    ]
+    assert "mhlo." in report.passes[0].ir_after
+    assert "stablehlo.add" not in report.passes[-1].ir_after  # x + 0 folded
+    assert report.total_seconds > 0
+    assert "total" in report.timing_table()
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    ["canonicalize", "builtin.module(no-such-pass)", "builtin.module(canonicalize", "builtin.module(a,,b)"],
+)
+def test_bad_pipeline_is_a_clear_error(pipeline):
+    x = pt.vector("x")
+    with pytest.raises(PassPipelineError):
+        lower(fg([x], [x * 2]), pipeline=pipeline)
+
+
+def test_split_pipeline_respects_nesting():
+    assert split_pipeline("builtin.module(a,func.func(b,c),d{x=1,y=2})") == [
+        "a", "func.func(b,c)", "d{x=1,y=2}"
+    ]
+
+
+def test_python_passes_run_by_name_and_as_extra():
+    seen = []
+
+    def count_ops(module_op):
+        seen.append(len(module_op.regions[0].blocks[0].operations))
+
+    lowering.register_python_pass("count-ops-test", count_ops)
+    x = pt.vector("x")
+    lower(fg([x], [x * 2]), pipeline="builtin.module(count-ops-test,cse)", extra_passes=[count_ops])
+    assert seen == [1, 1]
+
+
+def test_inline_private_calls():
+    text = """
+    module {
+      func.func private @twice(%a: tensor<3xf32>) -> tensor<3xf32> {
+        %r = stablehlo.add %a, %a : tensor<3xf32>
+        return %r : tensor<3xf32>
+      }
+      func.func public @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+        %0 = func.call @twice(%x) : (tensor<3xf32>) -> tensor<3xf32>
+        %1 = func.call @twice(%0) : (tensor<3xf32>) -> tensor<3xf32>
+        return %1 : tensor<3xf32>
+      }
+    }"""
+    with make_ir_context():
+        module = ir.Module.parse(text)
+        run_pipeline(module, "builtin.module(inline-private-calls,symbol-dce)")
+        out = str(module)
+    assert "call" not in out and "@twice" not in out
+    assert out.count("stablehlo.add") == 2
+
+
+# --- specialization and runtime ------------------------------------------------------
+
+
+def test_new_shapes_specialize_without_relowering():
+    x = pt.matrix("x")
+    lowered = lower(fg([x], [pt.exp(x)]))
+    text = lowered.as_text()
+    compiled = lowered.compile()
+    for shape in [(2, 3), (5, 1), (0, 4), (2, 3)]:
+        value = np.random.default_rng(0).normal(size=shape)
+        assert_same(compiled(value)[0], np.exp(value))
+    assert len(compiled._by_shapes) == 3
+    assert lowered.as_text() == text
+    static = compiled.specialized_text(np.ones((2, 3)))
+    assert "tensor<2x3xf64>" in static and "?" not in static
+
+
+def test_float64_without_global_x64():
+    assert not jax.config.jax_enable_x64
+    x = pt.vector("x", dtype="float64")
+    value = np.array([1.0 + 1e-12, np.pi])
+    (got,) = lower(fg([x], [x * 3])).compile()(value)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, value * 3)
+    big = pt.vector("big", dtype="int64")
+    (g2,) = lower(fg([big], [big + 1])).compile()(np.array([2**40]))
+    assert g2.dtype == np.int64 and g2[0] == 2**40 + 1
+
+
+def test_argument_errors_name_the_input():
+    x = pt.matrix("x", shape=(None, 3))
+    y = pt.vector("y", dtype="int32")
+    compiled = lower(fg([x, y], [x.sum() if False else x * 2, y])).compile()
+    good_x, good_y = np.ones((2, 3)), np.arange(2, dtype="int32")
+    with pytest.raises(TypeError, match=r"expected 2 arguments \(x, y\), got 1"):
+        compiled(good_x)
+    with pytest.raises(TypeError, match=r"input 0 \(x\).*dimensions"):
+        compiled(np.ones(3), good_y)
+    with pytest.raises(TypeError, match=r"input 0 \(x\).*shape"):
+        compiled(np.ones((2, 4)), good_y)
+    with pytest.raises(TypeError, match=r"input 1 \(y\).*loss of precision"):
+        compiled(good_x, np.arange(2.5, dtype="float64"))
+    with pytest.raises(ValueError, match=r"input 0 \(x\)"):
+        compiled("not an array", good_y)
+    # still works afterwards, and castable inputs are cast as PyTensor would
+    got = compiled([[1, 2, 3]], np.arange(2, dtype="int8"))
+    assert_same(got[0], np.array([[2.0, 4.0, 6.0]]))
+    assert_same(got[1], np.arange(2, dtype="int32"))
+
+
+def test_non_contiguous_and_read_only_inputs_are_not_mutated():
+    x = pt.matrix("x")
+    base = np.arange(24.0).reshape(4, 6)
+    strided = base[::2, ::3]
+    transposed = base.T
+    read_only = base.copy()
+    read_only.flags.writeable = False
+    compiled = lower(fg([x], [x * 2])).compile()
+    for value in (strided, transposed, read_only):
+        before = value.copy()
+        (got,) = compiled(value)
+        assert_same(got, before * 2)
+        np.testing.assert_array_equal(value, before)
+
+
+def test_large_constants_become_bound_arguments():
+    data = np.random.default_rng(1).normal(size=(64, 64))
+    x = pt.matrix("x")
+    out = x + pt.constant(data)
+    lowered = lower(fg([x], [out]))
+    assert len(lowered.hoisted_constants) == 1
+    assert "dense<" not in lowered.as_text()
+    compiled = lowered.compile()
+    for _ in range(2):
+        assert_same(compiled(np.ones((64, 64)))[0], data + 1)
+    small = lower(fg([x], [x + pt.constant(np.ones((64, 64)))]))  # a splat stays inline
+    assert small.hoisted_constants == []
+
+
+# --- PyTensor integration -------------------------------------------------------------
+
+
+def test_mode_by_name():
+    x = pt.vector("x")
+    for name in ("STABLEHLO", "stablehlo"):
+        f = pytensor.function([x], pt.exp(x) * 2, mode=name)
+        assert_same(f(np.arange(3.0)), np.exp(np.arange(3.0)) * 2)
+
+
+def test_shared_variable_updates():
+    state = pytensor.shared(np.zeros(3), name="state")
+    step = pt.vector("step")
+    f = pytensor.function([step], state * 2, updates=[(state, state + step)], mode="STABLEHLO")
+    f(np.ones(3))
+    out = f(np.full(3, 2.0))
+    assert_same(out, np.full(3, 2.0))
+    assert_same(state.get_value(), np.full(3, 3.0))
+
+
+def test_givens_and_no_inputs():
+    x = pt.vector("x")
+    shared = pytensor.shared(np.arange(3.0), name="s")
+    f = pytensor.function([], pt.exp(x), givens={x: shared}, mode="STABLEHLO")
+    assert_same(f(), np.exp(np.arange(3.0)))
+
+
+def test_compare_with_py_helper_catches_a_wrong_result():
+    x = pt.vector("x")
+    with pytest.raises(AssertionError):
+        assert_same(np.array([1.0, 2.0]), np.array([1.0, 2.5]))
+    compare_with_py([x], [x * 2, pt.exp(x)], [np.array([0.5, -1.0])])
