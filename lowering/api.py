@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from jax.extend.mlir import ir
 
@@ -29,6 +31,8 @@ class Lowered:
         self.output_types = [v.type for v in fgraph.outputs]
         self.input_names = [v.name or f"<input {i}>" for i, v in enumerate(fgraph.inputs)]
         self._bytecode = None
+        # One MLIR context per Lowered: specializations that share it take turns.
+        self.lock = threading.RLock()
 
     def as_text(self, debug_info: bool = False, raw: bool = False) -> str:
         """The module as StableHLO text (`raw=True`: before the pass pipeline)."""
@@ -66,13 +70,15 @@ class Lowered:
             tuple(t.dtype for t in self.input_types) + tuple(c.value.dtype.name for c in hoisted),
             tuple(values),
         )
-        return specialize(self.bytecode, self.context, signature)
+        with self.lock:
+            return specialize(self.bytecode, self.context, signature)
 
     @property
     def bytecode(self) -> bytes:
-        if self._bytecode is None:
-            self._bytecode = module_bytecode(self.module)
-        return self._bytecode
+        with self.lock:
+            if self._bytecode is None:
+                self._bytecode = module_bytecode(self.module)
+            return self._bytecode
 
     def compile(self, platform: str = "cpu"):
         from lowering.runtime import Compiled

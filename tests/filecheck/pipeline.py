@@ -1,0 +1,58 @@
+# RUN: %PYTHON %s | FileCheck %s
+# The default pipeline really simplifies StableHLO, and specialization makes `?` static.
+import numpy as np
+import pytensor.tensor as pt
+from jax.extend.mlir import ir
+from pytensor.graph.fg import FunctionGraph
+
+from ir_printing import print_ir
+from lowering import lower
+from lowering._jax_internal import make_ir_context
+from lowering.passes import run_pipeline
+
+x = pt.vector("x", shape=(4,))
+one, two = pt.constant(1.0), pt.constant(2.0)
+
+# 1 + 2 folds to 3, the repeated product is computed once, x * 1 disappears.
+# CHECK-LABEL: TEST: fold_cse opt
+# CHECK: stablehlo.constant dense<3.000000e+00> : tensor<4xf64>
+# CHECK: stablehlo.multiply %arg0
+# CHECK-NOT: stablehlo.multiply
+# CHECK: return
+print_ir("fold_cse", [x], [x * (one + two) + x * (one + two) * one])
+
+# Private functions are inlined by our Python pass, then dropped by symbol-dce.
+# CHECK-LABEL: TEST: inline_private_calls
+# CHECK-NOT: func.call
+# CHECK: func.func public @main
+# CHECK-NEXT: stablehlo.add %arg0, %arg0
+# CHECK-NOT: @twice
+print("TEST: inline_private_calls")
+with make_ir_context():
+    module = ir.Module.parse("""
+    module {
+      func.func private @twice(%a: tensor<3xf32>) -> tensor<3xf32> {
+        %r = stablehlo.add %a, %a : tensor<3xf32>
+        return %r : tensor<3xf32>
+      }
+      func.func public @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+        %0 = func.call @twice(%x) : (tensor<3xf32>) -> tensor<3xf32>
+        return %0 : tensor<3xf32>
+      }
+    }""")
+    run_pipeline(module, "builtin.module(inline-private-calls,symbol-dce)")
+    print(module)
+
+# A shape-polymorphic module and its specialization to one call's shapes.
+# CHECK-LABEL: TEST: specialize
+# CHECK: func.func public @main(%arg0: tensor<?x?xf32>
+# CHECK: stablehlo.dynamic_broadcast_in_dim
+# CHECK: func.func public @main(%arg0: tensor<2x3xf32>, %arg1: tensor<1x3xf32>) -> tensor<2x3xf32>
+# CHECK: stablehlo.broadcast_in_dim %arg1, dims = [0, 1] : (tensor<1x3xf32>) -> tensor<2x3xf32>
+# CHECK-NOT: dynamic
+m = pt.matrix("m", dtype="float32")
+row = pt.matrix("row", dtype="float32", shape=(1, None))
+lowered = lower(FunctionGraph([m, row], [m + row]))
+print("TEST: specialize")
+print(lowered.as_text())
+print(lowered.specialize(np.ones((2, 3), "float32"), np.ones((1, 3), "float32")))
