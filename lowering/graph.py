@@ -102,16 +102,21 @@ def _value_of(ctx, var: Variable, env) -> ir.Value:
     )
 
 
-def lower_node(ctx, node, operands) -> list[ir.Value]:
-    """Apply the node's rule with a location naming it, and check what it returns."""
+def lower_node(ctx, node, operands, *, own_location: bool = True) -> list[ir.Value]:
+    """Apply the node's rule with a location naming it, and check what it returns.
+
+    `own_location=False` keeps the enclosing location: a scalar node applied by an
+    Elemwise rule is reported as that Elemwise node.
+    """
     rule = lookup_rule(node.op)
     if rule is None:
         raise UnsupportedOpsError({type(node.op).__name__: [node]})
-    loc = (
-        ir.Location.name(node_label(node))
-        if ctx.options.debug_info
-        else ir.Location.unknown()
-    )
+    if not own_location:
+        loc = ir.Location.current
+    elif ctx.options.debug_info:
+        loc = ir.Location.name(node_label(node))
+    else:
+        loc = ir.Location.unknown()
     outer, ctx.node = ctx.node, node
     try:
         with loc:

@@ -14,6 +14,7 @@ from jax.sharding import SingleDeviceSharding
 
 from lowering._jax_internal import HostBufferSemantics, batched_device_put, to_numpy as _to_numpy
 from lowering.compile import compile_bytecode, get_backend, module_bytecode
+from lowering.errors import PassPipelineError
 from lowering.specialize import is_fully_static, scalar_int_arguments
 
 
@@ -100,6 +101,15 @@ class Compiled:
 
     def _compile_for(self, shapes, values):
         """Specialize to `shapes` (and, if shapes depend on them, scalar values); compile."""
+        try:
+            return self._specialize_and_compile(shapes, values)
+        except PassPipelineError as exc:
+            detail = _first_diagnostic(str(exc))
+            raise ValueError(
+                f"arguments of shapes {', '.join(map(str, shapes))} do not fit the graph: {detail}"
+            ) from None
+
+    def _specialize_and_compile(self, shapes, values):
         with self._lock:
             if values is None:
                 module = self.lowered.specialized_module(shapes)
@@ -118,3 +128,11 @@ class Compiled:
     def specialized_text(self, *args) -> str:
         """The module this call signature runs (after refinement), as text."""
         return str(self.lowered.specialize(*[self._filter(i, a) for i, a in enumerate(args)]))
+
+
+def _first_diagnostic(message: str) -> str:
+    """The first `error:` line of an MLIR diagnostic, which names the PyTensor node."""
+    for line in message.splitlines():
+        if line.strip().startswith("error:"):
+            return line.strip()[len("error:"):].strip()
+    return message.splitlines()[0]

@@ -365,3 +365,11 @@ def test_compare_with_py_helper_catches_a_wrong_result():
     with pytest.raises(AssertionError):
         assert_same(np.array([1.0, 2.0]), np.array([1.0, 2.5]))
     compare_with_py([x], [x * 2, pt.exp(x)], [np.array([0.5, -1.0])])
+
+
+def test_incompatible_runtime_shapes_name_the_node():
+    a, b = pt.vector("a"), pt.vector("b")
+    compiled = lower(fg([a, b], [a + b])).compile()
+    with pytest.raises(ValueError, match=r"shapes \(3,\), \(5,\) do not fit.*Add\(a, b\)"):
+        compiled(np.ones(3), np.ones(5))
+    assert_same(compiled(np.ones(2), np.ones(2))[0], np.full(2, 2.0))
