@@ -57,7 +57,7 @@ def lower_elemwise(ctx, node, *operands):
         [i.type.dtype for i in node.inputs],
         [o.type.dtype for o in node.outputs],
     )
-    return tuple(lower_node(ctx, scalar_node, operands))
+    return tuple(lower_node(ctx, scalar_node, operands, own_location=False))
 
 
 @register_lowering(ps.Composite)
