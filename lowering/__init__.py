@@ -28,6 +28,7 @@ from lowering.errors import (
     UnsupportedTypeError,
     VerificationError,
 )
+from lowering.coverage import unsupported_ops
 from lowering.passes import DEFAULT_PIPELINE, register_python_pass, run_pipeline
 from lowering.registry import register_lowering
 from lowering.runtime import Compiled
@@ -43,5 +44,5 @@ __all__ = [
     "UnsupportedParameterError", "UnsupportedTypeError", "VerificationError",
     "broadcast_in_dim", "broadcast_to", "compare", "convert", "full", "full_like",
     "ir_constant", "lower", "register_lowering", "register_python_pass", "reshape",
-    "run_pipeline", "shape_of", "to_ir_type",
+    "run_pipeline", "shape_of", "to_ir_type", "unsupported_ops",
 ]

@@ -32,7 +32,11 @@ def register_lowering(*op_classes: type, inner_ops: Callable | None = None):
 
 
 def lookup_rule(op) -> Rule | None:
-    for cls in type(op).__mro__:
+    return lookup_rule_for_class(type(op))
+
+
+def lookup_rule_for_class(op_class: type) -> Rule | None:
+    for cls in op_class.__mro__:
         rule = _RULES.get(cls)
         if rule is not None:
             return rule
