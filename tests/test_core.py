@@ -373,3 +373,27 @@ def test_incompatible_runtime_shapes_name_the_node():
     with pytest.raises(ValueError, match=r"shapes \(3,\), \(5,\) do not fit.*Add\(a, b\)"):
         compiled(np.ones(3), np.ones(5))
     assert_same(compiled(np.ones(2), np.ones(2))[0], np.full(2, 2.0))
+
+
+def test_threads_share_one_compiled_function():
+    """Concurrent calls (and concurrent first-call compiles) give sequential results."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    x = pt.vector("x")
+    compiled = lower(fg([x], [pt.exp(x) * 2])).compile()
+    values = [np.random.default_rng(i).normal(size=i % 4 + 1) for i in range(64)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda v: compiled(v)[0], values))
+    for got, v in zip(results, values):
+        assert_same(got, np.exp(v) * 2)
+
+
+def test_executable_cache_is_bounded():
+    from lowering.compile import ExecutableCache
+
+    cache = ExecutableCache(max_entries=2)
+    for key in "abc":
+        cache.put(key, object())
+    assert len(cache) == 2 and cache.get("a") is None and cache.get("c") is not None
+    cache.clear()
+    assert len(cache) == 0
