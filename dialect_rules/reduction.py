@@ -1,3 +1,172 @@
-"""CAReduce (sum, prod, max, min, all, any, ...), Argmax, Softmax family."""
+"""CAReduce (sum, prod, max, min, all, any, any associative scalar op), Argmax,
+Softmax, SoftmaxGrad, LogSoftmax."""
 
 from __future__ import annotations
+
+import numpy as np
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.tensor.elemwise import CAReduce
+from pytensor.tensor.math import Argmax
+from pytensor.tensor.special import LogSoftmax, Softmax, SoftmaxGrad
+
+from dialect_rules.elemwise import scalar_apply
+from lowering.builders import (
+    broadcast_in_dim,
+    compare,
+    convert,
+    dim_product,
+    dim_value,
+    full,
+    full_like,
+    ir_constant,
+    iota,
+    reshape,
+    select,
+    shape_of,
+    transpose,
+    value_dtype,
+)
+from lowering.errors import UnsupportedParameterError
+from lowering.graph import lower_node
+from lowering.regions import identity_value, reduce
+from lowering.registry import register_lowering
+
+
+def _axes(axis, ndim) -> tuple[int, ...]:
+    return tuple(range(ndim)) if axis is None else tuple(a % ndim for a in axis)
+
+
+def _check_nonempty(ctx, x, axes, what: str) -> None:
+    """numpy raises on an empty reduction without identity; so do we, at call time."""
+    dims = [d for i, d in enumerate(shape_of(x)) if i in axes]
+    if all(isinstance(d, int) and d > 0 for d in dims):
+        return
+    size = dim_product(dims)
+    ctx.runtime_check(
+        compare(dim_value(size), ir_constant(np.int64(0)), "EQ"),
+        ValueError,
+        f"zero-size array to reduction operation {what} which has no identity",
+    )
+
+
+@register_lowering(CAReduce, inner_ops=lambda op: [op.scalar_op])
+def lower_careduce(ctx, node, x):
+    op = node.op
+    out_dtype = node.outputs[0].type.dtype
+    acc_dtype = op.acc_dtype or out_dtype
+    axes = _axes(op.axis, node.inputs[0].type.ndim)
+    identity = identity_value(op.scalar_op, acc_dtype)
+    if identity is None:
+        raise UnsupportedParameterError(
+            node, f"scalar_op={op.scalar_op}", "reductions need an op with a known identity"
+        )
+    if getattr(op.ufunc, "identity", 0) is None:
+        _check_nonempty(ctx, x, axes, str(op.scalar_op))
+    scalar_node = scalar_apply(op.scalar_op, [acc_dtype, acc_dtype], [acc_dtype])
+
+    def body(accs, xs):
+        return lower_node(ctx, scalar_node, [accs[0], xs[0]], own_location=False)
+
+    (out,) = reduce([convert(x, acc_dtype)], [ir_constant(identity, acc_dtype)], axes, body)
+    return convert(out, out_dtype)
+
+
+def _argmax_body(dtype):
+    """Pick (value, index) pairs numpy's way: NaN wins, ties go to the lower index."""
+
+    def body(accs, xs):
+        (a, ia), (b, ib) = accs, xs
+        pick_a = compare(a, b, "GT")
+        lower_index = compare(ia, ib, "LT")
+        if np.dtype(dtype).kind == "f":
+            a_nan, b_nan = compare(a, a, "NE"), compare(b, b, "NE")
+            pick_a = hlo.or_(pick_a, hlo.and_(a_nan, hlo.not_(b_nan)))
+            same = hlo.or_(compare(a, b, "EQ"), hlo.and_(a_nan, b_nan))
+        else:
+            same = compare(a, b, "EQ")
+        pick_a = hlo.or_(pick_a, hlo.and_(same, lower_index))
+        return [select(pick_a, a, b), select(pick_a, ia, ib)]
+
+    return body
+
+
+@register_lowering(Argmax)
+def lower_argmax(ctx, node, x):
+    ndim = node.inputs[0].type.ndim
+    axes = _axes(node.op.axis, ndim)
+    dtype = value_dtype(x)
+    if np.dtype(dtype).kind == "c":
+        raise UnsupportedParameterError(node, f"dtype={dtype}", "numpy's argmax order of complex")
+    _check_nonempty(ctx, x, axes, "argmax")
+    # Reduced axes last, flattened into one: the index numpy returns is into that order.
+    kept = [i for i in range(ndim) if i not in axes]
+    dims = shape_of(x)
+    flat = reshape(transpose(x, kept + list(axes)), [dims[i] for i in kept] + [dim_product([dims[i] for i in axes])])
+    flat_dims = shape_of(flat)
+    index = iota(flat_dims, len(kept), "int64")
+    lowest = ir_constant(_lowest_for_argmax(dtype), dtype)
+    _, out = reduce(
+        [flat, index], [lowest, ir_constant(np.int64(0))], [len(kept)], _argmax_body(dtype)
+    )
+    return out
+
+
+def _lowest_for_argmax(dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return False
+    if dtype.kind == "f":
+        return -np.inf
+    return np.iinfo(dtype).min
+
+
+# --- softmax family: the same formulas as scipy.special, which Op.perform calls ---
+
+
+def _keepdims_reduce(ctx, x, axes, scalar_op_name):
+    """Reduce over `axes` and broadcast back to x's shape."""
+    import pytensor.scalar as ps
+
+    scalar_op = {"max": ps.scalar_maximum, "sum": ps.add}[scalar_op_name]
+    dtype = value_dtype(x)
+    node = scalar_apply(scalar_op, [dtype, dtype], [dtype])
+    (out,) = reduce(
+        [x], [ir_constant(identity_value(scalar_op, dtype), dtype)], axes,
+        lambda accs, xs: lower_node(ctx, node, [accs[0], xs[0]], own_location=False),
+    )
+    dims = shape_of(x)
+    kept = [i for i in range(len(dims)) if i not in axes]
+    return broadcast_in_dim(out, dims, kept)
+
+
+def _softmax_axes(node):
+    return _axes(None if node.op.axis is None else (node.op.axis,), node.inputs[0].type.ndim)
+
+
+@register_lowering(Softmax)
+def lower_softmax(ctx, node, x):
+    x = convert(x, node.outputs[0].type.dtype)
+    axes = _softmax_axes(node)
+    e = hlo.exponential(hlo.subtract(x, _keepdims_reduce(ctx, x, axes, "max")))
+    return hlo.divide(e, _keepdims_reduce(ctx, e, axes, "sum"))
+
+
+@register_lowering(LogSoftmax)
+def lower_log_softmax(ctx, node, x):
+    x = convert(x, node.outputs[0].type.dtype)
+    axes = _softmax_axes(node)
+    x_max = _keepdims_reduce(ctx, x, axes, "max")
+    # scipy shifts by 0 where the max is not finite (all -inf rows stay -inf, not NaN)
+    x_max = select(hlo.is_finite(x_max), x_max, full_like(x_max, 0))
+    shifted = hlo.subtract(x, x_max)
+    total = _keepdims_reduce(ctx, hlo.exponential(shifted), axes, "sum")
+    return hlo.subtract(shifted, hlo.log(total))
+
+
+@register_lowering(SoftmaxGrad)
+def lower_softmax_grad(ctx, node, dy, sm):
+    dtype = node.outputs[0].type.dtype
+    dy, sm = convert(dy, dtype), convert(sm, dtype)
+    dy_sm = hlo.multiply(dy, sm)
+    axes = _softmax_axes(node)
+    return hlo.subtract(dy_sm, hlo.multiply(_keepdims_reduce(ctx, dy_sm, axes, "sum"), sm))

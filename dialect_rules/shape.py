@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import numpy as np
+from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
-from lowering.builders import dim_size, reshape, transpose
+from lowering.builders import (
+    compare,
+    convert,
+    dim_product,
+    dim_size,
+    dim_value,
+    ir_constant,
+    reshape,
+    select,
+    shape_of,
+    shape_tensor,
+    transpose,
+)
 from lowering.registry import register_lowering
+from lowering.types import tensor_type
 
 
 @register_lowering(DimShuffle)
@@ -20,3 +36,64 @@ def lower_dimshuffle(ctx, node, x):
         for k, i in enumerate(op.new_order)
     )
     return reshape(y, dims)
+
+
+def _element(vector, i):
+    """Element i of a 1-d integer tensor, as a 0-d i64 value."""
+    piece = hlo.slice(vector, _i64s([i]), _i64s([i + 1]), _i64s([1]))
+    return convert(hlo.reshape(tensor_type((), _dtype(vector)), piece), "int64")
+
+
+def _i64s(values):
+    from jax.extend.mlir import ir
+
+    return ir.DenseI64ArrayAttr.get(list(values))
+
+
+def _dtype(value):
+    from lowering.builders import value_dtype
+
+    return value_dtype(value)
+
+
+@register_lowering(Reshape)
+def lower_reshape(ctx, node, x, shape):
+    static = node.outputs[0].type.shape
+    if all(d is not None for d in static):
+        return reshape(x, static)
+    entries = [_element(shape, i) for i in range(node.op.ndim)]
+    minus_one = ir_constant(np.int64(-1))
+    one = ir_constant(np.int64(1))
+    # numpy's -1: the one unknown entry is the size divided by the product of the others
+    known = dim_product([select(compare(e, minus_one, "EQ"), one, e) for e in entries])
+    inferred = hlo.divide(dim_value(dim_product(shape_of(x))), dim_value(known))
+    dims = [
+        s if s is not None else select(compare(e, minus_one, "EQ"), inferred, e)
+        for s, e in zip(static, entries)
+    ]
+    return reshape(x, dims)
+
+
+@register_lowering(Shape)
+def lower_shape(ctx, node, x):
+    return shape_tensor(shape_of(x))
+
+
+@register_lowering(Shape_i)
+def lower_shape_i(ctx, node, x):
+    return dim_value(dim_size(x, node.op.i))
+
+
+@register_lowering(SpecifyShape)
+def lower_specify_shape(ctx, node, x, *shape):
+    """x itself; each specified dim is checked at call time, as PyTensor does."""
+    for i, expected in enumerate(shape):
+        if expected is None:
+            continue
+        actual = dim_value(dim_size(x, i))
+        ctx.runtime_check(
+            compare(actual, convert(expected, "int64"), "NE"),
+            AssertionError,
+            f"SpecifyShape: dim {i} of the input does not have the specified size",
+        )
+    return x

@@ -1,3 +1,154 @@
-"""Transcendental and special scalar functions: exp/log family, trig, erf, gamma family."""
+"""Transcendental and special scalar functions: exp/log family, trig, hyperbolic,
+erf and gamma families, sigmoid/softplus. CHLO where CHLO has the function (the
+default pipeline legalizes it); small compositions otherwise. Results follow
+numpy/scipy (what Elemwise.perform calls); integer inputs are computed in the
+float dtype PyTensor gives the output.
+"""
 
 from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytensor.scalar as ps
+import pytensor.scalar.math as psm
+from jax.extend.mlir.dialects import chlo
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.tensor.xlogx import XlogX, XlogY0
+
+from lowering.builders import compare, convert, full_like, select
+from lowering.registry import register_lowering
+
+
+def _unary(builder):
+    """Compute `builder(x)` in the output dtype."""
+
+    def rule(ctx, node, x):
+        return builder(convert(x, node.outputs[0].type.dtype))
+
+    return rule
+
+
+def _binary(builder):
+    def rule(ctx, node, x, y):
+        dtype = node.outputs[0].type.dtype
+        return builder(convert(x, dtype), convert(y, dtype))
+
+    return rule
+
+
+def _scaled(builder, factor):
+    return lambda x: hlo.multiply(builder(x), full_like(x, factor))
+
+
+def _exp2(x):
+    return hlo.power(full_like(x, 2), x)
+
+
+def _trigamma(x):
+    return chlo.polygamma(full_like(x, 1), x)
+
+
+def _gamma(x):
+    """scipy.special.gamma: sign * exp(gammaln); poles at 0 (±inf) and negative integers (nan)."""
+    magnitude = hlo.exponential(chlo.lgamma(x))
+    zero = full_like(x, 0)
+    floor = hlo.floor(x)
+    # For x < 0 the sign alternates between poles: negative where floor(x) is odd.
+    half_floor = hlo.multiply(floor, full_like(x, 0.5))
+    odd_floor = compare(hlo.floor(half_floor), half_floor, "NE")
+    negative = hlo.and_(compare(x, zero, "LT"), odd_floor)
+    value = select(negative, hlo.negate(magnitude), magnitude)
+    pole = hlo.and_(compare(x, zero, "LT"), compare(floor, x, "EQ"))
+    value = select(pole, full_like(x, np.nan), value)
+    # gamma(+0) = +inf, gamma(-0) = -inf
+    at_zero = compare(x, zero, "EQ")
+    return select(at_zero, hlo.divide(full_like(x, 1), x), value)
+
+
+def _sigmoid(x):
+    return hlo.logistic(x)
+
+
+def _softplus(x):
+    """PyTensor's piecewise softplus (Softplus.impl), which Elemwise.perform runs."""
+    exp_x = hlo.exponential(x)
+    return select(
+        compare(x, full_like(x, -37.0), "LT"), exp_x,
+        select(
+            compare(x, full_like(x, 18.0), "LT"), hlo.log_plus_one(exp_x),
+            select(
+                compare(x, full_like(x, 33.3), "LT"),
+                hlo.add(x, hlo.exponential(hlo.negate(x))),
+                x,
+            ),
+        ),
+    )
+
+
+def _log1mexp(x):
+    """log(1 - exp(x)), from whichever form is accurate on each side of log(1/2)."""
+    small = hlo.log_plus_one(hlo.negate(hlo.exponential(x)))
+    large = hlo.log(hlo.negate(hlo.exponential_minus_one(x)))
+    return select(compare(x, full_like(x, math.log(0.5)), "LT"), small, large)
+
+
+def _erfcinv(x):
+    return chlo.erf_inv(hlo.subtract(full_like(x, 1), x))
+
+
+_UNARY = {
+    ps.Exp: hlo.exponential,
+    ps.Exp2: _exp2,
+    ps.Expm1: hlo.exponential_minus_one,
+    ps.Log: hlo.log,
+    ps.Log2: _scaled(hlo.log, 1 / math.log(2)),
+    ps.Log10: _scaled(hlo.log, 1 / math.log(10)),
+    ps.Log1p: hlo.log_plus_one,
+    ps.Sin: hlo.sine,
+    ps.Cos: hlo.cosine,
+    ps.Tan: hlo.tan,
+    ps.ArcSin: chlo.asin,
+    ps.ArcCos: chlo.acos,
+    ps.ArcTan: chlo.atan,
+    ps.Sinh: chlo.sinh,
+    ps.Cosh: chlo.cosh,
+    ps.Tanh: hlo.tanh,
+    ps.ArcSinh: chlo.asinh,
+    ps.ArcCosh: chlo.acosh,
+    ps.ArcTanh: chlo.atanh,
+    ps.Deg2Rad: lambda x: hlo.multiply(x, full_like(x, math.pi / 180)),
+    ps.Rad2Deg: lambda x: hlo.multiply(x, full_like(x, 180 / math.pi)),
+    psm.Erf: chlo.erf,
+    psm.Erfc: chlo.erfc,
+    psm.Erfinv: chlo.erf_inv,
+    psm.Erfcinv: _erfcinv,
+    psm.Gamma: _gamma,
+    psm.GammaLn: chlo.lgamma,
+    psm.Psi: chlo.digamma,
+    psm.TriGamma: _trigamma,
+    psm.Sigmoid: _sigmoid,
+    psm.Softplus: _softplus,
+    psm.Log1mexp: _log1mexp,
+}
+
+for _op, _builder in _UNARY.items():
+    register_lowering(_op)(_unary(_builder))
+
+register_lowering(ps.ArcTan2)(_binary(hlo.atan2))
+register_lowering(psm.PolyGamma)(_binary(chlo.polygamma))
+
+
+@register_lowering(XlogX)
+def lower_xlogx(ctx, node, x):
+    x = convert(x, node.outputs[0].type.dtype)
+    zero = full_like(x, 0)
+    return select(compare(x, zero, "EQ"), zero, hlo.multiply(x, hlo.log(x)))
+
+
+@register_lowering(XlogY0)
+def lower_xlogy0(ctx, node, x, y):
+    dtype = node.outputs[0].type.dtype
+    x, y = convert(x, dtype), convert(y, dtype)
+    zero = full_like(x, 0)
+    return select(compare(x, zero, "EQ"), zero, hlo.multiply(x, hlo.log(y)))

@@ -20,13 +20,15 @@ from lowering.types import to_ir_type
 class Lowered:
     """A StableHLO module for one PyTensor graph; unknown dims are `?`."""
 
-    def __init__(self, fgraph, context, module, raw_text, report, hoisted):
+    def __init__(self, fgraph, context, module, raw_text, report, hoisted, checks=()):
         self.fgraph = fgraph
         self.context = context
         self.module = module
         self.raw_text = raw_text
         self.pipeline_report: PipelineReport = report
         self.hoisted_constants = hoisted
+        # The last len(checks) results of @main are error flags, not graph outputs.
+        self.runtime_checks = list(checks)
         self.input_types = [v.type for v in fgraph.inputs]
         self.output_types = [v.type for v in fgraph.outputs]
         self.input_names = [v.name or f"<input {i}>" for i, v in enumerate(fgraph.inputs)]
@@ -126,4 +128,4 @@ def lower(
             )
         else:
             report = PipelineReport("")
-    return Lowered(fgraph, context, module, raw_text, report, ctx.hoisted)
+    return Lowered(fgraph, context, module, raw_text, report, ctx.hoisted, ctx.checks)

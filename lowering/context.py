@@ -28,6 +28,14 @@ class LoweringOptions:
 
 
 @dataclass
+class RuntimeCheck:
+    """A condition computed in the module; the runtime raises `error(message)` when it holds."""
+
+    error: type
+    message: str
+
+
+@dataclass
 class HoistedConstant:
     value: np.ndarray
     argument: ir.Value
@@ -40,6 +48,8 @@ class LoweringContext:
         self.options = options
         self.node = None  # the Apply being lowered, for helpers that name it
         self.hoisted: list[HoistedConstant] = []
+        self.checks: list[RuntimeCheck] = []
+        self.check_values: list[ir.Value] = []
         self._hoisted_by_id: dict[int, HoistedConstant] = {}
         self._symbols: set[str] = set()
         self._main: func.FuncOp | None = None
@@ -71,6 +81,25 @@ class LoweringContext:
         from lowering.graph import lower_graph
 
         return lower_graph(self, inputs, outputs, operands, env)
+
+    # --- runtime checks -------------------------------------------------------------
+
+    def runtime_check(self, failed: ir.Value, error: type, message: str) -> None:
+        """Raise `error(message)` at call time when the 0-d boolean `failed` is true.
+
+        The flag becomes an extra result of @main that the runtime inspects, so
+        errors numpy would raise (empty max, bad index) are never silently wrong.
+        """
+        block = ir.InsertionPoint.current.block
+        if self._main is None or block != self._main.regions[0].blocks[0]:
+            from lowering.errors import UnsupportedParameterError
+
+            raise UnsupportedParameterError(
+                self.node, "a run-time check inside a nested graph", "only @main's body can raise"
+            )
+        node = f" (node: {self.node})" if self.node is not None else ""
+        self.checks.append(RuntimeCheck(error, message + node))
+        self.check_values.append(failed)
 
     # --- constants ----------------------------------------------------------------
 

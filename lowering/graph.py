@@ -65,6 +65,8 @@ def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> fun
     try:
         with ir.InsertionPoint(block):
             results = lower_graph(ctx, inputs, outputs, list(block.arguments))
+            if fn is ctx._main:
+                results = results + ctx.check_values  # flags the runtime raises on
             func.return_(results)
     finally:
         ctx._func_stack.pop()
@@ -93,7 +95,9 @@ def _value_of(ctx, var: Variable, env) -> ir.Value:
     if value is not None:
         return value
     if isinstance(var, Constant):
-        value = ctx.constant(np.asarray(var.data, dtype=getattr(var.type, "dtype", None)))
+        if getattr(var.type, "dtype", None) is None:
+            return var.data  # NoneConst, slice constants: rules get the Python object
+        value = ctx.constant(np.asarray(var.data, dtype=var.type.dtype))
         env[var] = value
         return value
     raise LoweringError(

@@ -43,6 +43,8 @@ class Compiled:
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
         self._scalar_int_args = scalar_int_arguments(self._in_types)
         self._constant_buffers = None
+        self._checks = lowered.runtime_checks
+        self._n_outputs = len(lowered.output_types)
         # shapes -> executable, or -> None when the shapes need argument values too.
         self._by_shapes: dict = {}
         self._by_values: dict = {}
@@ -79,7 +81,15 @@ class Compiled:
         buffers = [self._put(a, dt) for a, dt in zip(args, self._dtypes)]
         buffers += self._constants()
         results = exe.execute_sharded(buffers).disassemble_into_single_device_arrays()
+        if self._checks:
+            self._raise_failed_checks(results[self._n_outputs:])
+            results = results[: self._n_outputs]
         return [_to_numpy(r[0]) for r in results]
+
+    def _raise_failed_checks(self, flags) -> None:
+        for check, flag in zip(self._checks, flags):
+            if _to_numpy(flag[0]).item():
+                raise check.error(check.message)
 
     def _put(self, value, dtype):
         arr = np.asarray(value)

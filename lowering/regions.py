@@ -1,0 +1,69 @@
+"""Region ops, built the same five steps every time: create the op with its result
+types, append a block, enter it, lower the body, `stablehlo.return`."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+
+from lowering.builders import result_type, shape_of, value_dtype
+from lowering.types import tensor_type
+
+
+def reduce(
+    operands: Sequence[ir.Value],
+    inits: Sequence[ir.Value],
+    axes: Sequence[int],
+    body: Callable[[list[ir.Value], list[ir.Value]], Sequence[ir.Value]],
+) -> list[ir.Value]:
+    """`stablehlo.reduce` of `operands` over `axes`; `body(accumulators, elements)`."""
+    axes = sorted(axes)
+    dims = [d for i, d in enumerate(shape_of(operands[0])) if i not in axes]
+    dtypes = [value_dtype(v) for v in inits]
+    op = hlo.ReduceOp(
+        [result_type(dims, dt) for dt in dtypes], list(operands), list(inits),
+        ir.DenseI64ArrayAttr.get(axes),
+    )
+    scalars = [tensor_type((), dt) for dt in dtypes]
+    block = op.body.blocks.append(*scalars, *scalars)
+    with ir.InsertionPoint(block):
+        args = list(block.arguments)
+        hlo.return_(list(body(args[: len(inits)], args[len(inits):])))
+    return list(op.results)
+
+
+def identity_value(scalar_op, dtype) -> object | None:
+    """The identity of an associative scalar op in `dtype` (the reduce init), or None."""
+    import pytensor.scalar as ps
+
+    dtype = np.dtype(dtype)
+    if isinstance(scalar_op, (ps.Add, ps.OR, ps.XOR)):
+        return dtype.type(0)
+    if isinstance(scalar_op, ps.Mul):
+        return dtype.type(1)
+    if isinstance(scalar_op, ps.AND):  # all bits set
+        return np.True_ if dtype == np.bool_ else _highest(dtype) if dtype.kind == "u" else dtype.type(-1)
+    if isinstance(scalar_op, ps.ScalarMaximum):
+        return _lowest(dtype)
+    if isinstance(scalar_op, ps.ScalarMinimum):
+        return _highest(dtype)
+    return None
+
+
+def _lowest(dtype: np.dtype):
+    if dtype == np.bool_:
+        return np.False_
+    if dtype.kind == "f":
+        return dtype.type(-np.inf)
+    return np.iinfo(dtype).min
+
+
+def _highest(dtype: np.dtype):
+    if dtype == np.bool_:
+        return np.True_
+    if dtype.kind == "f":
+        return dtype.type(np.inf)
+    return np.iinfo(dtype).max
