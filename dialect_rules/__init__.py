@@ -6,5 +6,6 @@ from dialect_rules import (  # noqa: F401
     scalar,
     shape,
     special,
+    subtensor,
     tensor_basic,
 )

@@ -14,9 +14,11 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
-from lowering.builders import compare, convert, full_like, select, value_dtype
+from lowering.builders import compare, convert, full_like, ir_constant, select, value_dtype
 from lowering.errors import UnsupportedParameterError
+from lowering.regions import reduce as reduce_region
 from lowering.registry import register_lowering
+from lowering.types import static_shape
 
 
 def out_dtype(node, i: int = 0) -> str:
@@ -187,29 +189,20 @@ def lower_pow(ctx, node, x, y):
     dtype = out_dtype(node)
     x, y = convert(x, dtype), convert(y, dtype)
     if kind(dtype) == "i":
-        from lowering.regions import reduce as reduce_region
-
-        negative = compare(y, full_like(y, 0), "LT")
-        rank = len(ir_shape(negative))
-        (any_negative,) = reduce_region(
-            [negative], [_false()], range(rank), lambda a, b: [hlo.or_(a[0], b[0])]
-        )
-        ctx.runtime_check(any_negative, ValueError, "Integers to negative integer powers are not allowed.")
+        raise_if_any(ctx, compare(y, full_like(y, 0), "LT"), ValueError,
+                     "Integers to negative integer powers are not allowed.")
     if kind(dtype) == "b":
         raise UnsupportedParameterError(node, "bool operands", "numpy has no bool power")
     return hlo.power(x, y)
 
 
-def ir_shape(x):
-    from lowering.types import static_shape
-
-    return static_shape(x.type)
-
-
-def _false():
-    from lowering.builders import ir_constant
-
-    return ir_constant(np.False_)
+def raise_if_any(ctx, mask, error, message):
+    """At call time, raise `error(message)` if any element of the boolean `mask` holds."""
+    rank = len(static_shape(mask.type))
+    (found,) = reduce_region(
+        [mask], [ir_constant(np.False_)], range(rank), lambda a, b: [hlo.or_(a[0], b[0])]
+    )
+    ctx.runtime_check(found, error, message)
 
 
 @register_lowering(ps.ScalarMaximum, ps.ScalarMinimum)
@@ -235,11 +228,11 @@ def _propagate_nan(result, *operands):
 
 @register_lowering(ps.Clip)
 def lower_clip(ctx, node, x, lo, hi):
+    """Clip.impl, which Elemwise.perform runs (Clip has no numpy ufunc): below `lo`
+    gives lo, else above `hi` gives hi, else x (so NaN bounds compare false)."""
     dtype = out_dtype(node)
     x, lo, hi = (convert(v, dtype) for v in (x, lo, hi))
-    if kind(dtype) == "b":
-        return hlo.and_(hlo.or_(x, lo), hi)
-    return _propagate_nan(hlo.minimum(hlo.maximum(x, lo), hi), x, lo, hi)
+    return select(compare(x, lo, "LT"), lo, select(compare(x, hi, "GT"), hi, x))
 
 
 @register_lowering(MulWithoutZeros)
@@ -357,13 +350,15 @@ def lower_conj(ctx, node, x):
 
 @register_lowering(ps.Angle)
 def lower_angle(ctx, node, x):
-    dtype = out_dtype(node)
+    # np.angle is no ufunc: PyTensor cannot force its loop, so it computes in the dtype
+    # numpy picks for the input (float16 for int8) and casts to the output dtype.
+    dtype = np.angle(np.zeros(1, value_dtype(x))).dtype.name
     if kind(value_dtype(x)) == "c":
         re, im = hlo.real(x), hlo.imag(x)
     else:
         re = convert(x, dtype)
         im = full_like(re, 0)
-    return convert(hlo.atan2(convert(im, dtype), convert(re, dtype)), dtype)
+    return convert(hlo.atan2(im, re), out_dtype(node))
 
 
 def _part_dtype(complex_dtype: str) -> str:
@@ -380,4 +375,5 @@ def lower_complex(ctx, node, re, im):
 def lower_complex_from_polar(ctx, node, r, theta):
     part = _part_dtype(out_dtype(node))
     r, theta = convert(r, part), convert(theta, part)
+    raise_if_any(ctx, compare(r, full_like(r, 0), "LT"), ValueError, "polar radius must be non-negative")
     return hlo.complex(hlo.multiply(r, hlo.cosine(theta)), hlo.multiply(r, hlo.sine(theta)))

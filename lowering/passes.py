@@ -49,6 +49,16 @@ def specialize_pipeline(arg_types: list[str]) -> str:
     )
 
 
+# Folds what `stablehlo-refine-shapes` leaves (negate, abs, ... of constants) so shapes
+# computed from bound scalar values become constants, then refines again.
+FOLD_AND_REFINE = (
+    "builtin.module("
+    "stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo,"
+    "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism)"
+    ")"
+)
+
+
 # --- Python passes ----------------------------------------------------------------
 
 

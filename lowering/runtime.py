@@ -131,6 +131,11 @@ class Compiled:
                 self._by_shapes[shapes] = None
                 return None  # the caller retries with values
             module = self.lowered.specialized_module(shapes, values)
+            if not is_fully_static(module):
+                raise ValueError(
+                    "some output shapes could not be determined from the arguments' shapes "
+                    f"and scalar values ({', '.join(map(str, shapes))})"
+                )
             exe = compile_bytecode(module_bytecode(module), self.platform)
             self._by_values[(shapes, values)] = exe
             return exe

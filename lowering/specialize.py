@@ -15,10 +15,11 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering.builders import dense_attr
-from lowering.passes import run_pipeline, specialize_pipeline
+from lowering.passes import FOLD_AND_REFINE, run_pipeline, specialize_pipeline
 from lowering.types import tensor_type
 
 _DYNAMIC_TYPE = re.compile(r"tensor<[^>]*\?")
+_MAX_FOLD_ROUNDS = 4
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
             str(tensor_type(shape, dtype)) for shape, dtype in zip(signature.shapes, signature.dtypes)
         ]
         run_pipeline(module, specialize_pipeline(arg_types))
+        # Shapes computed from values need general constant folding between refinements.
+        for _ in range(_MAX_FOLD_ROUNDS if signature.values else 0):
+            if is_fully_static(module):
+                break
+            run_pipeline(module, FOLD_AND_REFINE)
     return module
 
 
