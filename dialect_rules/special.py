@@ -46,7 +46,16 @@ def _exp2(x):
 
 
 def _trigamma(x):
-    return chlo.polygamma(full_like(x, 1), x)
+    """XLA's polygamma is wrong below about x = -8; for x < 0 use the reflection
+    psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x), whose right side is on the good side."""
+    one = full_like(x, 1)
+    direct = chlo.polygamma(one, x)
+    sin = hlo.sine(hlo.multiply(x, full_like(x, math.pi)))
+    reflected = hlo.subtract(
+        hlo.divide(full_like(x, math.pi**2), hlo.multiply(sin, sin)),
+        chlo.polygamma(one, hlo.subtract(one, x)),
+    )
+    return select(compare(x, full_like(x, 0), "LT"), reflected, direct)
 
 
 def _gamma(x):
@@ -136,7 +145,26 @@ for _op, _builder in _UNARY.items():
     register_lowering(_op)(_unary(_builder))
 
 register_lowering(ps.ArcTan2)(_binary(hlo.atan2))
-register_lowering(psm.PolyGamma)(_binary(chlo.polygamma))
+
+
+@register_lowering(psm.PolyGamma)
+def lower_polygamma(ctx, node, n, x):
+    from dialect_rules.scalar import raise_if_any
+
+    dtype = node.outputs[0].type.dtype
+    n, x = convert(n, dtype), convert(x, dtype)
+    zero, one = full_like(x, 0), full_like(x, 1)
+    negative = compare(x, zero, "LT")
+    # XLA's polygamma is wrong for x below about -8; orders 0 and 1 have exact
+    # reflections, higher orders at negative x are refused rather than wrong.
+    raise_if_any(
+        ctx, hlo.and_(negative, compare(n, one, "GT")), NotImplementedError,
+        "polygamma of order >= 2 at negative x is not supported by the StableHLO backend",
+    )
+    general = chlo.polygamma(n, x)
+    order0 = compare(n, zero, "EQ")
+    order1 = compare(n, one, "EQ")
+    return select(order0, chlo.digamma(x), select(order1, _trigamma(x), general))
 
 
 @register_lowering(XlogX)

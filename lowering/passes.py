@@ -23,8 +23,6 @@ DEFAULT_PIPELINE = (
     # Our own: func.call of private functions (OpFromGraph) inlined into the caller;
     # MLIR's `inline` has no func inliner interface registered in jaxlib's context.
     "inline-private-calls,"
-    # CHLO (erf, lgamma, digamma, ...) expanded into plain StableHLO.
-    "func.func(chlo-legalize-to-stablehlo),"
     # StableHLO's own `canonicalize` folds nothing in this jaxlib; MHLO's does:
     # constant folding, x+0, x*1, identity transposes/reshapes, splat broadcasts.
     "stablehlo-legalize-to-hlo,"
@@ -35,6 +33,12 @@ DEFAULT_PIPELINE = (
     "symbol-dce"
     ")"
 )
+
+
+# CHLO (erf, lgamma, sinh, ...) is expanded into plain StableHLO only once shapes are
+# static: on `?` shapes the expansion emits `shape` dialect ops that shape refinement
+# cannot see through.
+LEGALIZE_CHLO = "builtin.module(func.func(chlo-legalize-to-stablehlo))"
 
 
 def specialize_pipeline(arg_types: list[str]) -> str:

@@ -15,7 +15,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering.builders import dense_attr
-from lowering.passes import FOLD_AND_REFINE, run_pipeline, specialize_pipeline
+from lowering.passes import FOLD_AND_REFINE, LEGALIZE_CHLO, run_pipeline, specialize_pipeline
 from lowering.types import tensor_type
 
 _DYNAMIC_TYPE = re.compile(r"tensor<[^>]*\?")
@@ -50,6 +50,7 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
             if is_fully_static(module):
                 break
             run_pipeline(module, FOLD_AND_REFINE)
+        run_pipeline(module, LEGALIZE_CHLO)
     return module
 
 

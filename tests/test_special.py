@@ -1,0 +1,92 @@
+"""Transcendental and special functions vs PyTensor's Python mode (numpy/scipy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.xlogx import xlogx, xlogy0
+
+from tests.helpers import compare_with_py
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+REAL = np.array([-np.inf, -30.0, -3.7, -2.0, -1.0, -0.5, -1e-8, -0.0, 0.0, 1e-8, 0.25, 0.5,
+                 0.99, 1.0, 1.5, 2.0, 7.3, 20.0, 40.0, 700.0, np.inf, np.nan])
+UNIT = np.array([-1.0, -0.999, -0.5, -1e-6, 0.0, 1e-6, 0.3, 0.5, 0.999, 1.0, 1.5, np.nan])
+
+ELEMENTARY = [
+    pt.exp, pt.exp2, pt.expm1, pt.log, pt.log2, pt.log10, pt.log1p, pt.sin, pt.cos, pt.tan,
+    pt.arcsin, pt.arccos, pt.arctan, pt.sinh, pt.cosh, pt.tanh, pt.arcsinh, pt.arccosh,
+    pt.arctanh, pt.deg2rad, pt.rad2deg, pt.sigmoid, pt.softplus, pt.log1mexp,
+]
+SPECIAL = [pt.erf, pt.erfc, pt.erfinv, pt.erfcinv, pt.gammaln, pt.psi, pt.tri_gamma, pt.gamma]
+
+# XLA's approximations of the special functions are good to a few ulps in float64
+# over most of the domain; these are the tolerances the tests hold them to.
+SPECIAL_TOL = {"float16": dict(rtol=5e-3, atol=5e-3), "float32": dict(rtol=2e-5, atol=1e-6),
+               "float64": dict(rtol=1e-9, atol=1e-12)}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_elementary_functions(dtype):
+    x = pt.vector("x", dtype=dtype)
+    values = REAL.astype(dtype)
+    # XLA's float32 sinh/cosh at large |x| are 1.4e-6 off in relative terms.
+    tol = dict(rtol=4e-6, atol=1e-10) if dtype == "float32" else {}
+    compare_with_py([x], [f(x) for f in ELEMENTARY], [values], **tol)
+    compare_with_py([x], [pt.arcsin(x), pt.arccos(x), pt.arctanh(x)], [UNIT.astype(dtype)], **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_special_functions(dtype):
+    x = pt.vector("x", dtype=dtype)
+    positive = np.array([1e-6, 0.1, 0.5, 1.0, 1.5, 2.5, 10.0, 30.5, 100.0, np.inf], dtype)
+    negative = np.array([-0.5, -1.5, -2.5, -3.7, -10.2], dtype)
+    poles = np.array([0.0, -0.0, -1.0, -2.0], dtype)
+    tol = SPECIAL_TOL[dtype]
+    compare_with_py([x], [pt.erf(x), pt.erfc(x)], [REAL.astype(dtype)], **tol)
+    compare_with_py([x], [pt.erfinv(x)], [UNIT.astype(dtype)], **tol)
+    compare_with_py([x], [pt.erfcinv(x)], [np.array([0.001, 0.1, 0.5, 1.0, 1.5, 1.999, 0, 2], dtype)], **tol)
+    compare_with_py([x], [pt.gammaln(x), pt.psi(x), pt.tri_gamma(x), pt.gamma(x)],
+                    [np.concatenate([positive[:-2], negative])], **tol)
+    compare_with_py([x], [pt.gammaln(x), pt.gamma(x)], [poles], **tol)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "bool"])
+def test_integer_inputs_compute_in_the_output_float_dtype(dtype):
+    x = pt.vector("x", dtype=dtype)
+    values = np.array([0, 1, 2, 5, 7], dtype=dtype) if dtype != "bool" else np.array([0, 1, 1, 0], bool)
+    compare_with_py([x], [pt.exp(x), pt.log1p(x), pt.sqrt(x), pt.sin(x), pt.erf(x), pt.sigmoid(x)],
+                    [values], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_inputs(dtype):
+    x = pt.vector("x", dtype=dtype)
+    values = np.array([0.5 + 0.5j, -1 + 2j, 3 - 0.25j, -0.5 - 1j], dtype=dtype)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "complex64" else {}
+    compare_with_py([x], [pt.exp(x), pt.log(x), pt.sqrt(x), pt.sin(x), pt.cos(x), pt.tanh(x)], [values], **tol)
+
+
+def test_polygamma_xlogx_xlogy0_arctan2():
+    n = pt.vector("n", dtype="int64")
+    x, y = pt.vector("x"), pt.vector("y")
+    compare_with_py([n, x], [pt.polygamma(n, x)],
+                    [np.array([0, 1, 2, 3, 0, 1, 1]), np.array([0.5, 2.5, 7.0, 1.25, -10.2, -10.2, -0.5])],
+                    rtol=1e-9)
+    import pytensor
+
+    f = pytensor.function([n, x], pt.polygamma(n, x), mode="STABLEHLO")
+    with pytest.raises(NotImplementedError, match="order >= 2 at negative x"):
+        f(np.array([2]), np.array([-3.5]))
+    values = np.array([0.0, 1e-300, 0.5, 2.0, 0.0, 3.0])
+    others = np.array([0.0, 0.5, 0.0, 2.0, 5.0, np.inf])
+    compare_with_py([x, y], [xlogx(x), xlogy0(x, y), pt.arctan2(x - 1, y - 1)], [values, others])
+
+
+def test_softplus_and_log1mexp_branches():
+    x = pt.vector("x")
+    values = np.array([-800.0, -40.0, -37.0, -36.9, -1.0, -np.log(2), -0.6, -1e-10, 0.0, 17.9, 18.0, 25.0, 33.3, 40.0])
+    compare_with_py([x], [pt.softplus(x), pt.sigmoid(x)], [values])
+    compare_with_py([x], [pt.log1mexp(x)], [values[values <= 0]])
