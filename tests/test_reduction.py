@@ -1,0 +1,94 @@
+"""CAReduce, Argmax and the softmax family vs PyTensor's Python mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.special import log_softmax, softmax
+
+from tests.helpers import compare_with_py
+from tests.values import ALL_DTYPES, finite_values
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def reductions(x):
+    kind = np.dtype(x.dtype).kind
+    outs = [x.sum(), x.sum(axis=0), x.sum(axis=(0, 2)), x.prod(axis=-1), x.any(axis=1), x.all()]
+    if kind != "c":
+        outs += [x.max(), x.min(axis=1), x.max(axis=(1, 2)), pt.argmax(x, axis=1),
+                 pt.argmin(x, axis=-1), pt.argmax(x), pt.argmax(x, axis=(0, 2))]
+    if kind in "fc":
+        outs += [x.mean(axis=0)]
+    return outs
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_reductions_every_dtype(dtype):
+    x = pt.tensor3("x", dtype=dtype)
+    value = finite_values(dtype, 24, seed=1).reshape(2, 3, 4)
+    compare_with_py([x], reductions(x), [value])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "float16", "float32"])
+def test_accumulation_dtype(dtype):
+    """int8 sums accumulate in int64 as numpy does; float32 stays float32."""
+    x = pt.vector("x", dtype=dtype)
+    value = np.full(300, 100, dtype=dtype)
+    compare_with_py([x], [x.sum(), x.prod(), x.sum(dtype="float64"), x.sum(acc_dtype="float64")], [value],
+                    rtol=1e-3 if dtype == "float16" else None)
+
+
+def test_nan_propagation_and_ties():
+    x = pt.matrix("x")
+    value = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 2.0, -np.inf, 1.0], [np.inf, 0.0, np.inf, -0.0]])
+    compare_with_py([x], [x.max(axis=1), x.min(axis=0), pt.argmax(x, axis=1), pt.argmin(x, axis=1),
+                          pt.argmax(x, axis=0), x.sum(axis=1)], [value])
+    b = pt.vector("b", dtype="bool")
+    compare_with_py([b], [pt.argmax(b), b.max(), b.sum(), b.prod()], [np.array([False, True, True, False])])
+
+
+def test_empty_reductions():
+    x = pt.matrix("x")
+    empty = np.zeros((0, 3))
+    compare_with_py([x], [x.sum(axis=0), x.prod(axis=0), x.sum(), x.any(), x.all(axis=0),
+                          x.max(axis=1)], [empty])
+    f = pytensor.function([x], [x.max(axis=0)], mode="STABLEHLO")
+    with pytest.raises(ValueError, match="zero-size array"):
+        f(empty)
+    g = pytensor.function([x], [pt.argmax(x, axis=0)], mode="STABLEHLO")
+    with pytest.raises(ValueError, match="zero-size array"):
+        g(empty)
+    np.testing.assert_array_equal(g(np.ones((2, 3)))[0], [0, 0, 0])
+
+
+def test_zero_d_and_non_contiguous():
+    s = pt.scalar("s")
+    compare_with_py([s], [s.sum(), s.max(), pt.argmax(s)], [np.array(3.5)])
+    x = pt.matrix("x")
+    base = np.arange(48.0).reshape(6, 8) % 7
+    compare_with_py([x], [x.sum(axis=0), x.max(axis=1), pt.argmax(x, axis=0)], [base[::2, ::-3]])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_softmax_family(dtype):
+    x = pt.matrix("x", dtype=dtype)
+    dy = pt.matrix("dy", dtype=dtype)
+    value = np.array([[1.0, 2.0, 3.0], [-np.inf, 0.0, 1.0], [1000.0, 1000.0, -1000.0],
+                      [-np.inf, -np.inf, -np.inf]], dtype=dtype)
+    sm = softmax(x, axis=1)
+    outs = [sm, softmax(x, axis=0), softmax(x, axis=None), log_softmax(x, axis=1),
+            log_softmax(x, axis=None), pytensor.grad((sm * dy).sum(), x)]
+    tol = dict(rtol=5e-3, atol=5e-3) if dtype == "float16" else {}
+    compare_with_py([x, dy], outs, [value, np.ones_like(value)], **tol)
+
+
+def test_generic_careduce_with_an_associative_scalar_op():
+    import pytensor.scalar as ps
+    from pytensor.tensor.elemwise import CAReduce
+
+    x = pt.matrix("x", dtype="int32")
+    outs = [CAReduce(ps.xor, axis=(1,))(x), CAReduce(ps.and_, axis=(0,))(x), CAReduce(ps.or_, axis=None)(x)]
+    compare_with_py([x], outs, [np.array([[5, 3, 1], [-1, 7, 12]], dtype="int32")])
