@@ -129,15 +129,47 @@ def _slice_axis(ctx, x, axis, n, parts):
         start, stop, step = slice(*statics).indices(n)
         return _static_slice(x, axis, start, stop, step)
     step = _i64(1) if parts[2] is None else parts[2][1]
+    n = dim_value(n)
     start, length = _dynamic_slice_bounds(
         None if parts[0] is None else parts[0][1],
         None if parts[1] is None else parts[1][1],
-        step, dim_value(n),
+        step, n,
     )
+    static_step = 1 if parts[2] is None else statics[2]
+    if static_step is not None:
+        return _strided_slice(x, axis, n, start, length, static_step)
+    # A run-time step of unknown sign: gather the positions numpy would visit.
     positions = hlo.add(
         hlo.multiply(iota([length], 0, "int64"), _broadcast(step, length)), _broadcast(start, length)
     )
     return _gather_axis(x, axis, positions)
+
+
+def _strided_slice(x, axis, n, start, length, step):
+    """`real_dynamic_slice` of `length` elements from `start` by a static `step`."""
+    if step < 0:  # walk the reversed axis forwards
+        x = hlo.reverse(x, ir.DenseI64ArrayAttr.get([axis]))
+        start = hlo.subtract(hlo.subtract(n, _i64(1)), start)
+        step = -step
+    empty = compare(length, _i64(0), "EQ")
+    start = select(empty, _i64(0), _min(_max(start, _i64(0)), n))
+    span = hlo.add(hlo.multiply(hlo.subtract(length, _i64(1)), _i64(step)), _i64(1))
+    limit = select(empty, start, hlo.add(start, span))
+    shape = list(shape_of(x))
+    rank = len(shape)
+    begin = [_i64(0)] * rank
+    begin[axis] = start
+    ends = [dim_value(d) for d in shape]
+    ends[axis] = limit
+    strides = [1] * rank
+    strides[axis] = step
+    dims = list(shape)
+    dims[axis] = length
+    from lowering.builders import result_type, shape_tensor
+
+    return hlo.real_dynamic_slice(
+        result_type(dims, _dtype(x)), x, shape_tensor(begin), shape_tensor(ends), shape_tensor(strides)
+    )
 
 
 def _broadcast(scalar, length):

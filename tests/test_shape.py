@@ -1,0 +1,66 @@
+"""DimShuffle, Reshape, Shape, Shape_i, SpecifyShape vs PyTensor's Python mode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.shape import Shape_i, specify_shape
+
+from tests.helpers import compare_with_py
+from tests.values import ALL_DTYPES, finite_values
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_shape_ops_every_dtype(dtype):
+    x = pt.tensor3("x", dtype=dtype)
+    value = finite_values(dtype, 24).reshape(2, 3, 4)
+    outs = [x.dimshuffle(2, 0, 1), x.dimshuffle("x", 1, "x", 0, 2), x.reshape((4, -1)),
+            x.reshape((-1,)), x.reshape((2, 12)), x.shape, Shape_i(1)(x), x.T]
+    compare_with_py([x], outs, [value])
+
+
+def test_dimshuffle_drops_broadcastable_dims():
+    x = pt.tensor3("x", shape=(None, 1, None))
+    compare_with_py([x], [x.dimshuffle(2, 0), x.dimshuffle(0, "x", 2), x.squeeze(1)], [np.ones((3, 1, 2))])
+    compare_with_py([x], [x.dimshuffle(2, 0)], [np.zeros((0, 1, 5))])
+
+
+def test_reshape_to_runtime_shapes():
+    x = pt.matrix("x")
+    n = pt.lscalar("n")
+    m = pt.iscalar("m")
+    value = np.arange(24.0).reshape(4, 6)
+    f_outs = [x.reshape((n, -1)), x.reshape((n, m, -1)), x.reshape(pt.stack([m, n]))]
+    for n_val, m_val in [(2, 3), (3, 4), (6, 2), (24, 1)]:
+        if 24 % (n_val * m_val) == 0:
+            compare_with_py([x, n, m], f_outs[:2] + ([f_outs[2]] if n_val * m_val == 24 else []),
+                            [value, np.array(n_val), np.array(m_val, "int32")])
+
+
+def test_one_compiled_function_many_runtime_shapes():
+    x = pt.vector("x")
+    n = pt.lscalar("n")
+    f = pytensor.function([x, n], x.reshape((n, -1)), mode="STABLEHLO")
+    value = np.arange(12.0)
+    for k in (1, 2, 3, 4, 6, 12):
+        np.testing.assert_array_equal(f(value, k), value.reshape(k, -1))
+
+
+def test_reshape_empty_and_zero_d():
+    x = pt.matrix("x")
+    compare_with_py([x], [x.reshape((0, 5)), x.reshape((-1, 5)), x.shape], [np.zeros((0, 5))])
+    s = pt.scalar("s")
+    compare_with_py([s], [s.reshape((1, 1)), s.dimshuffle("x"), s.shape], [np.array(2.0)])
+
+
+def test_specify_shape_is_checked():
+    x = pt.matrix("x")
+    y = specify_shape(x, (None, 3))
+    compare_with_py([x], [y * 2, y.shape], [np.ones((2, 3))])
+    f = pytensor.function([x], specify_shape(x, (2, None)).sum(), mode=pytensor.compile.mode.Mode(
+        linker=pytensor.compile.mode.get_mode("STABLEHLO").linker, optimizer=None))
+    assert f(np.ones((2, 5))) == 10
+    with pytest.raises(AssertionError, match="SpecifyShape"):
+        f(np.ones((3, 5)))

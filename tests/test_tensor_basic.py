@@ -1,0 +1,50 @@
+"""Alloc, AllocEmpty, DeepCopyOp, TensorFromScalar, ScalarFromTensor, MakeVector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.scalar as ps
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor.basic import scalar_from_tensor, tensor_from_scalar
+
+from tests.helpers import RAW_MODE, compare_with_py
+from tests.values import ALL_DTYPES, finite_values
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_alloc_and_friends_every_dtype(dtype):
+    v = pt.scalar("v", dtype=dtype)
+    row = pt.vector("row", dtype=dtype)
+    n = pt.lscalar("n")
+    value = finite_values(dtype, 3)
+    outs = [pt.alloc(v, 2, 3), pt.alloc(row, n, 3), pt.alloc(v, n), pt.stack([v, v]),
+            tensor_from_scalar(scalar_from_tensor(v)), pt.zeros((n, 2), dtype=dtype),
+            pt.ones_like(row), pt.full((2,), v)]
+    for k in (0, 1, 4):
+        compare_with_py([v, row, n], outs, [value[0], value, np.array(k)])
+
+
+def test_alloc_empty_has_the_right_shape_and_dtype():
+    n = pt.lscalar("n")
+    out = pt.empty((n, 3), dtype="int16")
+    f = pytensor.function([n], out, mode="STABLEHLO")
+    got = f(4)
+    assert got.shape == (4, 3) and got.dtype == np.int16
+
+
+def test_outputs_that_are_inputs_are_copies():
+    x = pt.vector("x")
+    f = pytensor.function([x], [x, x * 1], mode=RAW_MODE)
+    value = np.arange(3.0)
+    out = f(value)[0]
+    out[0] = 42.0
+    assert value[0] == 0.0
+
+
+def test_scalar_graph_inputs():
+    a = ps.float64("a")
+    b = ps.int32("b")
+    t = tensor_from_scalar(a * b)
+    compare_with_py([a, b], [t, t * 2], [np.float64(1.5), np.int32(3)], modes=(RAW_MODE,))
