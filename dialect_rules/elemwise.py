@@ -30,6 +30,11 @@ def elemwise_shape(out_type, operands):
     return tuple(dims)
 
 
+def _needs_broadcast(x, ndim) -> bool:
+    """Only a static 1 broadcasts (PyTensor has no run-time broadcasting)."""
+    return 1 in static_shape(x.type)
+
+
 def _broadcast_operand(x, dims):
     """Broadcast only operands with a static 1 where the output is not 1."""
     shape = static_shape(x.type)
@@ -50,8 +55,9 @@ def scalar_apply(scalar_op, in_dtypes, out_dtypes) -> Apply:
 @register_lowering(Elemwise, inner_ops=lambda op: [op.scalar_op])
 def lower_elemwise(ctx, node, *operands):
     out_type = node.outputs[0].type
-    dims = elemwise_shape(out_type, operands)
-    operands = [_broadcast_operand(x, dims) for x in operands]
+    if any(_needs_broadcast(x, out_type.ndim) for x in operands):
+        dims = elemwise_shape(out_type, operands)
+        operands = [_broadcast_operand(x, dims) for x in operands]
     scalar_node = scalar_apply(
         node.op.scalar_op,
         [i.type.dtype for i in node.inputs],

@@ -213,17 +213,8 @@ def lower_max_min(ctx, node, x, y):
     x, y = convert(x, dtype), convert(y, dtype)
     if kind(dtype) == "b":
         return (hlo.or_ if isinstance(node.op, ps.ScalarMaximum) else hlo.and_)(x, y)
-    builder = hlo.maximum if isinstance(node.op, ps.ScalarMaximum) else hlo.minimum
-    return _propagate_nan(builder(x, y), x, y)
-
-
-def _propagate_nan(result, *operands):
-    """numpy.maximum/minimum/clip return NaN when any operand is NaN."""
-    if kind(value_dtype(result)) != "f":
-        return result
-    for v in operands:
-        result = select(compare(v, v, "NE"), v, result)
-    return result
+    # StableHLO's maximum/minimum propagate NaN, as numpy.maximum/minimum do.
+    return (hlo.maximum if isinstance(node.op, ps.ScalarMaximum) else hlo.minimum)(x, y)
 
 
 @register_lowering(ps.Clip)

@@ -1,0 +1,44 @@
+# RUN: %PYTHON %s | FileCheck %s
+# Reductions: one stablehlo.reduce with the scalar op's body and identity init.
+import pytensor.tensor as pt
+
+from ir_printing import print_ir
+
+x = pt.matrix("x", dtype="float32")
+b = pt.matrix("b", dtype="int8")
+
+# PyTensor's float32 Sum accumulates in float64 (its acc_dtype), as Op.perform does.
+# CHECK-LABEL: TEST: sum raw
+# CHECK: stablehlo.convert %arg0 : (tensor<?x?xf32>) -> tensor<?x?xf64>
+# CHECK: stablehlo.reduce(%{{.*}} init: %{{.*}}) applies stablehlo.add across dimensions = [1] : (tensor<?x?xf64>, tensor<f64>) -> tensor<?xf64>
+# CHECK: stablehlo.convert %{{.*}} : (tensor<?xf64>) -> tensor<?xf32>
+print_ir("sum", [x], x.sum(axis=1), raw=True)
+
+# int8 sums accumulate in int64, as numpy does.
+# CHECK-LABEL: TEST: int8_sum opt
+# CHECK: stablehlo.convert %arg0 : (tensor<?x?xi8>) -> tensor<?x?xi64>
+# CHECK: applies stablehlo.add across dimensions = [0, 1]
+print_ir("int8_sum", [b], b.sum())
+
+# max starts from -inf.
+# CHECK-LABEL: TEST: max opt
+# CHECK: stablehlo.constant dense<0xFF800000> : tensor<f32>
+# CHECK: applies stablehlo.maximum across dimensions = [0]
+# An empty reduced axis is numpy's ValueError: a flag returned next to the result.
+# CHECK: return %{{.*}}, %{{.*}} : tensor<?xf32>, tensor<i1>
+print_ir("max", [x], x.max(axis=0))
+
+# argmax reduces (value, index) pairs in one variadic reduce.
+# CHECK-LABEL: TEST: argmax opt
+# CHECK: stablehlo.iota dim = 0 : tensor<4xi64>
+# CHECK: stablehlo.reduce(%arg0 init: %{{.*}}), (%{{.*}} init: %{{.*}}) across dimensions = [1] : (tensor<3x4xf32>, tensor<3x4xi64>, tensor<f32>, tensor<i64>) -> (tensor<3xf32>, tensor<3xi64>)
+# CHECK: stablehlo.select
+xs = pt.matrix("xs", shape=(3, 4), dtype="float32")
+print_ir("argmax", [xs], pt.argmax(xs, axis=1))
+
+# CHECK-LABEL: TEST: softmax opt
+# CHECK: applies stablehlo.maximum
+# CHECK: stablehlo.exponential
+# CHECK: applies stablehlo.add
+# CHECK: stablehlo.divide
+print_ir("softmax", [x], pt.special.softmax(x, axis=-1))

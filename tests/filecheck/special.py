@@ -1,0 +1,33 @@
+# RUN: %PYTHON %s | FileCheck %s
+# Special functions are CHLO in the polymorphic module; CHLO is legalized to plain
+# StableHLO once a call's shapes are known.
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.fg import FunctionGraph
+
+from ir_printing import print_ir
+from lowering import lower
+
+x = pt.vector("x")
+
+# CHECK-LABEL: TEST: chlo raw
+# CHECK-DAG: chlo.erf %arg0
+# CHECK-DAG: chlo.lgamma %arg0
+# CHECK-DAG: chlo.digamma %arg0
+# CHECK-DAG: chlo.sinh %arg0
+# CHECK: return
+print_ir("chlo", [x], [pt.erf(x), pt.gammaln(x), pt.psi(x), pt.sinh(x)], raw=True)
+
+# CHECK-LABEL: TEST: legalized
+# CHECK: func.func public @main(%arg0: tensor<3xf64>)
+# CHECK-NOT: chlo.
+# CHECK: return
+print("TEST: legalized")
+print(lower(FunctionGraph([x], [pt.erf(x), pt.gammaln(x)])).specialize(np.ones(3)))
+
+# Softplus follows PyTensor's piecewise definition.
+# CHECK-LABEL: TEST: softplus opt
+# CHECK-DAG: stablehlo.constant dense<-3.700000e+01>
+# CHECK-DAG: stablehlo.constant dense<1.800000e+01>
+# CHECK: stablehlo.log_plus_one
+print_ir("softplus", [x], pt.softplus(x))

@@ -1,0 +1,21 @@
+# RUN: %PYTHON %s | FileCheck %s
+import pytensor.tensor as pt
+
+from ir_printing import print_ir
+
+v = pt.scalar("v")
+n = pt.lscalar("n")
+
+# alloc with a run-time size broadcasts dynamically
+# CHECK-LABEL: TEST: alloc_runtime raw
+# CHECK: stablehlo.dynamic_broadcast_in_dim %arg0, %{{.*}}, dims = [] : (tensor<f64>, tensor<2xi64>) -> tensor<?x3xf64>
+print_ir("alloc_runtime", [v, n], pt.alloc(v, n, 3), raw=True)
+
+# and statically when sizes are constants
+# CHECK-LABEL: TEST: alloc_static opt
+# CHECK: stablehlo.broadcast_in_dim %arg0, dims = [] : (tensor<f64>) -> tensor<2x3xf64>
+print_ir("alloc_static", [v], pt.alloc(v, 2, 3))
+
+# CHECK-LABEL: TEST: make_vector opt
+# CHECK: stablehlo.concatenate
+print_ir("make_vector", [v], pt.stack([v, v * 2]))
