@@ -7,7 +7,12 @@ import numpy as np
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.math import Argmax
-from pytensor.tensor.special import LogSoftmax, Softmax, SoftmaxGrad
+from pytensor.tensor.special import LogSoftmax, Softmax
+
+try:  # pytensor 3 builds the softmax gradient from other Ops
+    from pytensor.tensor.special import SoftmaxGrad
+except ImportError:  # pragma: no cover - pytensor >= 3
+    SoftmaxGrad = None
 
 from dialect_rules.elemwise import scalar_apply
 from lowering.builders import (
@@ -140,7 +145,10 @@ def _keepdims_reduce(ctx, x, axes, scalar_op_name):
 
 
 def _softmax_axes(node):
-    return _axes(None if node.op.axis is None else (node.op.axis,), node.inputs[0].type.ndim)
+    axis = node.op.axis  # an int in pytensor 2, a tuple in pytensor 3
+    if axis is not None and not isinstance(axis, tuple):
+        axis = (axis,)
+    return _axes(axis, node.inputs[0].type.ndim)
 
 
 @register_lowering(Softmax)
@@ -163,10 +171,13 @@ def lower_log_softmax(ctx, node, x):
     return hlo.subtract(shifted, hlo.log(total))
 
 
-@register_lowering(SoftmaxGrad)
 def lower_softmax_grad(ctx, node, dy, sm):
     dtype = node.outputs[0].type.dtype
     dy, sm = convert(dy, dtype), convert(sm, dtype)
     dy_sm = hlo.multiply(dy, sm)
     axes = _softmax_axes(node)
     return hlo.subtract(dy_sm, hlo.multiply(_keepdims_reduce(ctx, dy_sm, axes, "sum"), sm))
+
+
+if SoftmaxGrad is not None:
+    register_lowering(SoftmaxGrad)(lower_softmax_grad)

@@ -51,10 +51,13 @@ def supported_ops_markdown() -> str:
     lines = ["| family (`dialect_rules/`) | Ops |", "|---|---|"]
     for family, names in rules_by_family().items():
         lines.append(f"| `{family}` | {', '.join(f'`{n}`' for n in names)} |")
+    import pytensor
+
     missing = jax_backend_ops_without_rule()
     lines.append("")
     lines.append(
-        f"Not supported yet ({len(missing)} Op classes that PyTensor's JAX backend handles): "
+        f"Not supported yet ({len(missing)} Op classes that PyTensor {pytensor.__version__}'s "
+        "JAX backend handles): "
         + (", ".join(f"`{m}`" for m in missing) if missing else "none")
         + "."
     )

@@ -72,8 +72,9 @@ def test_zero_d_and_non_contiguous():
     compare_with_py([x], [x.sum(axis=0), x.max(axis=1), pt.argmax(x, axis=0)], [base[::2, ::-3]])
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"] if pytensor.__version__ < "3" else ["float32", "float64"])
 def test_softmax_family(dtype):
+    # (pytensor 3's Python-mode softmax has no float16: the reference cannot run there)
     x = pt.matrix("x", dtype=dtype)
     dy = pt.matrix("dy", dtype=dtype)
     value = np.array([[1.0, 2.0, 3.0], [-np.inf, 0.0, 1.0], [1000.0, 1000.0, -1000.0],

@@ -7,6 +7,8 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.tensor.xlogx import xlogx, xlogy0
 
+from dialect_rules.special import XlogX
+
 from tests.helpers import compare_with_py
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -82,7 +84,10 @@ def test_polygamma_xlogx_xlogy0_arctan2():
         f(np.array([2]), np.array([-3.5]))
     values = np.array([0.0, 1e-300, 0.5, 2.0, 0.0, 3.0])
     others = np.array([0.0, 0.5, 0.0, 2.0, 5.0, np.inf])
-    compare_with_py([x, y], [xlogx(x), xlogy0(x, y), pt.arctan2(x - 1, y - 1)], [values, others])
+    outs = [pt.arctan2(x - 1, y - 1)]
+    if XlogX is not None:  # pytensor 3 replaced these Ops by an OpFromGraph (XLogY)
+        outs += [xlogx(x), xlogy0(x, y)]
+    compare_with_py([x, y], outs, [values, others])
 
 
 def test_softplus_and_log1mexp_branches():
