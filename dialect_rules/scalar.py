@@ -108,15 +108,18 @@ def _zero_divisor_gives_zero(y, q):
     return select(compare(y, zero, "EQ"), full_like(q, 0), q)
 
 
-def _int_floor_div(x, y):
-    q = hlo.divide(x, y)  # truncates toward zero
+def _int_divmod(x, y):
+    """numpy's integer floor division and modulo (the divisor's sign)."""
+    q, r = hlo.divide(x, y), hlo.remainder(x, y)  # truncated: the dividend's sign
     if kind(value_dtype(x)) == "i":
-        r = hlo.remainder(x, y)
         zero = full_like(r, 0)
-        signs_differ = compare(compare(r, zero, "LT"), compare(y, zero, "LT"), "NE")
-        fix = hlo.and_(compare(r, zero, "NE"), signs_differ)
+        fix = hlo.and_(
+            compare(r, zero, "NE"),
+            compare(compare(r, zero, "LT"), compare(y, zero, "LT"), "NE"),
+        )
         q = select(fix, hlo.subtract(q, full_like(q, 1)), q)
-    return _zero_divisor_gives_zero(y, q)
+        r = select(fix, hlo.add(r, y), r)
+    return _zero_divisor_gives_zero(y, q), _zero_divisor_gives_zero(y, r)
 
 
 def _float_divmod(x, y):
@@ -154,34 +157,19 @@ def _signbit_zero(x):
     return hlo.and_(compare(x, zero, "EQ"), compare(hlo.divide(full_like(x, 1), x), zero, "LT"))
 
 
-@register_lowering(ps.IntDiv)
-def lower_int_div(ctx, node, x, y):
-    dtype = out_dtype(node)
-    x, y = convert(x, dtype), convert(y, dtype)
-    if kind(dtype) == "b":
-        raise UnsupportedParameterError(node, "bool operands", "numpy has no bool floor_divide")
-    if kind(dtype) == "f":
-        return _float_divmod(x, y)[0]
-    return _int_floor_div(x, y)
+def _divmod_rule(index: int, name: str):
+    def rule(ctx, node, x, y):
+        dtype = out_dtype(node)
+        if kind(dtype) not in "iuf":
+            raise UnsupportedParameterError(node, f"dtype={dtype}", f"numpy has no {name} for it")
+        x, y = convert(x, dtype), convert(y, dtype)
+        return (_float_divmod if kind(dtype) == "f" else _int_divmod)(x, y)[index]
+
+    return rule
 
 
-@register_lowering(ps.Mod)
-def lower_mod(ctx, node, x, y):
-    dtype = out_dtype(node)
-    x, y = convert(x, dtype), convert(y, dtype)
-    if kind(dtype) == "f":
-        return _float_divmod(x, y)[1]
-    if kind(dtype) not in "iu":
-        raise UnsupportedParameterError(node, f"dtype={dtype}", "numpy has no remainder for it")
-    r = hlo.remainder(x, y)  # sign of the dividend
-    if kind(dtype) == "i":
-        zero = full_like(r, 0)
-        fix = hlo.and_(
-            compare(r, zero, "NE"),
-            compare(compare(r, zero, "LT"), compare(y, zero, "LT"), "NE"),
-        )
-        r = select(fix, hlo.add(r, y), r)
-    return _zero_divisor_gives_zero(y, r)
+register_lowering(ps.IntDiv)(_divmod_rule(0, "floor_divide"))
+register_lowering(ps.Mod)(_divmod_rule(1, "remainder"))
 
 
 @register_lowering(ps.Pow)
