@@ -1,18 +1,21 @@
-"""Alloc, AllocEmpty, DeepCopyOp, TensorFromScalar, ScalarFromTensor, MakeVector."""
+"""Alloc, AllocEmpty, DeepCopyOp, TensorFromScalar, ScalarFromTensor, MakeVector, Join."""
 
 from __future__ import annotations
 
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.ops import DeepCopyOp
+from pytensor.graph.basic import Constant
 from pytensor.tensor.basic import (
     Alloc,
     AllocEmpty,
+    Join,
     MakeVector,
     ScalarFromTensor,
     TensorFromScalar,
 )
 
 from lowering.builders import broadcast_to, convert, full, reshape
+from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 
 
@@ -53,3 +56,12 @@ def lower_make_vector(ctx, node, *elements):
         return full(0, [0], dtype)
     parts = [reshape(convert(e, dtype), [1]) for e in elements]
     return hlo.concatenate(parts, 0)
+
+
+@register_lowering(Join)
+def lower_join(ctx, node, axis, *tensors):
+    if not isinstance(node.inputs[0], Constant):
+        raise UnsupportedParameterError(node, "a run-time axis", "the concatenation axis must be constant")
+    ndim = node.outputs[0].type.ndim
+    dtype = node.outputs[0].type.dtype
+    return hlo.concatenate([convert(t, dtype) for t in tensors], int(node.inputs[0].data) % ndim)

@@ -48,3 +48,12 @@ def test_scalar_graph_inputs():
     b = ps.int32("b")
     t = tensor_from_scalar(a * b)
     compare_with_py([a, b], [t, t * 2], [np.float64(1.5), np.int32(3)], modes=(RAW_MODE,))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint32", "float32", "complex128"])
+def test_join(dtype):
+    x = pt.matrix("x", dtype=dtype)
+    y = pt.matrix("y", dtype=dtype)
+    vx, vy = finite_values(dtype, 6).reshape(2, 3), finite_values(dtype, 9, seed=2).reshape(3, 3)
+    compare_with_py([x, y], [pt.join(0, x, y), pt.join(-1, x, x), pt.concatenate([y, x, y])], [vx, vy])
+    compare_with_py([x, y], [pt.join(0, x, y)], [np.zeros((0, 3), dtype), vy])

@@ -19,3 +19,9 @@ print_ir("alloc_static", [v], pt.alloc(v, 2, 3))
 # CHECK-LABEL: TEST: make_vector opt
 # CHECK: stablehlo.concatenate
 print_ir("make_vector", [v], pt.stack([v, v * 2]))
+
+# CHECK-LABEL: TEST: join raw
+# CHECK: stablehlo.concatenate %arg0, %arg1, dim = 0 : (tensor<?x3xf64>, tensor<?x3xf64>) -> tensor<?x3xf64>
+a = pt.matrix("a", shape=(None, 3))
+b = pt.matrix("b", shape=(None, 3))
+print_ir("join", [a, b], pt.join(0, a, b), raw=True)
