@@ -1,4 +1,5 @@
-"""Alloc, AllocEmpty, DeepCopyOp, TensorFromScalar, ScalarFromTensor, MakeVector, Join."""
+"""Alloc, AllocEmpty, ARange, Eye, DeepCopyOp, TensorFromScalar, ScalarFromTensor,
+MakeVector, Join. Sizes may be run-time scalars: they stay `?` until a call binds them."""
 
 from __future__ import annotations
 
@@ -6,15 +7,28 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.ops import DeepCopyOp
 from pytensor.graph.basic import Constant
 from pytensor.tensor.basic import (
+    ARange,
     Alloc,
     AllocEmpty,
+    Eye,
     Join,
     MakeVector,
     ScalarFromTensor,
     TensorFromScalar,
 )
 
-from lowering.builders import broadcast_to, convert, full, reshape
+import numpy as np
+
+from lowering.builders import (
+    broadcast_in_dim,
+    broadcast_to,
+    compare,
+    convert,
+    full,
+    ir_constant,
+    iota,
+    reshape,
+)
 from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 
@@ -65,3 +79,36 @@ def lower_join(ctx, node, axis, *tensors):
     ndim = node.outputs[0].type.ndim
     dtype = node.outputs[0].type.dtype
     return hlo.concatenate([convert(t, dtype) for t in tensors], int(node.inputs[0].data) % ndim)
+
+
+@register_lowering(ARange)
+def lower_arange(ctx, node, start, stop, step):
+    """np.arange: ceil((stop - start) / step) elements (computed in float64), start + i * step."""
+    dtype = node.outputs[0].type.dtype
+    ctx.runtime_check(
+        compare(convert(step, "float64"), ir_constant(0.0), "EQ"), ZeroDivisionError,
+        "arange: step is zero",
+    )
+    length = node.outputs[0].type.shape[0]
+    if length is None:
+        span = hlo.divide(
+            hlo.subtract(convert(stop, "float64"), convert(start, "float64")), convert(step, "float64")
+        )
+        # ceil as trunc + (trunc < span): ops the shape folding evaluates, unlike `ceil`
+        whole = convert(span, "int64")
+        rounded_up = compare(convert(whole, "float64"), span, "LT")
+        length = hlo.add(whole, convert(rounded_up, "int64"))
+        length = hlo.maximum(length, ir_constant(np.int64(0)))
+    positions = iota([length], 0, dtype)
+    step, start = (broadcast_in_dim(convert(v, dtype), [length], []) for v in (step, start))
+    return hlo.add(hlo.multiply(positions, step), start)
+
+
+@register_lowering(Eye)
+def lower_eye(ctx, node, n, m, k):
+    """Ones where column - row == k."""
+    dtype = node.outputs[0].type.dtype
+    dims = _dims(node, [n, m])
+    rows, cols = iota(dims, 0, "int64"), iota(dims, 1, "int64")
+    diagonal = broadcast_in_dim(convert(k, "int64"), dims, [])
+    return convert(compare(hlo.subtract(cols, rows), diagonal, "EQ"), dtype)

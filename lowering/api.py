@@ -13,7 +13,7 @@ from lowering.context import LoweringContext, LoweringOptions
 from lowering.errors import UnsupportedTypeError
 from lowering.graph import lower_function
 from lowering.passes import DEFAULT_PIPELINE, PipelineReport, _verify, run_pipeline
-from lowering.specialize import Signature, is_fully_static, scalar_int_arguments, specialize
+from lowering.specialize import Signature, is_fully_static, scalar_arguments, specialize
 from lowering.types import to_ir_type
 
 
@@ -57,7 +57,7 @@ class Lowered:
         if not is_fully_static(module):
             values = tuple(
                 (i, np.asarray(args[i]).item())
-                for i in scalar_int_arguments(self.input_types)
+                for i in scalar_arguments(self.input_types)
                 if not hasattr(args[i], "dtype") or isinstance(args[i], (np.ndarray, np.generic))
             )
             if values:

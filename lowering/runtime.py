@@ -15,7 +15,7 @@ from jax.sharding import SingleDeviceSharding
 from lowering._jax_internal import HostBufferSemantics, batched_device_put, to_numpy as _to_numpy
 from lowering.compile import compile_bytecode, get_backend, module_bytecode
 from lowering.errors import PassPipelineError
-from lowering.specialize import is_fully_static, scalar_int_arguments
+from lowering.specialize import is_fully_static, scalar_arguments
 
 
 class _Aval:
@@ -41,7 +41,7 @@ class Compiled:
         self._in_types = lowered.input_types
         self._dtypes = tuple(np.dtype(t.dtype) for t in self._in_types)
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
-        self._scalar_int_args = scalar_int_arguments(self._in_types)
+        self._scalar_args = scalar_arguments(self._in_types)
         self._constant_buffers = None
         self._checks = lowered.runtime_checks
         self._n_outputs = len(lowered.output_types)
@@ -76,7 +76,7 @@ class Compiled:
         if exe is False:
             exe = self._compile_for(shapes, None)
         if exe is None:
-            values = tuple((i, args[i].item()) for i in self._scalar_int_args)
+            values = tuple((i, args[i].item()) for i in self._scalar_args)
             exe = self._by_values.get((shapes, values)) or self._compile_for(shapes, values)
         buffers = [self._put(a, dt) for a, dt in zip(args, self._dtypes)]
         buffers += self._constants()
@@ -123,7 +123,7 @@ class Compiled:
         with self._lock:
             if values is None:
                 module = self.lowered.specialized_module(shapes)
-                if not self._scalar_int_args or is_fully_static(module):
+                if not self._scalar_args or is_fully_static(module):
                     exe = compile_bytecode(module_bytecode(module), self.platform)
                     self._by_shapes[shapes] = exe
                     return exe

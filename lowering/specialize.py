@@ -1,7 +1,7 @@
 """Signature -> specialized module: the polymorphic module refined to one call's types.
 
 Value-dependent shapes (`alloc(v, n)`, `arange(n)`) cannot be refined from types
-alone; for those, the 0-d integer arguments are replaced by their values first.
+alone; for those, the 0-d arguments are replaced by their values first.
 """
 
 from __future__ import annotations
@@ -78,9 +78,10 @@ def _dtype_name(t: ir.Type) -> str:
     return dtype_of(t)
 
 
-def scalar_int_arguments(arg_types) -> tuple[int, ...]:
-    """Indices of 0-d integer arguments: the only ones whose values can feed shapes."""
+def scalar_arguments(arg_types) -> tuple[int, ...]:
+    """Indices of 0-d real arguments: the ones whose values can feed shapes
+    (`arange(start, n, step)` has a length computed from floats too)."""
     return tuple(
         i for i, t in enumerate(arg_types)
-        if len(t.shape) == 0 and np.dtype(t.dtype).kind in "iu"
+        if len(t.shape) == 0 and np.dtype(t.dtype).kind in "biuf"
     )

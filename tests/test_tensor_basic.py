@@ -57,3 +57,22 @@ def test_join(dtype):
     vx, vy = finite_values(dtype, 6).reshape(2, 3), finite_values(dtype, 9, seed=2).reshape(3, 3)
     compare_with_py([x, y], [pt.join(0, x, y), pt.join(-1, x, x), pt.concatenate([y, x, y])], [vx, vy])
     compare_with_py([x, y], [pt.join(0, x, y)], [np.zeros((0, 3), dtype), vy])
+
+
+def test_arange_and_eye_with_runtime_sizes():
+    """The JAX backend needs concrete values here; we specialize on them per call."""
+    n, m, k = pt.lscalar("n"), pt.lscalar("m"), pt.lscalar("k")
+    start, step = pt.scalar("start"), pt.scalar("step")
+    outs = [pt.arange(n), pt.arange(k, n, 2), pt.arange(start, n, step), pt.eye(n),
+            pt.eye(n, m, k), pt.eye(n, dtype="int8"), pt.arange(n, k, -1)]
+    for n_val, m_val, k_val, step_val in [(5, 3, 1, 0.25), (0, 2, -1, 1.5), (4, 4, -6, -0.5), (7, 1, 2, 3.0)]:
+        compare_with_py([n, m, k, start, step], outs,
+                        [np.array(n_val), np.array(m_val), np.array(k_val), np.array(0.5), np.array(step_val)])
+
+
+def test_arange_with_zero_step_raises():
+    n, step = pt.lscalar("n"), pt.lscalar("step")
+    f = pytensor.function([n, step], pt.arange(0, n, step), mode="STABLEHLO")
+    with pytest.raises(ZeroDivisionError):
+        f(5, 0)
+    np.testing.assert_array_equal(f(5, 2), [0, 2, 4])
