@@ -47,7 +47,7 @@ class Lowered:
         """The module refined to concrete argument shapes: `?` dims become static.
 
         Each argument is an array, or anything with `.shape` (dtypes are the graph's).
-        Shapes that depend on the values of scalar integer inputs need those values:
+        Shapes that depend on the values of 0-d inputs need those values:
         pass such inputs as arrays/numbers.
         """
         if len(args) != len(self.input_types):
