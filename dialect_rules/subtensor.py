@@ -1,245 +1,731 @@
-"""Basic indexing: `Subtensor` with integer indices and slices, numpy semantics.
+"""Indexing: Subtensor, IncSubtensor and the advanced forms, with numpy semantics.
 
-Indices and slice bounds known when lowering give static `slice`/`reverse`;
-bounds that are run-time scalars give a `gather` of `start + step * iota(length)`
-with numpy's clipping computed in the module. An integer index out of range
-raises IndexError at call time, as numpy does.
+Reads (`x[idx]`):
+- Integers and slices known when lowering: one static `slice` (`reverse` first for
+  negative steps).
+- Run-time slice bounds (`x[:n]`, `x[a:b:c]`): numpy's clipping (`slice.indices`) is
+  computed in the module, then `real_dynamic_slice` (static step) or a `gather` of the
+  visited positions (run-time step, whose sign is unknown). The result dim stays `?`;
+  the runtime specializes on the values of the 0-d integer inputs that feed it, one
+  executable per distinct value. A bound computed from a non-scalar input (`x[:v[0]]`)
+  cannot be specialized on and fails at call time.
+- Run-time integer index: `dynamic_slice` (`dynamic_gather` where other dims are `?`),
+  whose shape does not depend on the value.
+- Advanced indices (integer arrays, broadcast together; 0-d integers among them count
+  as advanced, as in numpy): slices and newaxes first, then one `gather`. The advanced
+  dims go where the first advanced index was, or in front when a slice or newaxis
+  separates advanced indices (numpy's rule).
+Writes (`set_subtensor`, `inc_subtensor`): basic indices give `dynamic_update_slice`
+(unit steps) or a `scatter` over the visited positions; advanced indices give a
+`scatter` whose combiner adds (`np.add.at`: repeated indices accumulate) or takes the
+update (set). With repeated indices in a set, StableHLO leaves which update wins
+unspecified: XLA's CPU backend applies them in order, so the last wins as in numpy;
+on GPU any of them may win. `ignore_duplicates` inc is a set of `x[idx] + y`, as numpy's
+`x[idx] += y`. The `inplace` flags are ignored: XLA owns buffer reuse.
+
+Boolean masks: a constant mask becomes integer indices (its `nonzero()`) when lowering.
+A mask computed at run time has a value-dependent True count: reading with it raises
+UnsupportedParameterError; set/inc with it are supported when it is the only advanced
+index (a `select`, or a stable `sort` that lists the True positions when `y` has one
+value per True element).
+
+Out of range: numpy raises IndexError for an integer index (or array element) out of
+range. XLA clamps gather/dynamic_slice/dynamic_update_slice starts into range and drops
+scatter updates out of range, so each node's indices are checked in the module (one
+flag per node) and the runtime raises IndexError at call time. Inside nested graphs
+(Scan, OpFromGraph bodies) no check can be raised and XLA's behaviour stands: a read
+takes the nearest valid index, an advanced write out of range is dropped.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
 
 import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant
-from pytensor.tensor.subtensor import Subtensor
+from pytensor.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
+    AdvancedSubtensor,
+    AdvancedSubtensor1,
+    IncSubtensor,
+    Subtensor,
+)
+from pytensor.tensor.type_other import MakeSlice, NoneTypeT, SliceType
 
 from lowering.builders import (
+    Dim,
+    broadcast_in_dim,
+    broadcast_to,
     compare,
     convert,
+    dim_product,
     dim_size,
     dim_value,
     full,
     ir_constant,
+    is_static,
     iota,
     reshape,
+    result_type,
     select,
     shape_of,
+    shape_tensor,
+    value_dtype,
 )
+from lowering.errors import UnsupportedParameterError
+from lowering.regions import reduce as reduce_region
+from lowering.regions import scatter as scatter_region
+from lowering.regions import sort as sort_region
 from lowering.registry import register_lowering
+from lowering.types import static_shape
+
+Bound = Union[int, ir.Value, None]
 
 
-def _i64(v: int):
+# --- index entries ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Slice:
+    start: Bound = None
+    stop: Bound = None
+    step: Bound = None
+
+    @property
+    def full(self) -> bool:
+        return self.start is None and self.stop is None and (self.step is None or _is(self.step, 1))
+
+
+@dataclass(frozen=True)
+class _Int:
+    index: Union[int, ir.Value]
+
+
+@dataclass(frozen=True)
+class _Array:
+    value: ir.Value  # i64 indices, or a boolean mask over `ndim` axes
+    unsigned: bool = False
+    mask: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(static_shape(self.value.type))
+
+
+_FULL = _Slice()
+_NEW = "newaxis"
+
+
+def _bound(var, value) -> Bound:
+    if value is None or (isinstance(var, Constant) and var.data is None):
+        return None
+    if isinstance(var, Constant):
+        return int(var.data)
+    return convert(value, "int64")
+
+
+def _basic_entries(idx_list, index_vars, values) -> list:
+    """Subtensor's `idx_list`: each scalar Type and slice part takes the next input."""
+    inputs = iter(zip(index_vars, values))
+
+    def take():
+        return _bound(*next(inputs))
+
+    entries = []
+    for entry in idx_list:
+        if isinstance(entry, slice):
+            parts = (entry.start, entry.stop, entry.step)
+            entries.append(_Slice(*(None if p is None else take() for p in parts)))
+        else:
+            entries.append(_Int(take()))
+    return entries
+
+
+def _advanced_entries(ctx, node, index_vars, values) -> list:
+    entries = []
+    for var, value in zip(index_vars, values):
+        if isinstance(var.type, NoneTypeT):
+            entries.append(_NEW)
+        elif isinstance(var.type, SliceType):
+            entries.append(_slice_entry(node, var, value))
+        elif var.type.dtype == "bool":
+            if isinstance(var, Constant):
+                entries += [_Array(ctx.constant(nz.astype(np.int64))) for nz in np.nonzero(var.data)]
+            else:
+                entries.append(_Array(value, mask=True))
+        else:
+            entries.append(_Array(convert(value, "int64"), unsigned=var.type.dtype.startswith("u")))
+    return entries
+
+
+def _slice_entry(node, var, value) -> _Slice:
+    if isinstance(var, Constant):
+        s = var.data
+        return _Slice(*(None if p is None else int(p) for p in (s.start, s.stop, s.step)))
+    if var.owner is not None and isinstance(var.owner.op, MakeSlice):
+        parts = (value.start, value.stop, value.step)
+        return _Slice(*(_bound(v, p) for v, p in zip(var.owner.inputs, parts)))
+    raise UnsupportedParameterError(node, f"a slice computed by {var.owner}", "only constant and MakeSlice slices")
+
+
+@register_lowering(MakeSlice)
+def lower_make_slice(ctx, node, *parts):
+    # Not a tensor: the indexing rules read the parts (values, or None) from it.
+    return slice(*parts)
+
+
+# --- small integer arithmetic on Dims -------------------------------------------------
+
+
+def _is(d, value) -> bool:
+    """A Dim or bound known to equal `value` (run-time values never compare equal)."""
+    return isinstance(d, int) and isinstance(value, int) and d == value
+
+
+def _i64(v: int) -> ir.Value:
     return ir_constant(np.int64(v))
 
 
-def _static(var):
-    return int(var.data) if isinstance(var, Constant) else None
+def _sub(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    return hlo.subtract(dim_value(a), dim_value(b))
 
 
-def _max(a, b):
-    return hlo.maximum(a, b)
+def _wrap(index: ir.Value, n: Dim) -> ir.Value:
+    """numpy's negative indices: index + n where index < 0 (any shape)."""
+    n = broadcast_in_dim(dim_value(n), shape_of(index), [])
+    negative = compare(index, broadcast_in_dim(_i64(0), shape_of(index), []), "LT")
+    return select(negative, hlo.add(index, n), index)
 
 
-def _min(a, b):
-    return hlo.minimum(a, b)
+def _any(mask: ir.Value) -> ir.Value:
+    rank = len(static_shape(mask.type))
+    if rank == 0:
+        return mask
+    (found,) = reduce_region(
+        [mask], [ir_constant(np.False_)], range(rank), lambda a, b: [hlo.or_(a[0], b[0])]
+    )
+    return found
 
 
-def _dynamic_slice_bounds(start, stop, step, n):
-    """numpy's slice.indices(n) and the slice length, on 0-d i64 values."""
-    zero, one, minus_one = _i64(0), _i64(1), _i64(-1)
-    negative_step = compare(step, zero, "LT")
-    lower = select(negative_step, minus_one, zero)
-    upper = select(negative_step, hlo.subtract(n, one), n)
+def _raise_if(ctx, flags: list, error: type, message: str) -> None:
+    """One call-time check for all of a node's flags (0-d i1 values)."""
+    if not flags:
+        return
+    failed = flags[0]
+    for flag in flags[1:]:
+        failed = hlo.or_(failed, flag)
+    try:
+        ctx.runtime_check(failed, error, message)
+    except UnsupportedParameterError:
+        pass  # a nested graph cannot raise: XLA's clamping/dropping stands (module docstring)
+
+
+def _raise_out_of_range(ctx, flags: list) -> None:
+    _raise_if(ctx, flags, IndexError, "index out of bounds")
+
+
+def _checked_indices(index: ir.Value, n: Dim, flags: list, unsigned=False) -> ir.Value:
+    """numpy's wrapped indices along an axis of size `n`; appends an out-of-range flag."""
+    if not unsigned:
+        index = _wrap(index, n)
+    size = broadcast_in_dim(convert(dim_value(n), "uint64"), shape_of(index), [])
+    flags.append(_any(compare(convert(index, "uint64"), size, "GE")))  # negatives wrap high
+    return index
+
+
+# --- basic indexing: one _Range per axis ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Range:
+    """The positions start, start + step, ... (length of them) along one axis.
+
+    `start` is 0 when length is 0; `drop`: an integer index (length 1, checked separately).
+    """
+
+    start: Dim
+    length: Dim
+    step: Union[int, ir.Value] = 1
+    drop: bool = False
+    whole: bool = False  # the whole axis, in order
+
+    @property
+    def runtime_index(self) -> bool:
+        return self.drop and not isinstance(self.start, int)
+
+
+def _ranges(ctx, x, entries, flags: list) -> list[_Range]:
+    entries = list(entries) + [_FULL] * (len(static_shape(x.type)) - len(entries))
+    ranges = []
+    for axis, (entry, n) in enumerate(zip(entries, shape_of(x))):
+        if isinstance(entry, _Int):
+            ranges.append(_index_range(ctx, entry.index, n, axis, flags))
+        elif entry.full:
+            ranges.append(_Range(0, n, whole=True))
+        else:
+            ranges.append(_slice_range(ctx, entry, n))
+    return ranges
+
+
+def _index_range(ctx, index, n, axis, flags) -> _Range:
+    if isinstance(index, int) and isinstance(n, int):
+        if -n <= index < n:
+            return _Range(index % n, 1, drop=True)
+        if n == 0:
+            raise IndexError(f"index {index} is out of bounds for axis {axis} with size 0")
+        flags.append(ir_constant(np.True_))
+        return _Range(0, 1, drop=True)
+    return _Range(_checked_indices(dim_value(index), n, flags), 1, drop=True)
+
+
+def _slice_range(ctx, entry: _Slice, n: Dim) -> _Range:
+    if _is(entry.step, 0):
+        raise ValueError("slice step cannot be zero")
+    parts = (entry.start, entry.stop, entry.step)
+    if isinstance(n, int) and all(p is None or isinstance(p, int) for p in parts):
+        start, stop, step = slice(*parts).indices(n)
+        length = len(range(start, stop, step))
+        return _Range(start if length else 0, length, step)
+    step = 1 if entry.step is None else entry.step
+    n = dim_value(n)
+    zero, one = _i64(0), _i64(1)
+    if isinstance(step, int):
+        step_value = _i64(step)
+        lower, upper = (_i64(-1), hlo.subtract(n, one)) if step < 0 else (zero, n)
+        first, last = (upper, lower) if step < 0 else (lower, upper)
+        round_up = _i64(step + 1 if step < 0 else step - 1)
+    else:
+        zero_step = compare(step, zero, "EQ")
+        _raise_if(ctx, [zero_step], ValueError, "slice step cannot be zero")
+        step = step_value = select(zero_step, one, step)  # keeps the shapes computable
+        negative = compare(step, zero, "LT")
+        lower = select(negative, _i64(-1), zero)
+        upper = select(negative, hlo.subtract(n, one), n)
+        first, last = select(negative, upper, lower), select(negative, lower, upper)
+        round_up = hlo.subtract(step, select(negative, _i64(-1), one))
 
     def clip(bound, default):
         if bound is None:
             return default
-        wrapped = select(compare(bound, zero, "LT"), hlo.add(bound, n), bound)
-        return _min(_max(wrapped, lower), upper)
+        bound = dim_value(bound)
+        return hlo.clamp(lower, _wrap(bound, n), upper)
 
-    start = clip(start, select(negative_step, upper, lower))
-    stop = clip(stop, select(negative_step, lower, upper))
-    # length = max(0, ceil((stop - start) / step)), written for either sign of step
-    span = hlo.subtract(stop, start)
-    length = hlo.divide(hlo.add(span, hlo.subtract(step, select(negative_step, minus_one, one))), step)
-    return start, _max(length, zero)
-
-
-def _gather_axis(x, axis, indices):
-    """x taken along `axis` at the 1-d i64 `indices` (in range)."""
-    rank = len(shape_of(x))
-    dims = list(shape_of(x))
-    dims[axis] = dim_size(indices, 0)
-    slice_sizes = [1 if i == axis else d for i, d in enumerate(shape_of(x))]
-    gather_dims = hlo.GatherDimensionNumbers.get(
-        offset_dims=[i for i in range(rank) if i != axis],
-        collapsed_slice_dims=[axis],
-        operand_batching_dims=[],
-        start_indices_batching_dims=[],
-        start_index_map=[axis],
-        index_vector_dim=1,
-    )
-    from lowering.builders import result_type, value_dtype
-
-    out_type = result_type(dims, value_dtype(x))
-    idx = reshape(indices, [dim_size(indices, 0), 1])
-    if all(isinstance(s, int) for s in slice_sizes):
-        return hlo.gather(x, idx, gather_dims, ir.DenseI64ArrayAttr.get(slice_sizes), results=[out_type])
-    sizes = _shape_vector(slice_sizes)
-    return hlo.dynamic_gather(x, idx, sizes, gather_dims, results=[out_type])
+    start, stop = clip(entry.start, first), clip(entry.stop, last)
+    # numpy's length: max(0, ceil((stop - start) / step)), for either sign of step
+    length = hlo.maximum(hlo.divide(hlo.add(hlo.subtract(stop, start), round_up), step_value), zero)
+    start = select(compare(length, zero, "EQ"), zero, start)
+    return _Range(start, length, step)
 
 
-def _shape_vector(dims):
-    from lowering.builders import shape_tensor
-
-    return shape_tensor(dims)
-
-
-@register_lowering(Subtensor)
-def lower_subtensor(ctx, node, x, *index_operands):
-    inputs = iter(zip(node.inputs[1:], index_operands))
-
-    def take():
-        var, value = next(inputs)
-        return _static(var), convert(value, "int64")
-
-    drop = []
-    for axis, entry in enumerate(node.op.idx_list):
-        n = dim_size(x, axis)
-        if isinstance(entry, slice):
-            parts = [None if p is None else take() for p in (entry.start, entry.stop, entry.step)]
-            x = _slice_axis(ctx, x, axis, n, parts)
+def _flip_negative_steps(x, ranges):
+    """Reverse the axes with a static negative step; their ranges then step forwards."""
+    axes = [i for i, r in enumerate(ranges) if isinstance(r.step, int) and r.step < 0]
+    if not axes:
+        return x, ranges, axes
+    ranges = list(ranges)
+    for i in axes:
+        r, n = ranges[i], dim_size(x, i)
+        if isinstance(r.start, int) and isinstance(r.length, int) and isinstance(n, int):
+            start = n - 1 - r.start if r.length else 0
         else:
-            static, value = take()
-            x = _index_axis(ctx, x, axis, n, static, value)
-            drop.append(axis)
-    if drop:
-        dims = [d for i, d in enumerate(shape_of(x)) if i not in drop]
-        static = node.outputs[0].type.shape
-        dims = [s if s is not None else d for s, d in zip(static, dims)]
-        x = reshape(x, dims)
+            empty = compare(dim_value(r.length), _i64(0), "EQ")
+            start = select(empty, _i64(0), dim_value(_sub(_sub(n, 1), r.start)))
+        ranges[i] = _Range(start, r.length, -r.step)
+    return hlo.reverse(x, ir.DenseI64ArrayAttr.get(axes)), ranges, axes
+
+
+def _limit(r: _Range) -> Dim:
+    if isinstance(r.start, int) and isinstance(r.length, int):
+        return r.start + (r.length - 1) * r.step + 1 if r.length else r.start
+    start, length = dim_value(r.start), dim_value(r.length)
+    span = hlo.add(hlo.multiply(hlo.subtract(length, _i64(1)), _i64(r.step)), _i64(1))
+    return select(compare(length, _i64(0), "EQ"), start, hlo.add(start, span))
+
+
+def _positions(r: _Range) -> ir.Value:
+    """The 1-d i64 positions a range visits."""
+    length = r.length
+    steps = hlo.multiply(iota([length], 0, "int64"), broadcast_in_dim(dim_value(r.step), [length], []))
+    return hlo.add(steps, broadcast_in_dim(dim_value(r.start), [length], []))
+
+
+def _take(x, ranges):
+    """x at the ranges; integer-indexed axes are kept with size 1."""
+    x, ranges, _ = _flip_negative_steps(x, ranges)
+    shape = shape_of(x)
+    # 1. every range with a static step, except run-time integer indices: one slice
+    sliced = [
+        _Range(0, n, whole=True) if r.runtime_index or not isinstance(r.step, int) else r
+        for r, n in zip(ranges, shape)
+    ]
+    x = _slice(x, sliced, shape)
+    # 2. run-time integer indices: a static-size dynamic_slice, so no value specialization
+    axes = [i for i, r in enumerate(ranges) if r.runtime_index]
+    if axes:
+        x = _dynamic_index(x, axes, [ranges[i].start for i in axes])
+    # 3. run-time steps (either sign): gather the visited positions
+    for i, r in enumerate(ranges):
+        if not isinstance(r.step, int):
+            index = reshape(_positions(r), [r.length, 1])
+            x = _gather(x, [i], index, front=False)
     return x
 
 
-def _slice_axis(ctx, x, axis, n, parts):
-    statics = [None if p is None else p[0] for p in parts]
-    known = all(p is None or s is not None for p, s in zip(parts, statics))
-    if known and isinstance(n, int):
-        start, stop, step = slice(*statics).indices(n)
-        return _static_slice(x, axis, start, stop, step)
-    step = _i64(1) if parts[2] is None else parts[2][1]
-    n = dim_value(n)
-    start, length = _dynamic_slice_bounds(
-        None if parts[0] is None else parts[0][1],
-        None if parts[1] is None else parts[1][1],
-        step, n,
-    )
-    static_step = 1 if parts[2] is None else statics[2]
-    if static_step is not None:
-        return _strided_slice(x, axis, n, start, length, static_step)
-    # A run-time step of unknown sign: gather the positions numpy would visit.
-    positions = hlo.add(
-        hlo.multiply(iota([length], 0, "int64"), _broadcast(step, length)), _broadcast(start, length)
-    )
-    return _gather_axis(x, axis, positions)
-
-
-def _strided_slice(x, axis, n, start, length, step):
-    """`real_dynamic_slice` of `length` elements from `start` by a static `step`."""
-    if step < 0:  # walk the reversed axis forwards
-        x = hlo.reverse(x, ir.DenseI64ArrayAttr.get([axis]))
-        start = hlo.subtract(hlo.subtract(n, _i64(1)), start)
-        step = -step
-    empty = compare(length, _i64(0), "EQ")
-    start = select(empty, _i64(0), _min(_max(start, _i64(0)), n))
-    span = hlo.add(hlo.multiply(hlo.subtract(length, _i64(1)), _i64(step)), _i64(1))
-    limit = select(empty, start, hlo.add(start, span))
-    shape = list(shape_of(x))
-    rank = len(shape)
-    begin = [_i64(0)] * rank
-    begin[axis] = start
-    ends = [dim_value(d) for d in shape]
-    ends[axis] = limit
-    strides = [1] * rank
-    strides[axis] = step
-    dims = list(shape)
-    dims[axis] = length
-    from lowering.builders import result_type, shape_tensor
-
+def _slice(x, ranges, shape):
+    if all(r.whole or (_is(r.start, 0) and _is(r.step, 1) and _is(r.length, n)) for r, n in zip(ranges, shape)):
+        return x
+    starts = [r.start for r in ranges]
+    limits = [_limit(r) for r in ranges]
+    strides = [r.step for r in ranges]
+    if is_static(starts) and is_static(limits) and is_static(shape):
+        attr = ir.DenseI64ArrayAttr.get
+        return hlo.slice(x, attr(starts), attr(limits), attr(strides))
+    out_type = result_type([r.length for r in ranges], value_dtype(x))
     return hlo.real_dynamic_slice(
-        result_type(dims, _dtype(x)), x, shape_tensor(begin), shape_tensor(ends), shape_tensor(strides)
+        out_type, x, shape_tensor(starts), shape_tensor(limits), shape_tensor(strides)
     )
 
 
-def _broadcast(scalar, length):
-    from lowering.builders import broadcast_in_dim
+def _dynamic_index(x, axes, starts):
+    """x with the `axes` sliced to size 1 at the run-time `starts` (XLA clamps them into range)."""
+    shape = shape_of(x)
+    sizes = [1 if i in axes else d for i, d in enumerate(shape)]
+    if is_static(sizes):
+        begin = [_i64(0)] * len(shape)
+        for i, s in zip(axes, starts):
+            begin[i] = s
+        return hlo.dynamic_slice(x, begin, ir.DenseI64ArrayAttr.get(sizes))
+    index = hlo.concatenate([reshape(s, [1]) for s in starts], 0)
+    dnums = hlo.GatherDimensionNumbers.get(
+        offset_dims=list(range(len(shape))), collapsed_slice_dims=[], operand_batching_dims=[],
+        start_indices_batching_dims=[], start_index_map=list(axes), index_vector_dim=0,
+    )
+    out_type = result_type(sizes, value_dtype(x))
+    return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
 
-    return broadcast_in_dim(scalar, [length], [])
 
-
-def _static_slice(x, axis, start, stop, step):
-    shape = list(shape_of(x))
-    if step < 0:
-        x = hlo.reverse(x, ir.DenseI64ArrayAttr.get([axis]))
-        n = shape[axis]
-        start, stop, step = n - 1 - start, n - 1 - stop, -step
-    length = max(0, -(-(stop - start) // step))
-    if length == 0:
-        shape[axis] = 0
-        return full(0, shape, _dtype(x))
-    limit = start + (length - 1) * step + 1
-    rank = len(shape)
-    if not all(isinstance(d, int) for d in shape):
-        begin = [_i64(0)] * rank
-        begin[axis] = _i64(start)
-        ends = [dim_value(d) for d in shape]
-        ends[axis] = _i64(limit)
-        strides = [1] * rank
-        strides[axis] = step
-        dims = list(shape)
-        dims[axis] = length
-        from lowering.builders import result_type, shape_tensor
-
-        return hlo.real_dynamic_slice(
-            result_type(dims, _dtype(x)), x, shape_tensor(begin), shape_tensor(ends),
-            shape_tensor(strides),
+def _put(x, ranges, view):
+    """x with the ranges replaced by `view` (shaped like `_take(x, ranges)`)."""
+    x, ranges, flipped = _flip_negative_steps(x, ranges)
+    batch = [i for i, r in enumerate(ranges) if not _is(r.step, 1)]
+    if not batch:
+        out = hlo.dynamic_update_slice(x, view, [dim_value(r.start) for r in ranges])
+    else:
+        # Axes with other steps become scatter dims indexed by their positions; the
+        # others are windows from their start.
+        lengths = [ranges[i].length for i in batch]
+        parts = []
+        for i, r in enumerate(ranges):
+            if i in batch:
+                part = broadcast_in_dim(_positions(r), lengths, [batch.index(i)])
+            else:
+                part = broadcast_in_dim(dim_value(r.start), lengths, [])
+            parts.append(reshape(part, [*lengths, 1]))
+        index = hlo.concatenate(parts, len(batch))
+        rank = len(ranges)
+        dnums = hlo.ScatterDimensionNumbers.get(
+            update_window_dims=[i for i in range(rank) if i not in batch],
+            inserted_window_dims=batch, input_batching_dims=[], scatter_indices_batching_dims=[],
+            scattered_dims_to_operand_dims=list(range(rank)), index_vector_dim=len(batch),
         )
-    starts = [0] * rank
-    starts[axis] = start
-    limits = list(shape)
-    limits[axis] = limit
-    strides = [1] * rank
-    strides[axis] = step
-    attr = ir.DenseI64ArrayAttr.get
-    return hlo.slice(x, attr(starts), attr(limits), attr(strides))
+        out = scatter_region(x, index, view, dnums, _take_update, unique_indices=True)
+    return hlo.reverse(out, ir.DenseI64ArrayAttr.get(flipped)) if flipped else out
 
 
-def _dtype(x):
-    from lowering.builders import value_dtype
-
-    return value_dtype(x)
+def _take_update(current, update):
+    return update
 
 
-def _index_axis(ctx, x, axis, n, static, value):
-    rank = len(shape_of(x))
-    if static is not None and isinstance(n, int):
-        if not -n <= static < n:
-            ctx.runtime_check(
-                ir_constant(np.True_), IndexError,
-                f"index {static} is out of bounds for axis {axis} with size {n}",
+def _add_combiner(current, update):
+    if value_dtype(current) == "bool":
+        return hlo.or_(current, update)  # numpy's bool add
+    return hlo.add(current, update)
+
+
+def _add(a, b):
+    return _add_combiner(a, b)
+
+
+def _output(node, x, drop=()):
+    """Drop integer-indexed axes; take PyTensor's static dims where it knows them."""
+    dims = [d for i, d in enumerate(shape_of(x)) if i not in drop]
+    dims = [s if s is not None else d for s, d in zip(node.outputs[0].type.shape, dims)]
+    if drop or result_type(dims, value_dtype(x)) != x.type:
+        return reshape(x, dims)
+    return x
+
+
+def _update_value(node, y, dims, dtype):
+    """y as numpy broadcasts it in `x[idx] = y`: cast to x's dtype, aligned on trailing dims."""
+    y = convert(y, dtype)
+    extra = len(static_shape(y.type)) - len(dims)
+    if extra > 0:  # numpy drops leading 1s of y
+        if any(d != 1 for d in static_shape(y.type)[:extra]):
+            raise UnsupportedParameterError(node, "y with more dims than the indexed view")
+        y = reshape(y, shape_of(y)[extra:])
+    return broadcast_to(y, dims)
+
+
+# --- rules: basic indexing ---------------------------------------------------------------
+
+
+@register_lowering(Subtensor)
+def lower_subtensor(ctx, node, x, *index_values):
+    entries = _basic_entries(node.op.idx_list, node.inputs[1:], index_values)
+    flags = []
+    ranges = _ranges(ctx, x, entries, flags)
+    _raise_out_of_range(ctx, flags)
+    view = _take(x, ranges)
+    return _output(node, view, [i for i, r in enumerate(ranges) if r.drop])
+
+
+@register_lowering(IncSubtensor)
+def lower_inc_subtensor(ctx, node, x, y, *index_values):
+    entries = _basic_entries(node.op.idx_list, node.inputs[2:], index_values)
+    flags = []
+    ranges = _ranges(ctx, x, entries, flags)
+    _raise_out_of_range(ctx, flags)
+    dtype = node.outputs[0].type.dtype
+    view_dims = [r.length for r in ranges if not r.drop]
+    update = _update_value(node, y, view_dims, dtype)
+    drop = any(r.drop for r in ranges)
+    if not node.op.set_instead_of_inc:
+        view = _take(x, ranges)
+        update = _add(reshape(view, view_dims) if drop else view, update)
+    if drop:  # integer-indexed axes back, as 1s
+        update = reshape(update, [r.length for r in ranges])
+    return _output(node, _put(x, ranges, update))
+
+
+# --- advanced indexing ---------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    """An advanced index, normalized: x with newaxes inserted, the basic part as ranges
+    (advanced axes full), and the advanced arrays with the axes they index."""
+
+    x: ir.Value
+    ranges: list
+    arrays: list  # (_Array, first axis)
+    front: bool  # advanced dims go first (advanced indices separated by a slice/newaxis)
+    expanded: bool
+
+
+def _plan(ctx, x, entries) -> _Plan:
+    dims, layout, axis = [], [], 0
+    shape = shape_of(x)
+    for entry in entries:
+        if entry is _NEW:
+            layout.append((_FULL, len(dims)))
+            dims.append(1)
+            continue
+        k = entry.ndim if isinstance(entry, _Array) and entry.mask else 1
+        layout.append((entry, len(dims)))
+        dims += shape[axis:axis + k]
+        axis += k
+    layout += [(_FULL, len(dims) + j) for j in range(len(shape) - axis)]
+    dims += shape[axis:]
+    expanded = len(dims) != len(shape)
+    if expanded:
+        x = reshape(x, dims)
+    basic = [_FULL] * len(dims)
+    for entry, a in layout:
+        if isinstance(entry, _Slice):
+            basic[a] = entry
+    advanced = [j for j, (entry, _) in enumerate(layout) if isinstance(entry, _Array)]
+    front = bool(advanced) and advanced != list(range(advanced[0], advanced[-1] + 1))
+    trivial = all(isinstance(e, _Slice) and e.full for e in basic)
+    ranges = None if trivial else _ranges(ctx, x, basic, [])
+    return _Plan(x, ranges, [layout[j] for j in advanced], front, expanded)
+
+
+def _broadcast_shape(arrays) -> list[Dim]:
+    """The broadcast shape of the index arrays (only a static 1 broadcasts, as in PyTensor)."""
+    rank = max(len(static_shape(a.type)) for a in arrays)
+    dims = []
+    for d in range(rank):
+        chosen = 1
+        for a in arrays:
+            shape = static_shape(a.type)
+            k = d - (rank - len(shape))
+            if k < 0 or shape[k] == 1:
+                continue
+            if shape[k] is not None:
+                chosen = shape[k]
+                break
+            if chosen == 1:
+                chosen = dim_size(a, k)
+        dims.append(chosen)
+    return dims
+
+
+def _index_tensor(ctx, view, plan) -> tuple[ir.Value, list[int]]:
+    """The advanced arrays, checked and broadcast together, stacked on a last axis."""
+    axes = [a for _, a in plan.arrays]
+    flags = []
+    arrays = [_checked_indices(e.value, dim_size(view, a), flags, e.unsigned) for e, a in plan.arrays]
+    _raise_out_of_range(ctx, flags)
+    if len(arrays) == 1:
+        return reshape(arrays[0], [*shape_of(arrays[0]), 1]), axes
+    batch = _broadcast_shape(arrays)
+    parts = [reshape(broadcast_to(a, batch), [*batch, 1]) for a in arrays]
+    return hlo.concatenate(parts, len(batch)), axes
+
+
+def _gather_dims(x, axes, batch, front):
+    """Output dims of x[index] and where its non-indexed (offset) dims go."""
+    shape = shape_of(x)
+    out = [d for i, d in enumerate(shape) if i not in axes]
+    at = 0 if front else axes[0]
+    out[at:at] = batch
+    offset = [j for j in range(len(out)) if not at <= j < at + len(batch)]
+    return out, offset
+
+
+def _gather(x, axes, index, front):
+    """numpy's x[..., index, ...] on `axes`; `index` is (*batch, len(axes)) i64, in range."""
+    shape = shape_of(x)
+    batch = list(shape_of(index))[:-1]
+    out_dims, offset = _gather_dims(x, axes, batch, front)
+    if any(_is(shape[a], 0) for a in axes):  # nothing to read: numpy's result is empty (or raises)
+        return full(0, out_dims, value_dtype(x))
+    dnums = hlo.GatherDimensionNumbers.get(
+        offset_dims=offset, collapsed_slice_dims=list(axes), operand_batching_dims=[],
+        start_indices_batching_dims=[], start_index_map=list(axes), index_vector_dim=len(batch),
+    )
+    # A `?` indexed dim may be 0 at run time, where a slice of 1 would not fit: min(1, dim).
+    sizes = [(1 if isinstance(d, int) else hlo.minimum(d, _i64(1))) if i in axes else d
+             for i, d in enumerate(shape)]
+    out_type = result_type(out_dims, value_dtype(x))
+    if is_static(sizes):
+        return hlo.gather(x, index, dnums, ir.DenseI64ArrayAttr.get(sizes), results=[out_type])
+    return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
+
+
+def _scatter(x, axes, index, updates, front, combine):
+    """x with `updates` (shaped like `_gather(x, axes, index, front)`) combined in."""
+    batch = list(shape_of(index))[:-1]
+    _, offset = _gather_dims(x, axes, batch, front)
+    dnums = hlo.ScatterDimensionNumbers.get(
+        update_window_dims=offset, inserted_window_dims=list(axes), input_batching_dims=[],
+        scatter_indices_batching_dims=[], scattered_dims_to_operand_dims=list(axes),
+        index_vector_dim=len(batch),
+    )
+    return scatter_region(x, index, updates, dnums, combine)
+
+
+@register_lowering(AdvancedSubtensor1)
+def lower_advanced_subtensor1(ctx, node, x, indices):
+    unsigned = node.inputs[1].type.dtype.startswith("u")
+    return _advanced_read(ctx, node, x, [_Array(convert(indices, "int64"), unsigned)])
+
+
+@register_lowering(AdvancedSubtensor)
+def lower_advanced_subtensor(ctx, node, x, *index_values):
+    return _advanced_read(ctx, node, x, _advanced_entries(ctx, node, node.inputs[1:], index_values))
+
+
+def _advanced_read(ctx, node, x, entries):
+    if any(isinstance(e, _Array) and e.mask for e in entries):
+        raise UnsupportedParameterError(
+            node, "a boolean mask computed at run time",
+            "the result's length is the mask's True count, known only from its values "
+            "(a constant mask works; so does set/inc_subtensor with the mask)",
+        )
+    plan = _plan(ctx, x, entries)
+    view = plan.x if plan.ranges is None else _take(plan.x, plan.ranges)
+    if plan.arrays:
+        index, axes = _index_tensor(ctx, view, plan)
+        view = _gather(view, axes, index, plan.front)
+    return _output(node, view)
+
+
+@register_lowering(AdvancedIncSubtensor1)
+def lower_advanced_inc_subtensor1(ctx, node, x, y, indices):
+    unsigned = node.inputs[2].type.dtype.startswith("u")
+    return _advanced_write(ctx, node, x, y, [_Array(convert(indices, "int64"), unsigned)])
+
+
+@register_lowering(AdvancedIncSubtensor)
+def lower_advanced_inc_subtensor(ctx, node, x, y, *index_values):
+    return _advanced_write(ctx, node, x, y, _advanced_entries(ctx, node, node.inputs[2:], index_values))
+
+
+def _advanced_write(ctx, node, x, y, entries):
+    op = node.op
+    dtype = node.outputs[0].type.dtype
+    plan = _plan(ctx, x, entries)
+    view = plan.x if plan.ranges is None else _take(plan.x, plan.ranges)
+    masks = [(e, a) for e, a in plan.arrays if e.mask]
+    if masks:
+        if len(plan.arrays) > 1:
+            raise UnsupportedParameterError(
+                node, "a run-time boolean mask together with other advanced indices"
             )
-            static = 0
-        return _static_slice(x, axis, static % n if n else 0, static % n + 1 if n else 0, 1)
-    n = dim_value(n)
-    zero = _i64(0)
-    wrapped = select(compare(value, zero, "LT"), hlo.add(value, n), value)
-    out_of_range = hlo.or_(compare(wrapped, zero, "LT"), compare(wrapped, n, "GE"))
-    ctx.runtime_check(out_of_range, IndexError, f"index out of bounds for axis {axis}")
-    starts = [zero] * rank
-    starts[axis] = wrapped
-    sizes = [1 if i == axis else d for i, d in enumerate(shape_of(x))]
-    if all(isinstance(s, int) for s in sizes):
-        return hlo.dynamic_slice(x, starts, ir.DenseI64ArrayAttr.get(sizes))
-    indices = reshape(wrapped, [1])
-    return _gather_axis(x, axis, indices)
+        (mask, axis), = masks
+        view = _masked_write(ctx, node, view, mask.value, axis, y, dtype)
+    elif plan.arrays:
+        index, axes = _index_tensor(ctx, view, plan)
+        batch = list(shape_of(index))[:-1]
+        out_dims, _ = _gather_dims(view, axes, batch, plan.front)
+        update = _update_value(node, y, out_dims, dtype)
+        if op.set_instead_of_inc:
+            view = _scatter(view, axes, index, update, plan.front, _take_update)
+        elif getattr(op, "ignore_duplicates", False):
+            update = _add(_gather(view, axes, index, plan.front), update)
+            view = _scatter(view, axes, index, update, plan.front, _take_update)
+        else:
+            view = _scatter(view, axes, index, update, plan.front, _add_combiner)
+    else:  # only slices and newaxes
+        update = _update_value(node, y, shape_of(view), dtype)
+        view = update if op.set_instead_of_inc else _add(view, update)
+    out = view if plan.ranges is None else _put(plan.x, plan.ranges, view)
+    if plan.expanded:
+        out = reshape(out, shape_of(x))
+    return _output(node, out)
+
+
+def _masked_write(ctx, node, view, mask, axis, y, dtype):
+    """view[mask] = y (or += y) for a boolean `mask` over axes axis..axis+mask.ndim."""
+    shape = list(shape_of(view))
+    k = len(static_shape(mask.type))
+    before, masked, after = shape[:axis], shape[axis:axis + k], shape[axis + k:]
+    y = convert(y, dtype)
+    y_shape = static_shape(y.type)
+    pad = axis + 1 + len(after) - len(y_shape)
+    y_count = 1 if pad > axis else y_shape[axis - pad]
+    inc = not node.op.set_instead_of_inc
+    if y_count == 1:
+        # One value per masked row: broadcast y over the masked axes and select.
+        dims = [*before, 1, *after]
+        y = reshape(broadcast_to(y, dims), [*before, *[1] * k, *after])
+        y = broadcast_in_dim(y, shape, range(len(shape)))
+        new = _add(view, y) if inc else y
+        return select(broadcast_in_dim(mask, shape, range(axis, axis + k)), new, view)
+    # One value per True element: a stable sort puts the True positions first, in order.
+    size = dim_product(masked)
+    flat_view = reshape(view, [*before, size, *after])
+    flat_mask = reshape(mask, [size])
+    key = convert(hlo.not_(flat_mask), "int32")
+    _, order = sort_region(
+        [key, iota([size], 0, "int64")], 0, lambda a, b: compare(a[0], b[0], "LT")
+    )
+    count = dim_size(y, len(y_shape) - 1 - len(after))
+    trues = reduce_region(
+        [convert(flat_mask, "int64")], [_i64(0)], [0], lambda a, b: [hlo.add(a[0], b[0])]
+    )[0]
+    _raise_if(ctx, [compare(trues, dim_value(count), "NE")], ValueError,
+              "boolean index assignment: the number of values does not match the mask's True count")
+    positions = _slice(order, [_Range(0, count)], [size])
+    index = reshape(positions, [count, 1])
+    update = broadcast_to(y, [*before, count, *after])
+    flat_view = _scatter(flat_view, [axis], index, update, False,
+                         _add_combiner if inc else _take_update)
+    return reshape(flat_view, shape)

@@ -67,3 +67,42 @@ def _highest(dtype: np.dtype):
     if dtype.kind == "f":
         return dtype.type(np.inf)
     return np.iinfo(dtype).max
+
+
+def scatter(
+    operand: ir.Value,
+    indices: ir.Value,
+    updates: ir.Value,
+    dimension_numbers,
+    combine: Callable[[ir.Value, ir.Value], ir.Value],
+    *,
+    unique_indices: bool = False,
+) -> ir.Value:
+    """`stablehlo.scatter`; `combine(current, update)` is the new element (0-d values)."""
+    op = hlo.ScatterOp(
+        [operand.type], [operand], indices, [updates], dimension_numbers,
+        indices_are_sorted=False, unique_indices=unique_indices,
+    )
+    scalar = tensor_type((), value_dtype(operand))
+    block = op.update_computation.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        hlo.return_([combine(block.arguments[0], block.arguments[1])])
+    return op.results[0]
+
+
+def sort(
+    operands: Sequence[ir.Value],
+    dimension: int,
+    less: Callable[[list[ir.Value], list[ir.Value]], ir.Value],
+    *,
+    stable: bool = True,
+) -> list[ir.Value]:
+    """`stablehlo.sort` of `operands` along `dimension`; `less(lhs, rhs)` gets one 0-d
+    value per operand on each side and returns a 0-d i1."""
+    op = hlo.SortOp([v.type for v in operands], list(operands), dimension=dimension, is_stable=stable)
+    scalars = [tensor_type((), value_dtype(v)) for v in operands]
+    block = op.comparator.blocks.append(*[t for t in scalars for _ in (0, 1)])
+    with ir.InsertionPoint(block):
+        args = list(block.arguments)
+        hlo.return_([less(args[0::2], args[1::2])])
+    return list(op.results)

@@ -1,4 +1,4 @@
-"""Basic indexing (Subtensor) vs numpy: static and run-time indices and slices."""
+"""Indexing (Subtensor, IncSubtensor and the advanced forms) vs PyTensor's Python mode."""
 
 from __future__ import annotations
 
@@ -6,26 +6,44 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from jax.extend.mlir.dialects import func
+from pytensor.compile.builders import OpFromGraph
 
-from tests.helpers import compare_with_py
+from lowering.errors import UnsupportedParameterError
+from lowering.registry import register_lowering
+from tests.helpers import RAW_MODE, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
+
+
+def _matrix(dtype, rows=4, cols=5, seed=0):
+    return finite_values(dtype, rows * cols, seed).reshape(rows, cols)
+
+
+# --- basic reads ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_static_indices_and_slices(dtype):
     x = pt.matrix("x", dtype=dtype)
-    value = finite_values(dtype, 20).reshape(4, 5)
-    outs = [x[1], x[-1, 2], x[::-1, 2:], x[1:3, ::-2], x[10:], x[:, -100:3], x[::3, ::-1], x[2:1]]
-    compare_with_py([x], outs, [value])
+    outs = [x[1], x[-1, 2], x[::-1, 2:], x[1:3, ::-2], x[10:], x[:, -100:3], x[::3, ::-1],
+            x[2:1], x[-2::-3, 4:-100:-2], x[:, 7:-9:-1], x[100::-2, 1]]
+    compare_with_py([x], outs, [_matrix(dtype)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bool", "complex128"])
+def test_static_shapes_and_zero_d(dtype):
+    x = pt.tensor3("x", dtype=dtype, shape=(3, 4, 5))
+    outs = [x[1, 2, 3], x[-1, ::-2, 1], x[:, 2:-1:-1], x[::2, -3:, ::-3], x[5:, 1]]
+    compare_with_py([x], outs, [finite_values(dtype, 60).reshape(3, 4, 5)])
 
 
 @pytest.mark.parametrize("k", [-7, -2, 0, 1, 3, 9])
 def test_runtime_slice_bounds(k):
     x = pt.matrix("x")
     n = pt.lscalar("n")
-    outs = [x[:n], x[n:], x[::2, n:], x[-n:, 1]]
+    outs = [x[:n], x[n:], x[::2, n:], x[-n:, 1], x[n::-1], x[:n:-2, ::-1]]
     if k != 0:
-        outs.append(x[::n])
+        outs += [x[::n], x[n::n], x[1:n:-n]]
     compare_with_py([x, n], outs, [np.arange(20.0).reshape(4, 5), np.array(k)])
 
 
@@ -33,31 +51,267 @@ def test_runtime_bounds_on_static_shapes_and_negative_steps():
     x = pt.matrix("x", shape=(4, 5))
     n, m = pt.lscalar("n"), pt.lscalar("m")
     value = np.arange(20.0).reshape(4, 5)
-    for a, b in [(1, -1), (-2, 2), (0, 1), (3, -3)]:
-        compare_with_py([x, n, m], [x[n:m], x[n::m], x[:, m:n:-1]], [value, np.array(a), np.array(b)])
+    for a, b in [(1, -1), (-2, 2), (0, 1), (3, -3), (7, -9)]:
+        compare_with_py([x, n, m], [x[n:m], x[n::m], x[:, m:n:-1], x[n:m:3]],
+                        [value, np.array(a), np.array(b)])
+
+
+def test_one_compiled_function_serves_every_runtime_bound():
+    x = pt.matrix("x")
+    n = pt.lscalar("n")
+    a, b, c = pt.lscalars("a", "b", "c")
+    f = pytensor.function([x, n, a, b, c], [x[:n], x[a:b:c, n]], mode="STABLEHLO")
+    value = np.arange(30.0).reshape(6, 5)
+    for k, (i, j, s) in zip([0, 2, 4, -1, 3], [(0, 6, 1), (5, 0, -2), (-1, -7, -1), (1, 5, 2), (2, 2, 1)]):
+        first, second = f(value, k, i, j, s)
+        np.testing.assert_array_equal(first, value[:k])
+        np.testing.assert_array_equal(second, value[i:j:s, k])
 
 
 @pytest.mark.parametrize("k", [-3, 0, 2, 3])
 def test_runtime_integer_index(k):
     x = pt.matrix("x")
+    s = pt.tensor3("s", shape=(4, 3, 2))
     n = pt.lscalar("n")
-    compare_with_py([x, n], [x[n], x[1, n], x[n, ::-1]], [np.arange(20.0).reshape(4, 5), np.array(k)])
-
-
-def test_out_of_range_index_raises_index_error():
-    x = pt.matrix("x")
-    n = pt.lscalar("n")
-    f = pytensor.function([x, n], x[n], mode="STABLEHLO")
-    value = np.arange(20.0).reshape(4, 5)
-    with pytest.raises(IndexError):
-        f(value, 4)
-    with pytest.raises(IndexError):
-        f(value, -5)
-    np.testing.assert_array_equal(f(value, -4), value[0])
+    i8 = pt.scalar("i8", dtype="int8")
+    outs = [x[n], x[1, n], x[n, ::-1], x[n, n], s[n], s[:, 1, n % 2], s[i8, i8 % 3]]
+    compare_with_py([x, s, n, i8], outs,
+                    [np.arange(20.0).reshape(4, 5), np.arange(24.0).reshape(4, 3, 2), np.array(k),
+                     np.array(k, dtype="int8")])
 
 
 def test_non_contiguous_and_empty():
     x = pt.matrix("x")
     base = np.arange(48.0).reshape(6, 8)
-    compare_with_py([x], [x[1:, ::2], x[-1]], [base[::2, ::-3]])
-    compare_with_py([x], [x[1:], x[:, 1:2]], [np.zeros((0, 3))])
+    compare_with_py([x], [x[1:, ::2], x[-1], x[::-1, 1]], [base[::2, ::-3]])
+    compare_with_py([x], [x[1:], x[:, 1:2], x[::-1], x[:, 0]], [np.zeros((0, 3))])
+    compare_with_py([x], [x[1:], x[:, ::-2], x[2:1, 0]], [base.T])
+
+
+# --- out of range: numpy raises IndexError; so do we (at call time) -------------------------
+
+
+def test_out_of_range_indices_raise_index_error():
+    x = pt.matrix("x")
+    n = pt.lscalar("n")
+    iv = pt.lvector("iv")
+    value = np.arange(20.0).reshape(4, 5)
+    read = pytensor.function([x, n], x[n], mode="STABLEHLO")
+    gather = pytensor.function([x, iv], [x[iv], x[:, iv]], mode="STABLEHLO")
+    write = pytensor.function([x, n, iv], [pt.set_subtensor(x[n], 0.0), pt.inc_subtensor(x[iv], 1.0)],
+                              mode="STABLEHLO")
+    for bad in (4, -5):
+        with pytest.raises(IndexError):
+            read(value, bad)
+        with pytest.raises(IndexError):
+            write(value, bad, [0])
+    with pytest.raises(IndexError):
+        gather(value, [0, 4])  # 4 fits axis 1, not axis 0
+    with pytest.raises(IndexError):
+        write(value, 0, [-5])
+    step = pytensor.function([x, n], x[::n], mode="STABLEHLO")
+    with pytest.raises(ValueError, match="step cannot be zero"):
+        step(value, 0)
+    np.testing.assert_array_equal(read(value, -4), value[0])
+    np.testing.assert_array_equal(gather(value, [-4, 3])[1], value[:, [-4, 3]])
+
+
+# --- basic writes ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_set_and_inc_subtensor(dtype):
+    x = pt.matrix("x", dtype=dtype)
+    y = pt.matrix("y", dtype=dtype)
+    s = pt.scalar("s", dtype=dtype)
+    outs = [
+        pt.inc_subtensor(x[-1, 2], s),
+        pt.inc_subtensor(x[::-1, 2:], y[:, :3]),
+        pt.set_subtensor(x[1:3, ::-2], y[:2, :3]),
+        pt.inc_subtensor(x[::2, 1::3], y[:2, :2]),
+        pt.set_subtensor(x[:, 1], y[:, 0]),
+    ]
+    compare_with_py([x, y, s], outs, [_matrix(dtype), _matrix(dtype, seed=1), _matrix(dtype)[0, 0]])
+
+
+def test_more_basic_writes():
+    x = pt.matrix("x")
+    y = pt.matrix("y")
+    s = pt.scalar("s")
+    outs = [pt.set_subtensor(x[1], y[0]), pt.set_subtensor(x[-2::-3, 4:-100:-2], s), pt.inc_subtensor(x[10:], s),
+            pt.inc_subtensor(x[:, 7:-9:-2], y[:, :3]), pt.set_subtensor(x[2:1], s)]
+    compare_with_py([x, y, s], outs, [_matrix("float64"), _matrix("float64", seed=1), np.array(2.5)])
+    xs = pt.tensor3("xs", shape=(3, 4, 5), dtype="int16")
+    outs = [pt.inc_subtensor(xs[1, ::-2, 3], 1), pt.set_subtensor(xs[:, 2:-1:-1], 7), pt.inc_subtensor(xs[-1], xs[0])]
+    compare_with_py([xs], outs, [finite_values("int16", 60).reshape(3, 4, 5)])
+
+
+@pytest.mark.parametrize("k", [-3, 0, 2])
+def test_writes_at_runtime_bounds(k):
+    x = pt.matrix("x")
+    n = pt.lscalar("n")
+    outs = [pt.inc_subtensor(x[n], 1.0), pt.set_subtensor(x[1:n:2], -1.0),
+            pt.inc_subtensor(x[::-2, n], 3.0), pt.set_subtensor(x[n::-1, ::2], 5.0),
+            pt.inc_subtensor(x[:n], x[:n] * 2), pt.set_subtensor(x[n:, n], 9.0)]
+    if k:
+        outs += [pt.inc_subtensor(x[::n], 1.0), pt.set_subtensor(x[-1::n, 1:], 4.0)]
+    compare_with_py([x, n], outs, [np.arange(20.0).reshape(4, 5), np.array(k)])
+
+
+# --- advanced reads ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_advanced_indexing(dtype):
+    x = pt.matrix("x", dtype=dtype)
+    t = pt.tensor3("t", dtype=dtype)
+    iv = pt.lvector("iv")
+    im = pt.lmatrix("im")
+    outs = [x[iv], x[:, iv], x[im, iv[:2]], t[1, :, iv]]
+    values = [_matrix(dtype), finite_values(dtype, 60).reshape(3, 4, 5),
+              np.array([0, -1, 2, 2]), np.array([[0, 1], [-2, 3]])]
+    compare_with_py([x, t, iv, im], outs, values)
+
+
+def test_advanced_dims_placement_with_slices_and_newaxis():
+    t = pt.tensor4("t")
+    iv = pt.lvector("iv")
+    n = pt.lscalar("n")
+    i = pt.lscalar("i")
+    m = pt.lmatrix("m")
+    outs = [t[iv, 1:, iv], t[:, iv, iv, ::-1], t[:, iv, :, iv], t[iv, None, iv], t[None, :, iv, iv],
+            t[1:n, iv, ::2, i], t[i, :, None, iv], t[:, None, iv[:, None], iv], t[..., iv], t[m],
+            t[iv[:2], m], t[iv, None]]
+    values = [np.arange(3 * 4 * 5 * 6.0).reshape(3, 4, 5, 6), np.array([2, 0, -1]), np.array(3),
+              np.array(-2), np.array([[0, 1], [-2, 2]])]
+    compare_with_py([t, iv, n, i, m], outs, values)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int64"])
+def test_index_dtypes(dtype):
+    x = pt.matrix("x")
+    iv = pt.vector("iv", dtype=dtype)
+    outs = [x[iv], x[:, iv], x[iv, iv], pt.inc_subtensor(x[iv], 1.0), pt.set_subtensor(x[iv, iv], -1.0)]
+    compare_with_py([x, iv], outs, [np.arange(20.0).reshape(4, 5), np.array([3, 1, 0, 1], dtype=dtype)])
+
+
+def test_constant_boolean_masks():
+    x = pt.matrix("x")
+    mask = np.array([[True, False, True, False, True]] * 2 + [[False] * 5] * 2)
+    outs = [x[mask], x[mask[:, 0]], x[:, mask[0]], x[mask[:, 0], 1:], pt.set_subtensor(x[mask], 0.0),
+            pt.inc_subtensor(x[:, mask[0]], 1.0)]
+    compare_with_py([x], outs, [np.arange(20.0).reshape(4, 5)])
+
+
+def test_runtime_boolean_mask_read_is_unsupported():
+    x = pt.matrix("x")
+    with pytest.raises(UnsupportedParameterError, match="boolean mask"):
+        pytensor.function([x], x[x > 0], mode=RAW_MODE)
+
+
+def test_advanced_non_contiguous_and_empty():
+    x = pt.matrix("x")
+    iv = pt.lvector("iv")
+    base = np.arange(48.0).reshape(6, 8)
+    compare_with_py([x, iv], [x[iv], x[:, iv], pt.inc_subtensor(x[iv], 1.0)], [base[::2, ::-3], np.array([1, 1, -1])])
+    empty = np.array([], dtype="int64")
+    compare_with_py([x, iv], [x[iv], x[1:, iv], pt.inc_subtensor(x[iv], 1.0)], [base, empty])
+    # a `?` indexed dim that is 0 at run time
+    compare_with_py([x, iv], [x[iv], x[iv, iv], pt.set_subtensor(x[:, iv], 1.0)], [np.zeros((0, 3)), empty])
+
+
+# --- advanced writes -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_advanced_inc_accumulates_repeated_indices(dtype):
+    x = pt.matrix("x", dtype=dtype)
+    y = pt.matrix("y", dtype=dtype)
+    iv = pt.lvector("iv")
+    outs = [pt.inc_subtensor(x[iv], y), pt.inc_subtensor(x[iv, iv], y[0, :4]),
+            pt.set_subtensor(x[:, iv[:2]], y.T[:5, :2])]
+    values = [_matrix(dtype, 5, 5), _matrix(dtype, 4, 5, seed=1), np.array([1, -4, 1, 1])]
+    compare_with_py([x, y, iv], outs, values)
+
+
+def test_advanced_set_with_repeated_indices_keeps_the_last_update():
+    # numpy keeps the last; StableHLO leaves it unspecified. XLA's CPU backend is in order.
+    x = pt.vector("x")
+    y = pt.vector("y")
+    iv = pt.lvector("iv")
+    outs = [pt.set_subtensor(x[iv], y), pt.set_subtensor(x[iv[:, None], ], y[:, None])]
+    compare_with_py([x, y, iv], outs, [np.zeros(4), np.arange(1.0, 7.0), np.array([2, 0, 2, -2, 1, 2])])
+
+
+def test_writes_broadcast_y():
+    x = pt.matrix("x")
+    row = pt.matrix("row", shape=(1, None))
+    iv = pt.lvector("iv")
+    outs = [pt.inc_subtensor(x[iv], row), pt.set_subtensor(x[iv, 1:], row[:, 1:]), pt.inc_subtensor(x[1:, 2], row[0, 0]),
+            pt.inc_subtensor(x[::2], row)]
+    compare_with_py([x, row, iv], outs, [np.zeros((4, 3)), np.arange(1.0, 4.0)[None], np.array([0, 0, 3])])
+
+
+def test_inc_with_ignore_duplicates():
+    x = pt.vector("x")
+    iv = pt.lvector("iv")
+    out = pt.inc_subtensor(x[iv], 1.0, ignore_duplicates=True)
+    compare_with_py([x, iv], [out], [np.zeros(4), np.array([2, 0, 2, 2])])
+
+
+def test_advanced_writes_with_slices_and_newaxis():
+    t = pt.tensor3("t")
+    y = pt.tensor3("y")
+    iv = pt.lvector("iv")
+    n = pt.lscalar("n")
+    outs = [pt.inc_subtensor(t[iv, :, iv], y[0, :2, :4]), pt.set_subtensor(t[1:, iv], 2.0),
+            pt.inc_subtensor(t[iv, None], 1.5), pt.inc_subtensor(t[::-1, iv, n:], y[:, :2, n:]),
+            pt.set_subtensor(t[n, :, iv], y[0, :2, :4]), pt.inc_subtensor(t[iv, ::2, iv], y[0, :2, :2].T)]
+    values = [np.arange(60.0).reshape(3, 4, 5), np.ones((3, 4, 5)), np.array([0, -1]), np.array(1)]
+    compare_with_py([t, y, iv, n], outs, values)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "bool", "complex64"])
+def test_writes_with_runtime_boolean_masks(dtype):
+    x = pt.matrix("x", dtype=dtype)
+    m = pt.matrix("m", dtype="bool")
+    mv = pt.vector("mv", dtype="bool")
+    y = pt.vector("y", dtype=dtype)
+    outs = [pt.set_subtensor(x[m], y[0]), pt.inc_subtensor(x[m], y[1]),
+            pt.set_subtensor(x[m], y[:7]), pt.inc_subtensor(x[m], y[:7]),
+            pt.inc_subtensor(x[:, mv], y[:3]), pt.set_subtensor(x[mv[:4]], y[:3, None]),
+            pt.inc_subtensor(x[1:, mv], y[:3])]
+    mask = np.arange(20).reshape(4, 5) % 3 == 0
+    values = [_matrix(dtype), mask, np.array([True, False, True, True, False]), finite_values(dtype, 8, seed=2)]
+    compare_with_py([x, m, mv, y], outs, values)
+
+
+def test_mask_write_with_wrong_count_raises():
+    x = pt.vector("x")
+    m = pt.vector("m", dtype="bool")
+    y = pt.vector("y")
+    f = pytensor.function([x, m, y], pt.set_subtensor(x[m], y), mode="STABLEHLO")
+    with pytest.raises(ValueError):
+        f(np.zeros(4), np.array([True, False, True, False]), np.ones(3))
+
+
+class _PrivateGraph(OpFromGraph):
+    """Test-only: its inner graph is lowered as a private function, as nested graphs are."""
+
+
+@register_lowering(_PrivateGraph)
+def _lower_private_graph(ctx, node, *operands):
+    fn = ctx.lower_fgraph(node.op.fgraph, name="inner")
+    return tuple(func.CallOp(fn, list(operands)).results)
+
+
+def test_out_of_range_inside_nested_graphs_clamps_reads_and_drops_writes():
+    # No call-time check can be raised from a nested graph: XLA's own behaviour stands.
+    x, n, iv = pt.vector("x"), pt.lscalar("n"), pt.lvector("iv")
+    xi, ni, ivi = x.type(), n.type(), iv.type()
+    op = _PrivateGraph([xi, ni, ivi], [xi[ni], xi[ivi], pt.inc_subtensor(xi[ivi], 1.0)])
+    f = pytensor.function([x, n, iv], op(x, n, iv), mode="STABLEHLO")
+    read, gathered, written = f(np.arange(4.0), 7, [1, 9, -9])
+    assert read == 3.0
+    np.testing.assert_array_equal(gathered, [1.0, 3.0, 0.0])
+    np.testing.assert_array_equal(written, [0.0, 2.0, 2.0, 3.0])

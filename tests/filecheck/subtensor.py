@@ -1,4 +1,5 @@
 # RUN: %PYTHON %s | FileCheck %s
+# Indexing: static slices, run-time bounds, gather/scatter with explicit dimension numbers.
 import pytensor.tensor as pt
 
 from ir_printing import print_ir
@@ -6,25 +7,58 @@ from ir_printing import print_ir
 s = pt.matrix("s", shape=(4, 5))
 x = pt.matrix("x")
 n = pt.lscalar("n")
+iv = pt.lvector("iv")
 
 # CHECK-LABEL: TEST: static_slice raw
-# CHECK: stablehlo.slice %arg0 [1:3, 0:5]
-# CHECK: stablehlo.slice %{{.*}} [0:2, 0:5:2]
+# CHECK: stablehlo.slice %arg0 [1:3, 0:5:2]
 print_ir("static_slice", [s], s[1:3, ::2], raw=True)
 
-# CHECK-LABEL: TEST: reversed raw
-# CHECK: stablehlo.reverse %arg0, dims = [0]
-print_ir("reversed", [s], s[::-1], raw=True)
+# A negative step reverses, then slices forwards.
+# CHECK-LABEL: TEST: negative_step opt
+# CHECK: stablehlo.reverse %arg0, dims = [1]
+# CHECK: stablehlo.slice %{{.*}} [1:3, 0:5:2]
+print_ir("negative_step", [s], s[1:3, ::-2])
 
-# Run-time bounds: numpy's clipping computed in the module, then a strided slice.
+# Run-time bounds: numpy's clipping computed in the module, then a strided slice
+# whose result dim stays `?` (the runtime specializes on n's value).
 # CHECK-LABEL: TEST: runtime_stop raw
-# CHECK: stablehlo.maximum
-# CHECK: stablehlo.minimum
-# CHECK: stablehlo.real_dynamic_slice %arg0
+# CHECK: stablehlo.clamp
+# CHECK: stablehlo.real_dynamic_slice %arg0, {{.*}} -> tensor<?x?xf64>
 print_ir("runtime_stop", [x, n], x[:n], raw=True)
 
-# A run-time integer index: dynamic_slice, plus an IndexError flag returned from @main.
-# CHECK-LABEL: TEST: runtime_index raw
+# A run-time integer index: a static-size dynamic_slice, plus an IndexError flag from @main.
+# CHECK-LABEL: TEST: runtime_index opt
 # CHECK: stablehlo.dynamic_slice %arg0, %{{.*}}, %{{.*}}, sizes = [1, 5]
 # CHECK: return %{{.*}}, %{{.*}} : tensor<5xf64>, tensor<i1>
-print_ir("runtime_index", [s, n], s[n], raw=True)
+print_ir("runtime_index", [s, n], s[n])
+
+# Advanced indices: one gather; the index vector is the last dim of the indices.
+# CHECK-LABEL: TEST: gather raw
+# CHECK: "stablehlo.gather"(%arg0, %{{.*}}) <{dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [1], start_index_map = [1], index_vector_dim = 1>, slice_sizes = array<i64: 4, 1>}>
+print_ir("gather", [s, iv], s[:, iv], raw=True)
+
+# Two advanced indices separated by a slice: the broadcast index dims go first.
+# CHECK-LABEL: TEST: gather_front opt
+# CHECK: stablehlo.concatenate {{.*}} dim = 1 : {{.*}} -> tensor<?x2xi64>
+# CHECK: #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0, 2], start_index_map = [0, 2], index_vector_dim = 1>
+t = pt.tensor3("t", shape=(3, 4, 5))
+print_ir("gather_front", [t, iv], t[iv, :, iv])
+
+# inc_subtensor with advanced indices: a scatter whose combiner adds (np.add.at).
+# CHECK-LABEL: TEST: scatter_add opt
+# CHECK: "stablehlo.scatter"(%arg0, %{{.*}}, %{{.*}}) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}>
+# CHECK-NEXT: ^bb0(%[[CUR:.*]]: tensor<f64>, %[[UPD:.*]]: tensor<f64>):
+# CHECK-NEXT: stablehlo.add %[[CUR]], %[[UPD]]
+print_ir("scatter_add", [s, iv], pt.inc_subtensor(s[iv], 1.0))
+
+# set_subtensor: the combiner returns the update.
+# CHECK-LABEL: TEST: scatter_set raw
+# CHECK: "stablehlo.scatter"
+# CHECK-NEXT: ^bb0(%{{.*}}: tensor<f64>, %[[UPD:.*]]: tensor<f64>):
+# CHECK-NEXT: stablehlo.return %[[UPD]]
+print_ir("scatter_set", [s, iv], pt.set_subtensor(s[iv], 1.0), raw=True)
+
+# Basic writes with unit steps: dynamic_update_slice at the (run-time) start.
+# CHECK-LABEL: TEST: set_basic opt
+# CHECK: stablehlo.dynamic_update_slice %arg0, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x5xf64>, tensor<1x2xf64>, tensor<i64>, tensor<i64>)
+print_ir("set_basic", [s, n], pt.set_subtensor(s[n, 1:3], 1.0))
