@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 
 from lowering.graph import find_unsupported
 from lowering.registry import _RULES, lookup_rule_for_class
@@ -23,7 +24,10 @@ def rules_by_family() -> dict[str, list[str]]:
     """Family module name -> names of the Op classes its rules are registered for."""
     families: dict[str, list[str]] = defaultdict(list)
     for cls, rule in _RULES.items():
-        module = rule.fn.__module__
+        fn = rule.fn
+        while isinstance(fn, partial):  # table rules are partials of a generic rule
+            fn = fn.func
+        module = fn.__module__
         if not module.startswith("dialect_rules."):
             continue  # rules registered by tests or users
         families[module.split(".", 1)[1]].append(cls.__name__)
