@@ -3,6 +3,24 @@
 Families are tables plus one generic rule each. Every rule returns exactly the dtype
 PyTensor's output has, computing the way numpy's ufunc (Elemwise.perform) does.
 Transcendental and special functions live in `special.py`.
+
+Where XLA's own op differs from numpy in a corner (integer power past 63, complex
+division by -0.0, complex ordering), the rule spells out numpy's C loop instead.
+
+Known differences from Op.perform, by choice:
+- Cast of a float out of the target int's range (or NaN, or a negative float to an
+  unsigned int) saturates as XLA does; numpy's result there is undefined behaviour
+  in C and Op.perform raises OverflowError for inf.
+- Integer overflow wraps; Op.perform raises OverflowError for Add/Mul of 3+ inputs
+  (it runs the scalar impl on Python ints) and for narrowing Casts.
+- RoundHalfAwayFromZero is C's round(), as PyTensor's C code; Op.perform computes
+  floor(x + 0.5), which gives 1.0 for 0.49999999999999994 and x + 1 for odd float64
+  integers above 2**52.
+- Signs of zero: maximum/minimum(-0.0, 0.0) follow XLA (numpy's depends on its SIMD
+  path), and XLA folds x + 0.0 to x, so -0.0 + 0.0 is -0.0 (numpy: 0.0); complex pow
+  may return 0.0 where numpy has -0.0.
+- Complex64 pow with a non-integer exponent agrees with numpy to ~1e-5 relative:
+  numpy's own cpowf is that far from the exact value.
 """
 
 from __future__ import annotations
@@ -14,7 +32,7 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
-from lowering.builders import compare, convert, full_like, ir_constant, select, value_dtype
+from lowering.builders import compare, convert, full_like, ir_constant, select, value_dtype, with_dtype
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import reduce as reduce_region
 from lowering.registry import register_lowering
@@ -25,6 +43,10 @@ def out_dtype(node, i: int = 0) -> str:
     return node.outputs[i].type.dtype
 
 
+def in_dtype(node, i: int) -> str:
+    return node.inputs[i].type.dtype
+
+
 def kind(dtype) -> str:
     return np.dtype(dtype).kind
 
@@ -32,6 +54,146 @@ def kind(dtype) -> str:
 def common_dtype(node) -> str:
     """The dtype numpy computes a mixed-dtype comparison or op in."""
     return np.result_type(*[np.dtype(i.type.dtype) for i in node.inputs]).name
+
+
+def _is_nan(x):
+    return compare(x, x, "NE")
+
+
+def _is_inf(x):
+    return compare(hlo.abs(x), full_like(x, np.inf), "EQ")
+
+
+def _all(*flags):
+    return reduce(hlo.and_, flags)
+
+
+def _any(*flags):
+    return reduce(hlo.or_, flags)
+
+
+# --- complex numbers as (real, imag) pairs, with numpy's own formulas -----------
+
+
+def _parts(z):
+    return hlo.real(z), hlo.imag(z)
+
+
+def _pack(parts):
+    return hlo.complex(*parts)
+
+
+def _cmul(a, b):
+    """numpy's complex multiply: the plain formula (no C99 Annex G inf recovery)."""
+    (ar, ai), (br, bi) = a, b
+    return (
+        hlo.subtract(hlo.multiply(ar, br), hlo.multiply(ai, bi)),
+        hlo.add(hlo.multiply(ar, bi), hlo.multiply(ai, br)),
+    )
+
+
+def _cdiv(a, b):
+    """numpy's complex true_divide (Smith's algorithm); x / 0 divides by |0|."""
+    (ar, ai), (br, bi) = a, b
+    abs_br, abs_bi = hlo.abs(br), hlo.abs(bi)
+    one = full_like(br, 1)
+    # |br| >= |bi|
+    rat = hlo.divide(bi, br)
+    scl = hlo.divide(one, hlo.add(br, hlo.multiply(bi, rat)))
+    re1 = hlo.multiply(hlo.add(ar, hlo.multiply(ai, rat)), scl)
+    im1 = hlo.multiply(hlo.subtract(ai, hlo.multiply(ar, rat)), scl)
+    # |br| < |bi|
+    rat = hlo.divide(br, bi)
+    scl = hlo.divide(one, hlo.add(bi, hlo.multiply(br, rat)))
+    re2 = hlo.multiply(hlo.add(hlo.multiply(ar, rat), ai), scl)
+    im2 = hlo.multiply(hlo.subtract(hlo.multiply(ai, rat), ar), scl)
+    # 0 / 0
+    zero = full_like(br, 0)
+    both_zero = _all(compare(abs_br, zero, "EQ"), compare(abs_bi, zero, "EQ"))
+    re0, im0 = hlo.divide(ar, abs_br), hlo.divide(ai, abs_bi)
+    first = compare(abs_br, abs_bi, "GE")
+    return (
+        select(first, select(both_zero, re0, re1), re2),
+        select(first, select(both_zero, im0, im1), im2),
+    )
+
+
+def _creciprocal(z):
+    """numpy's complex reciprocal loop."""
+    zr, zi = z
+    one = full_like(zr, 1)
+    r = hlo.divide(zi, zr)
+    d = hlo.add(zr, hlo.multiply(zi, r))
+    re1, im1 = hlo.divide(one, d), hlo.negate(hlo.divide(r, d))
+    r = hlo.divide(zr, zi)
+    d = hlo.add(hlo.multiply(zr, r), zi)
+    re2, im2 = hlo.divide(r, d), hlo.negate(hlo.divide(one, d))
+    first = compare(hlo.abs(zi), hlo.abs(zr), "LE")
+    return select(first, re1, re2), select(first, im1, im2)
+
+
+def _cpow(a, b):
+    """numpy's npy_cpow: b == 0, a == 0, small integer b by repeated multiplication,
+    else exp(b * log(a)) as C's cpow."""
+    ar, ai = _parts(a)
+    br, bi = _parts(b)
+    zero, one = full_like(ar, 0), full_like(ar, 1)
+    b_zero = _all(compare(br, zero, "EQ"), compare(bi, zero, "EQ"))
+    a_zero = _all(compare(ar, zero, "EQ"), compare(ai, zero, "EQ"))
+    # |n| < 100 < 2**7: seven bits of square-and-multiply.
+    small_int = _all(
+        compare(bi, zero, "EQ"), compare(hlo.floor(br), br, "EQ"),
+        compare(hlo.abs(br), full_like(br, 100), "LT"),
+    )
+    n = convert(select(small_int, hlo.abs(br), zero), "int32")
+    aa, p = (one, zero), (ar, ai)
+    for k in range(7):
+        bit = compare(hlo.and_(n, full_like(n, 1 << k)), full_like(n, 0), "NE")
+        aa = tuple(select(bit, new, old) for new, old in zip(_cmul(aa, p), aa))
+        p = _cmul(p, p)
+    by_loop = _cdiv((one, zero), aa)
+    by_loop = _pack(tuple(select(compare(br, zero, "LT"), inv, v) for inv, v in zip(by_loop, aa)))
+    # numpy unrolls 1, 2 and 3 so that infinities survive.
+    square = _cmul((ar, ai), (ar, ai))
+    unrolled = {1: a, 2: _pack(square), 3: _pack(_cmul((ar, ai), square))}
+    by_int = by_loop
+    for value, z in unrolled.items():
+        by_int = select(compare(br, full_like(br, value), "EQ"), z, by_int)
+    # exp(b * log(a)), the plain complex product as in C's cpow
+    log_a = (hlo.log(hlo.abs(a)), hlo.atan2(ai, ar))
+    general = _pack(_cexp(_cmul((br, bi), log_a)))
+    nan = full_like(ar, np.nan)
+    of_zero = select(compare(br, zero, "GT"), _pack((zero, zero)), _pack((nan, nan)))
+    result = select(small_int, by_int, general)
+    result = select(a_zero, of_zero, result)
+    return select(b_zero, _pack((one, zero)), result)
+
+
+def _cexp(z):
+    """C99's cexp, with its special values for zero, infinite and NaN parts."""
+    zr, zi = z
+    zero = full_like(zr, 0)
+    m = hlo.exponential(zr)
+    re, im = hlo.multiply(m, hlo.cosine(zi)), hlo.multiply(m, hlo.sine(zi))
+    # exp(x + 0i) keeps the zero; exp(-inf + yi) is 0 for any y
+    im = select(compare(zi, zero, "EQ"), zi, im)
+    re = select(compare(zi, zero, "EQ"), m, re)
+    vanished = compare(m, zero, "EQ")
+    re, im = select(vanished, zero, re), select(vanished, zero, im)
+    # exp(inf + yi) for an infinite or NaN y is inf + nan i
+    inf = full_like(zr, np.inf)
+    wild = _all(compare(zr, inf, "EQ"), hlo.not_(compare(hlo.abs(zi), inf, "LT")))
+    return select(wild, inf, re), select(wild, full_like(zr, np.nan), im)
+
+
+def _complex_order(x, y, direction):
+    """numpy's lexicographic complex order (CLT, CLE, CGT, CGE in its loops)."""
+    (xr, xi), (yr, yi) = _parts(x), _parts(y)
+    strict = {"LT": "LT", "LE": "LT", "GT": "GT", "GE": "GT"}[direction]
+    no_nan_imag = hlo.not_(_any(_is_nan(xi), _is_nan(yi)))
+    by_real = _all(compare(xr, yr, strict), no_nan_imag)
+    by_imag = _all(compare(xr, yr, "EQ"), compare(xi, yi, direction))
+    return _any(by_real, by_imag)
 
 
 # --- arithmetic -------------------------------------------------------------------
@@ -46,6 +208,7 @@ def _nary(builder, ctx, node, *xs):
 # numpy's bool arithmetic is logical: True + True is True, True * False is False.
 _ADD = {"b": hlo.or_}
 _MUL = {"b": hlo.and_}
+_DIV = {"c": lambda x, y: _pack(_cdiv(_parts(x), _parts(y)))}
 
 
 def _by_kind(table, default):
@@ -58,7 +221,7 @@ def _by_kind(table, default):
 register_lowering(ps.Add)(_by_kind(_ADD, hlo.add))
 register_lowering(ps.Mul)(_by_kind(_MUL, hlo.multiply))
 register_lowering(ps.Sub)(partial(_nary, hlo.subtract))
-register_lowering(ps.TrueDiv)(partial(_nary, hlo.divide))
+register_lowering(ps.TrueDiv)(_by_kind(_DIV, hlo.divide))
 
 
 @register_lowering(ps.Neg)
@@ -71,7 +234,11 @@ def lower_neg(ctx, node, x):
 def lower_abs(ctx, node, x):
     if kind(value_dtype(x)) in "ub":  # stablehlo.abs takes no unsigned operand
         return convert(x, out_dtype(node))
-    return convert(hlo.abs(x), out_dtype(node))  # complex -> its real magnitude
+    if kind(value_dtype(x)) == "c":  # hypot: an infinite part wins over a NaN one
+        re, im = _parts(x)
+        infinite = _any(*(_is_inf(p) for p in (re, im)))
+        return convert(select(infinite, full_like(re, np.inf), hlo.abs(x)), out_dtype(node))
+    return convert(hlo.abs(x), out_dtype(node))
 
 
 @register_lowering(ps.Sign)
@@ -82,6 +249,8 @@ def lower_sign(ctx, node, x):
         return convert(compare(x, full_like(x, 0), "GT"), dtype)
     if kind(dtype) == "b":
         return x
+    if kind(dtype) == "f":  # numpy's sign(-0.0) is +0.0
+        return select(compare(x, full_like(x, 0), "EQ"), full_like(x, 0), hlo.sign(x))
     return hlo.sign(x)
 
 
@@ -93,12 +262,22 @@ def lower_sqr(ctx, node, x):
 
 @register_lowering(ps.Sqrt)
 def lower_sqrt(ctx, node, x):
-    return hlo.sqrt(convert(x, out_dtype(node)))
+    x = convert(x, out_dtype(node))
+    if kind(out_dtype(node)) != "c":
+        return hlo.sqrt(x)
+    # C's csqrt: the imaginary part keeps the sign of x's (also of -0.0: the branch
+    # cut), and an infinite imaginary part gives inf + that infinity even with NaN.
+    (zr, zi), (re, im) = _parts(x), _parts(hlo.sqrt(x))
+    im = _copysign(im, zi)
+    infinite = _is_inf(zi)
+    return _pack((select(infinite, full_like(re, np.inf), re), select(infinite, zi, im)))
 
 
 @register_lowering(ps.Reciprocal)
 def lower_reciprocal(ctx, node, x):
     x = convert(x, out_dtype(node))
+    if kind(out_dtype(node)) == "c":
+        return _pack(_creciprocal(_parts(x)))
     return hlo.divide(full_like(x, 1), x)
 
 
@@ -145,25 +324,26 @@ def _float_divmod(x, y):
 
 
 def _copysign(magnitude, sign_of):
-    negative = compare(sign_of, full_like(sign_of, 0), "LT")
-    negative = hlo.or_(negative, _signbit_zero(sign_of))
     mag = hlo.abs(magnitude)
-    return select(negative, hlo.negate(mag), mag)
+    return select(_signbit(sign_of), hlo.negate(mag), mag)
 
 
-def _signbit_zero(x):
-    """True where x is -0.0 (compares equal to 0 but 1/x is -inf)."""
-    zero = full_like(x, 0)
-    return hlo.and_(compare(x, zero, "EQ"), compare(hlo.divide(full_like(x, 1), x), zero, "LT"))
+def _signbit(x):
+    """numpy's signbit: the float's sign bit, so -0.0 (and -nan) count as negative."""
+    bits = hlo.bitcast_convert(with_dtype(x.type, f"int{np.dtype(value_dtype(x)).itemsize * 8}"), x)
+    return compare(bits, full_like(bits, 0), "LT")
 
 
 def _divmod_rule(index: int, name: str):
     def rule(ctx, node, x, y):
         dtype = out_dtype(node)
-        if kind(dtype) not in "iuf":
+        if kind(dtype) not in "iufb":
             raise UnsupportedParameterError(node, f"dtype={dtype}", f"numpy has no {name} for it")
-        x, y = convert(x, dtype), convert(y, dtype)
-        return (_float_divmod if kind(dtype) == "f" else _int_divmod)(x, y)[index]
+        # numpy has no bool loop: bools divide as int8 and the result is cast back;
+        # its float16 loop runs npy_divmod in float32.
+        work = {"bool": "int8", "float16": "float32"}.get(dtype, dtype)
+        x, y = convert(x, work), convert(y, work)
+        return convert((_float_divmod if kind(work) == "f" else _int_divmod)(x, y)[index], dtype)
 
     return rule
 
@@ -172,15 +352,42 @@ register_lowering(ps.IntDiv)(_divmod_rule(0, "floor_divide"))
 register_lowering(ps.Mod)(_divmod_rule(1, "remainder"))
 
 
+def _int_pow(x, y, bits: int):
+    """x ** y by square-and-multiply over `bits` exponent bits, wrapping as numpy's
+    loop does (stablehlo.power looks at only 6 exponent bits)."""
+    one, zero = full_like(y, 1), full_like(y, 0)
+    acc = full_like(x, 1)
+    for i in range(bits):
+        bit = compare(hlo.and_(y, one), zero, "NE")
+        acc = select(bit, hlo.multiply(acc, x), acc)
+        if i + 1 < bits:
+            x = hlo.multiply(x, x)
+            y = hlo.shift_right_logical(y, one)
+    return acc
+
+
+def _exponent_bits(dtype) -> int:
+    """Bits an exponent of `dtype` can set; a signed one is never negative here."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return 1
+    return dtype.itemsize * 8 - (dtype.kind == "i")
+
+
 @register_lowering(ps.Pow)
 def lower_pow(ctx, node, x, y):
     dtype = out_dtype(node)
-    x, y = convert(x, dtype), convert(y, dtype)
-    if kind(dtype) == "i":
+    # numpy's bool ** bool runs its int8 loop.
+    work = "int8" if kind(dtype) == "b" else dtype
+    x, y = convert(x, work), convert(y, work)
+    if kind(work) == "i" and kind(in_dtype(node, 1)) == "i":
         raise_if_any(ctx, compare(y, full_like(y, 0), "LT"), ValueError,
                      "Integers to negative integer powers are not allowed.")
-    if kind(dtype) == "b":
-        raise UnsupportedParameterError(node, "bool operands", "numpy has no bool power")
+    if kind(work) in "iu":
+        bits = min(_exponent_bits(in_dtype(node, 1)), np.dtype(work).itemsize * 8)
+        return convert(_int_pow(x, y, bits), dtype)
+    if kind(work) == "c":
+        return _cpow(x, y)
     return hlo.power(x, y)
 
 
@@ -196,13 +403,17 @@ def raise_if_any(ctx, mask, error, message):
 @register_lowering(ps.ScalarMaximum, ps.ScalarMinimum)
 def lower_max_min(ctx, node, x, y):
     dtype = out_dtype(node)
-    if kind(dtype) == "c":
-        raise UnsupportedParameterError(node, f"dtype={dtype}", "complex maximum/minimum order")
+    is_max = isinstance(node.op, ps.ScalarMaximum)
     x, y = convert(x, dtype), convert(y, dtype)
     if kind(dtype) == "b":
-        return (hlo.or_ if isinstance(node.op, ps.ScalarMaximum) else hlo.and_)(x, y)
+        return (hlo.or_ if is_max else hlo.and_)(x, y)
+    if kind(dtype) == "c":
+        # numpy keeps x where x has a NaN part or x >= y (x <= y), else takes y.
+        xr, xi = _parts(x)
+        keep = _any(_is_nan(xr), _is_nan(xi), _complex_order(x, y, "GE" if is_max else "LE"))
+        return select(keep, x, y)
     # StableHLO's maximum/minimum propagate NaN, as numpy.maximum/minimum do.
-    return (hlo.maximum if isinstance(node.op, ps.ScalarMaximum) else hlo.minimum)(x, y)
+    return (hlo.maximum if is_max else hlo.minimum)(x, y)
 
 
 @register_lowering(ps.Clip)
@@ -246,15 +457,35 @@ def lower_cast(ctx, node, x):
 
 
 _DIRECTIONS = {ps.LT: "LT", ps.GT: "GT", ps.LE: "LE", ps.GE: "GE", ps.EQ: "EQ", ps.NEQ: "NE"}
+_SWAPPED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE", "EQ": "EQ", "NE": "NE"}
+
+
+def _signed_vs_uint64(s, u, direction):
+    """numpy's exact int64-vs-uint64 loops ('qQ->?'): a negative s is below every u,
+    otherwise both compare as uint64 (float64, their result_type, would round)."""
+    below = compare(s, full_like(s, 0), "LT")
+    return select(
+        below,
+        full_like(below, direction in ("LT", "LE", "NE"), "bool"),
+        compare(convert(s, "uint64"), u, direction),
+    )
 
 
 @register_lowering(*_DIRECTIONS)
 def lower_comparison(ctx, node, x, y):
-    dtype = common_dtype(node)
     direction = next(d for cls, d in _DIRECTIONS.items() if isinstance(node.op, cls))
+    kinds = kind(in_dtype(node, 0)) + kind(in_dtype(node, 1))
+    if "u" in kinds and "i" in kinds and "uint64" in (in_dtype(node, 0), in_dtype(node, 1)):
+        if kinds == "iu":
+            flags = _signed_vs_uint64(convert(x, "int64"), y, direction)
+        else:
+            flags = _signed_vs_uint64(convert(y, "int64"), x, _SWAPPED[direction])
+        return convert(flags, out_dtype(node))
+    dtype = common_dtype(node)
+    x, y = convert(x, dtype), convert(y, dtype)
     if kind(dtype) == "c" and direction not in ("EQ", "NE"):
-        raise UnsupportedParameterError(node, f"dtype={dtype}", "complex numbers have no order")
-    return convert(compare(convert(x, dtype), convert(y, dtype), direction), out_dtype(node))
+        return convert(_complex_order(x, y, direction), out_dtype(node))
+    return convert(compare(x, y, direction), out_dtype(node))
 
 
 @register_lowering(ps.IsNan, ps.IsInf)
@@ -262,20 +493,30 @@ def lower_isnan_isinf(ctx, node, x):
     dtype = value_dtype(x)
     if kind(dtype) not in "fc":
         return convert(full_like(x, False, "bool"), out_dtype(node))
-    parts = [hlo.real(x), hlo.imag(x)] if kind(dtype) == "c" else [x]
+    parts = _parts(x) if kind(dtype) == "c" else [x]
     if isinstance(node.op, ps.IsNan):
-        flags = [compare(p, p, "NE") for p in parts]
+        flags = [_is_nan(p) for p in parts]
     else:
-        flags = [compare(hlo.abs(p), full_like(p, np.inf), "EQ") for p in parts]
-    return convert(reduce(hlo.or_, flags), out_dtype(node))
+        flags = [_is_inf(p) for p in parts]
+    return convert(_any(*flags), out_dtype(node))
 
 
 # --- logic and bits -------------------------------------------------------------------
 
 
-register_lowering(ps.AND)(partial(_nary, hlo.and_))
-register_lowering(ps.OR)(partial(_nary, hlo.or_))
-register_lowering(ps.XOR)(partial(_nary, hlo.xor))
+def _bitwise(builder):
+    def rule(ctx, node, *xs):
+        dtype = out_dtype(node)
+        if kind(dtype) not in "iub":  # int64 with uint64: numpy has no loop either
+            raise UnsupportedParameterError(node, f"dtype={dtype}", "numpy has no bitwise loop for it")
+        return _nary(builder, ctx, node, *xs)
+
+    return rule
+
+
+register_lowering(ps.AND)(_bitwise(hlo.and_))
+register_lowering(ps.OR)(_bitwise(hlo.or_))
+register_lowering(ps.XOR)(_bitwise(hlo.xor))
 
 
 @register_lowering(ps.Invert)
@@ -352,7 +593,11 @@ def lower_complex(ctx, node, re, im):
 
 @register_lowering(ps.ComplexFromPolar)
 def lower_complex_from_polar(ctx, node, r, theta):
-    part = _part_dtype(out_dtype(node))
-    r, theta = convert(r, part), convert(theta, part)
+    # ComplexFromPolar.impl runs on Python scalars: cos/sin of a bool are numpy's
+    # float16, of anything else float64; the complex128 is then cast to the output.
     raise_if_any(ctx, compare(r, full_like(r, 0), "LT"), ValueError, "polar radius must be non-negative")
-    return hlo.complex(hlo.multiply(r, hlo.cosine(theta)), hlo.multiply(r, hlo.sine(theta)))
+    work = "float16" if in_dtype(node, 1) == "bool" else "float64"
+    r, theta = convert(r, work), convert(theta, work)
+    part = _part_dtype(out_dtype(node))
+    re, im = hlo.multiply(r, hlo.cosine(theta)), hlo.multiply(r, hlo.sine(theta))
+    return hlo.complex(convert(re, part), convert(im, part))

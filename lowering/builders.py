@@ -74,6 +74,10 @@ def convert(x: ir.Value, dtype) -> ir.Value:
         return x
     if dtype == np.bool_:
         return hlo.compare(x, full_like(x, 0), _direction("NE"), compare_type=_compare_type(src))
+    if src == np.bool_ and dtype.kind in "fc":
+        # XLA rewrites multiply(convert(pred), x) into select(pred, x, 0), so
+        # False * inf would give 0 instead of numpy's nan; a select keeps IEEE.
+        return hlo.select(x, full_like(x, 1, dtype), full_like(x, 0, dtype))
     if src.kind == "c" and dtype.kind != "c":
         x = hlo.real(x)  # numpy drops the imaginary part
         src = np.dtype(value_dtype(x))
