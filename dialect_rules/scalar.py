@@ -34,6 +34,7 @@ from pytensor.tensor.math import MulWithoutZeros
 
 from lowering.builders import compare, convert, full_like, ir_constant, select, value_dtype, with_dtype
 from lowering.errors import UnsupportedParameterError
+from lowering.regions import any_true
 from lowering.regions import reduce as reduce_region
 from lowering.registry import register_lowering
 from lowering.types import static_shape
@@ -393,11 +394,7 @@ def lower_pow(ctx, node, x, y):
 
 def raise_if_any(ctx, mask, error, message):
     """At call time, raise `error(message)` if any element of the boolean `mask` holds."""
-    rank = len(static_shape(mask.type))
-    (found,) = reduce_region(
-        [mask], [ir_constant(np.False_)], range(rank), lambda a, b: [hlo.or_(a[0], b[0])]
-    )
-    ctx.runtime_check(found, error, message)
+    ctx.runtime_check(any_true(mask), error, message)
 
 
 @register_lowering(ps.ScalarMaximum, ps.ScalarMinimum)

@@ -77,6 +77,7 @@ from lowering.builders import (
     value_dtype,
 )
 from lowering.errors import UnsupportedParameterError
+from lowering.regions import any_true
 from lowering.regions import reduce as reduce_region
 from lowering.regions import scatter as scatter_region
 from lowering.regions import sort as sort_region
@@ -203,16 +204,6 @@ def _wrap(index: ir.Value, n: Dim) -> ir.Value:
     return select(negative, hlo.add(index, n), index)
 
 
-def _any(mask: ir.Value) -> ir.Value:
-    rank = len(static_shape(mask.type))
-    if rank == 0:
-        return mask
-    (found,) = reduce_region(
-        [mask], [ir_constant(np.False_)], range(rank), lambda a, b: [hlo.or_(a[0], b[0])]
-    )
-    return found
-
-
 def _raise_if(ctx, flags: list, error: type, message: str) -> None:
     """One call-time check for all of a node's flags (0-d i1 values)."""
     if not flags:
@@ -235,7 +226,7 @@ def _checked_indices(index: ir.Value, n: Dim, flags: list, unsigned=False) -> ir
     if not unsigned:
         index = _wrap(index, n)
     size = broadcast_in_dim(convert(dim_value(n), "uint64"), shape_of(index), [])
-    flags.append(_any(compare(convert(index, "uint64"), size, "GE")))  # negatives wrap high
+    flags.append(any_true(compare(convert(index, "uint64"), size, "GE")))  # negatives wrap high
     return index
 
 

@@ -106,3 +106,16 @@ def sort(
         args = list(block.arguments)
         hlo.return_([less(args[0::2], args[1::2])])
     return list(op.results)
+
+
+def any_true(mask: ir.Value) -> ir.Value:
+    """0-d i1: whether any element of the boolean `mask` holds."""
+    rank = len(ir.RankedTensorType(mask.type).shape)
+    if rank == 0:
+        return mask
+    from lowering.builders import ir_constant
+
+    (found,) = reduce(
+        [mask], [ir_constant(np.False_)], range(rank), lambda a, b: [hlo.or_(a[0], b[0])]
+    )
+    return found
