@@ -7,31 +7,26 @@ import sys
 
 import numpy as np
 import pytensor
-import pytensor.tensor as pt
 from pytensor.compile.mode import Mode
-from pytensor.graph.fg import FunctionGraph
 
 from lowering import lower
+from lowering.examples import example
 
 
 def main() -> int:
-    x = pt.matrix("x")
-    y = pt.vector("y")
-    out = pt.exp(x * 2 + y).sum(axis=1)
-
-    lowered = lower(FunctionGraph([x, y], [out]))
+    graph = example("elemwise")
+    lowered = lower(graph.fgraph())
     print("// StableHLO for exp(x * 2 + y).sum(axis=1), x: matrix, y: vector")
     print(lowered.as_text())
 
-    rng = np.random.default_rng(0)
-    args = (rng.normal(size=(3, 4)), np.arange(4.0) / 4)
+    args = graph.values
     (got,) = lowered.compile()(*args)
-    expected = pytensor.function([x, y], out, mode=Mode(linker="py", optimizer=None))(*args)
+    expected = pytensor.function(graph.inputs, graph.outputs[0], mode=Mode(linker="py", optimizer=None))(*args)
     print("result:  ", got)
     print("expected:", expected, "(PyTensor Python mode)")
     ok = got.dtype == expected.dtype and np.allclose(got, expected, rtol=1e-12)
 
-    f = pytensor.function([x, y], out, mode="STABLEHLO")
+    f = pytensor.function(graph.inputs, graph.outputs[0], mode="STABLEHLO")
     ok = ok and np.allclose(f(*args), expected, rtol=1e-12)
     print("matches PyTensor's Python mode:", "yes" if ok else "NO")
     return 0 if ok else 1

@@ -65,3 +65,44 @@ def to_numpy(array):
     if host.size == 0:
         return np.empty(host.shape, host.dtype)
     return np.asarray(_HostView(array, host))
+
+
+def compatibility_version(weeks: int = 12) -> str:
+    """The StableHLO version a consumer at least `weeks` old can read (jax.export's rule)."""
+    requirement = {
+        4: _stablehlo.StablehloCompatibilityRequirement.WEEK_4,
+        12: _stablehlo.StablehloCompatibilityRequirement.WEEK_12,
+    }[weeks]
+    return _stablehlo.get_version_from_compatibility_requirement(requirement)
+
+
+def make_jax_exported(artifact: bytes, in_avals, out_avals, platform: str):
+    """A `jax.export.Exported` around a portable artifact whose @main takes and returns
+    exactly `in_avals`/`out_avals` (static shapes, one device, no effects)."""
+    from jax import export, tree_util
+    from jax._src import core
+
+    ins = tuple(core.ShapedArray(shape, dtype) for shape, dtype in in_avals)
+    outs = tuple(core.ShapedArray(shape, dtype) for shape, dtype in out_avals)
+    return export.Exported(
+        fun_name="main",
+        in_tree=tree_util.tree_structure((tuple(range(len(ins))), {})),
+        in_avals=ins,
+        out_tree=tree_util.tree_structure(tuple(range(len(outs)))),
+        out_avals=outs,
+        _has_named_shardings=True,
+        _in_named_shardings=(None,) * len(ins),
+        _out_named_shardings=(None,) * len(outs),
+        in_shardings_hlo=(None,) * len(ins),
+        out_shardings_hlo=(None,) * len(outs),
+        nr_devices=1,
+        platforms=(platform,),
+        ordered_effects=(),
+        unordered_effects=(),
+        disabled_safety_checks=(),
+        mlir_module_serialized=artifact,
+        calling_convention_version=10,
+        module_kept_var_idx=tuple(range(len(ins))),
+        uses_global_constants=False,
+        _get_vjp=None,
+    )

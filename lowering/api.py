@@ -20,11 +20,11 @@ from lowering.types import to_ir_type
 class Lowered:
     """A StableHLO module for one PyTensor graph; unknown dims are `?`."""
 
-    def __init__(self, fgraph, context, module, raw_text, report, hoisted, checks=()):
+    def __init__(self, fgraph, context, module, raw_module, report, hoisted, checks=()):
         self.fgraph = fgraph
         self.context = context
         self.module = module
-        self.raw_text = raw_text
+        self._raw_module = raw_module  # a copy of the module before any pass
         self.pipeline_report: PipelineReport = report
         self.hoisted_constants = hoisted
         # The last len(checks) results of @main are error flags, not graph outputs.
@@ -38,10 +38,9 @@ class Lowered:
 
     def as_text(self, debug_info: bool = False, raw: bool = False) -> str:
         """The module as StableHLO text (`raw=True`: before the pass pipeline)."""
-        if raw:
-            return self.raw_text
-        with self.context:
-            return self.module.operation.get_asm(enable_debug_info=debug_info)
+        with self.lock, self.context:
+            module = self._raw_module if raw else self.module.operation
+            return module.get_asm(enable_debug_info=debug_info)
 
     def specialize(self, *args) -> ir.Module:
         """The module refined to concrete argument shapes: `?` dims become static.
@@ -99,12 +98,13 @@ def lower(
     print_ir_after_all: bool = False,
     print_ir_after: tuple[str, ...] = (),
     timing: bool = False,
+    statistics: bool = False,
     extra_passes=(),
 ) -> Lowered:
     """Lower a PyTensor FunctionGraph to a StableHLO module and run `pipeline` on it.
 
-    `pipeline=None` keeps the raw module. IR after each pass and per-pass timing
-    are in `Lowered.pipeline_report` when asked for.
+    `pipeline=None` keeps the raw module. IR after each pass, per-pass timing and
+    op-count statistics are in `Lowered.pipeline_report` when asked for.
     """
     import dialect_rules  # noqa: F401  (registers every rule)
 
@@ -120,12 +120,13 @@ def lower(
         ctx = LoweringContext(context, module, options)
         lower_function(ctx, fgraph.inputs, fgraph.outputs, "main", public=True)
         _verify(module, "after lowering")
-        raw_text = module.operation.get_asm(enable_debug_info=False)
+        raw_module = module.operation.clone() if pipeline else module.operation
         if pipeline:
             report = run_pipeline(
                 module, pipeline, print_ir_after_all=print_ir_after_all,
-                print_ir_after=print_ir_after, timing=timing, extra_passes=tuple(extra_passes),
+                print_ir_after=print_ir_after, timing=timing, statistics=statistics,
+                extra_passes=tuple(extra_passes),
             )
         else:
             report = PipelineReport("")
-    return Lowered(fgraph, context, module, raw_text, report, ctx.hoisted, ctx.checks)
+    return Lowered(fgraph, context, module, raw_module, report, ctx.hoisted, ctx.checks)

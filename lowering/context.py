@@ -22,7 +22,8 @@ class LoweringOptions:
 
     # Constants with at least this many elements (and not all equal) become extra
     # arguments of @main bound to device buffers, instead of dense attributes.
-    hoist_constants_over: int = 1024
+    # None keeps every constant in the module (self-contained modules, for export).
+    hoist_constants_over: int | None = 1024
     # Attach a location naming the PyTensor node to every op.
     debug_info: bool = True
 
@@ -110,6 +111,7 @@ class LoweringContext:
             self._main is not None
             and self._func_stack
             and self._func_stack[0] is self._main
+            and self.options.hoist_constants_over is not None
             and arr.size >= self.options.hoist_constants_over
             and not _is_uniform(arr)
         ):

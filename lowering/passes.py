@@ -8,7 +8,9 @@ run unless the caller asked for IR or timing after each pass.
 
 from __future__ import annotations
 
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -140,12 +142,15 @@ class PassRecord:
     name: str
     seconds: float
     ir_after: str | None = None
+    # Operation counts by op name after the pass (when statistics were asked for).
+    op_counts: Counter | None = None
 
 
 @dataclass
 class PipelineReport:
     pipeline: str
     passes: list[PassRecord] = field(default_factory=list)
+    op_counts_before: Counter | None = None
 
     @property
     def total_seconds(self) -> float:
@@ -157,6 +162,46 @@ class PipelineReport:
         lines += [f"{p.name:<{width}}  {p.seconds * 1e3:9.3f}" for p in self.passes]
         lines.append(f"{'total':<{width}}  {self.total_seconds * 1e3:9.3f}")
         return "\n".join(lines)
+
+    def statistics_table(self) -> str:
+        """Per pass: operations left and which op kinds it removed or created.
+
+        (MLIR's own pass statistics are compiled out of release builds of jaxlib.)
+        """
+        if self.op_counts_before is None:
+            return "no statistics recorded (run the pipeline with statistics=True)"
+        width = max([len(p.name) for p in self.passes] + [len("input")])
+        before = self.op_counts_before
+        lines = [f"{'pass':<{width}}  {'ops':>6}  changes", f"{'input':<{width}}  {sum(before.values()):>6}"]
+        for record in self.passes:
+            after = record.op_counts
+            # stablehlo <-> mhlo round trips rename every op: count ops by mnemonic.
+            b, a = _by_mnemonic(before), _by_mnemonic(after)
+            changes = [f"{a[op] - b[op]:+d} {op}" for op in sorted(set(a) | set(b)) if a[op] != b[op]]
+            lines.append(f"{record.name:<{width}}  {sum(after.values()):>6}  {', '.join(changes) or '-'}")
+            before = after
+        return "\n".join(lines)
+
+
+def _by_mnemonic(counts: Counter) -> Counter:
+    out: Counter = Counter()
+    for name, n in counts.items():
+        dialect, _, mnemonic = name.partition(".")
+        out[mnemonic if dialect in ("stablehlo", "mhlo") else name] += n
+    return out
+
+
+def count_ops(module: ir.Module) -> Counter:
+    """Operation names in `module` (nested regions included), the module itself excluded."""
+    counts: Counter = Counter()
+
+    def visit(op):
+        counts[op.name] += 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    counts[module.operation.name] -= 1
+    return +counts
 
 
 def split_pipeline(pipeline: str) -> list[str]:
@@ -189,6 +234,20 @@ def split_pipeline(pipeline: str) -> list[str]:
     return elements
 
 
+def validate_pipeline(pipeline: str, context: ir.Context) -> None:
+    """Raise PassPipelineError unless every element of `pipeline` is a known pass."""
+    register_passes()
+    with context:
+        for element in split_pipeline(pipeline):
+            if element in PYTHON_PASSES:
+                continue
+            try:
+                passmanager.PassManager.parse(f"builtin.module({element})")
+            except ValueError as exc:
+                detail = str(exc).splitlines()[0].rpartition("error: ")[2]
+                raise PassPipelineError(f"invalid pass pipeline element {element!r}: {detail}") from None
+
+
 def run_pipeline(
     module: ir.Module,
     pipeline: str = DEFAULT_PIPELINE,
@@ -196,13 +255,20 @@ def run_pipeline(
     print_ir_after_all: bool = False,
     print_ir_after: tuple[str, ...] = (),
     timing: bool = False,
+    statistics: bool = False,
     extra_passes: tuple[Callable[[ir.Operation], None], ...] = (),
 ) -> PipelineReport:
-    """Run `pipeline` (then `extra_passes`) on `module` in place; report per-pass IR/timing."""
+    """Run `pipeline` (then `extra_passes`) on `module` in place.
+
+    The report holds, per pass, the IR after it (`print_ir_after_all`, or the passes
+    named in `print_ir_after`), its time and (`statistics`) the op counts after it.
+    """
     register_passes()
     report = PipelineReport(pipeline)
     elements = split_pipeline(pipeline)
-    per_pass = print_ir_after_all or bool(print_ir_after) or timing
+    per_pass = print_ir_after_all or bool(print_ir_after) or timing or statistics
+    if statistics:
+        report.op_counts_before = count_ops(module)
     stages: list[tuple[str, Callable | str]] = []
     pending: list[str] = []
     for element in elements:
@@ -227,14 +293,18 @@ def run_pipeline(
             else:
                 _run_mlir(module, stage)
             seconds = time.perf_counter() - start
-            wanted = print_ir_after_all or _pass_name(name) in print_ir_after
-            report.passes.append(PassRecord(name, seconds, str(module) if wanted else None))
+            wanted = print_ir_after_all or bool(pass_names(name) & set(print_ir_after))
+            report.passes.append(PassRecord(
+                name, seconds, str(module) if wanted else None,
+                count_ops(module) if statistics else None,
+            ))
         _verify(module, f"after pipeline {pipeline}")
     return report
 
 
-def _pass_name(element: str) -> str:
-    return element.split("{", 1)[0].split("(", 1)[0]
+def pass_names(element: str) -> set[str]:
+    """Pass and pass-manager names in a pipeline element: `func.func(cse{x=1})` -> both."""
+    return set(re.findall(r"[A-Za-z][\w.-]*", re.sub(r"\{[^{}]*\}", "", element)))
 
 
 def _run_mlir(module: ir.Module, elements: str) -> None:

@@ -1,0 +1,151 @@
+"""Graphs as the tools see them, and the built-in examples.
+
+A `Graph` is what the IR dump tool and `python -m lowering` lower: inputs, outputs and,
+when the source knows them, sensible input values (a PyMC model's initial point).
+`as_graph` accepts everything the tool's entry convention allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.fg import FunctionGraph
+
+
+@dataclass
+class Graph:
+    """Inputs and outputs of one PyTensor graph, with optional input values."""
+
+    name: str
+    inputs: list
+    outputs: list
+    values: list | None = None  # one array per input, or None: tools pick random ones
+    rewritten: bool = False  # already rewritten by a PyTensor mode (a compiled function's graph)
+
+    def fgraph(self) -> FunctionGraph:
+        return FunctionGraph(self.inputs, self.outputs, clone=True)
+
+
+def as_graph(obj, name: str) -> Graph:
+    """A `Graph` from an `(inputs, outputs)` pair, a FunctionGraph, a compiled PyTensor
+    function, a PyMC model (its logp and dlogp) or a `Graph`."""
+    from pytensor.compile.function.types import Function
+
+    if isinstance(obj, Graph):
+        return obj
+    if isinstance(obj, FunctionGraph):
+        return Graph(name, list(obj.inputs), list(obj.outputs))
+    if isinstance(obj, Function):
+        fgraph = obj.maker.fgraph
+        return Graph(name, list(fgraph.inputs), list(fgraph.outputs), rewritten=True)
+    if _is_pymc_model(obj):
+        return model_graph(obj, name)
+    if isinstance(obj, tuple) and len(obj) == 2:
+        inputs, outputs = obj
+        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        return Graph(name, inputs, outputs)
+    raise TypeError(
+        f"{name} gave a {type(obj).__name__}; expected (inputs, outputs), a FunctionGraph, "
+        "a compiled PyTensor function or a PyMC model"
+    )
+
+
+def _is_pymc_model(obj) -> bool:
+    return any(c.__module__.startswith("pymc") and c.__name__ == "Model" for c in type(obj).__mro__)
+
+
+def model_graph(model, name: str = "model") -> Graph:
+    """A PyMC model's joint log-density and its gradient, in the model's value variables.
+
+    Data containers (shared variables) become constants, as in a compiled logp function
+    whose data does not change; the values are the model's initial point.
+    """
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.replace import graph_replace
+    from pytensor.graph.traversal import ancestors
+
+    logp = model.logp()
+    dlogp = model.dlogp()
+    logp.name, dlogp.name = "logp", "dlogp"
+    shared = [v for v in ancestors([logp, dlogp]) if isinstance(v, SharedVariable)]
+    if shared:
+        replacements = {v: pt.constant(v.get_value(borrow=True), name=v.name) for v in shared}
+        logp, dlogp = graph_replace([logp, dlogp], replacements, strict=False)
+    point = model.initial_point()
+    values = [np.asarray(point[v.name], dtype=v.type.dtype) for v in model.value_vars]
+    return Graph(name, list(model.value_vars), [logp, dlogp], values)
+
+
+# --- built-in examples ------------------------------------------------------------
+
+
+@dataclass
+class Example:
+    description: str
+    build: Callable[[], Graph]
+
+
+def _elemwise() -> Graph:
+    x = pt.matrix("x")
+    y = pt.vector("y")
+    out = pt.exp(x * 2 + y).sum(axis=1)
+    rng = np.random.default_rng(0)
+    return Graph("elemwise", [x, y], [out], [rng.normal(size=(3, 4)), np.arange(4.0) / 4])
+
+
+def _softmax() -> Graph:
+    x = pt.matrix("x")
+    return Graph("softmax", [x], [pt.special.log_softmax(x, axis=-1), pt.argmax(x, axis=-1)])
+
+
+def _dynamic_shapes() -> Graph:
+    x = pt.vector("x")
+    n = pt.lscalar("n")
+    out = pt.arange(n, dtype="float64") * x[:n] + pt.alloc(1.0, n)
+    return Graph("dynamic-shapes", [x, n], [out], [np.linspace(0, 1, 6), np.int64(4)])
+
+
+def _indexing() -> Graph:
+    x = pt.matrix("x")
+    idx = pt.lvector("idx")
+    out = pt.inc_subtensor(x[idx, ::-1], 1.0)
+    return Graph("indexing", [x, idx], [out], [np.zeros((4, 3)), np.array([0, 2, 2])])
+
+
+def _eight_schools() -> Graph:
+    import pymc as pm
+
+    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfCauchy("tau", 5.0)
+        theta_raw = pm.Normal("theta_raw", 0.0, 1.0, shape=8)
+        theta = mu + tau * theta_raw
+        pm.Normal("obs", theta, sigma, observed=y)
+    return model_graph(model, "eight-schools")
+
+
+EXAMPLES: dict[str, Example] = {
+    "elemwise": Example("exp(x * 2 + y).sum(axis=1): broadcasting and a reduction", _elemwise),
+    "softmax": Example("log_softmax and argmax of a matrix along its last axis", _softmax),
+    "dynamic-shapes": Example(
+        "arange(n) * x[:n] + alloc(1, n): shapes that depend on a scalar input", _dynamic_shapes
+    ),
+    "indexing": Example("inc_subtensor(x[idx, ::-1], 1): advanced indexing, repeated indices",
+                        _indexing),
+    "eight-schools": Example("PyMC's eight schools model: logp and dlogp (non-centered)",
+                             _eight_schools),
+}
+
+
+def example(name: str) -> Graph:
+    try:
+        entry = EXAMPLES[name]
+    except KeyError:
+        raise KeyError(f"no example named {name!r}; choose from {', '.join(EXAMPLES)}") from None
+    return entry.build()
