@@ -1,6 +1,8 @@
 """Lowering rules, one module per Op family. Importing this package registers them all."""
 
 from dialect_rules import (  # noqa: F401
+    blas,
+    blockwise,
     checks,
     elemwise,
     reduction,

@@ -198,3 +198,36 @@ def dim_product(dims: Sequence[Dim]) -> Dim:
 
 def select(pred: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
     return hlo.select(pred, on_true, on_false)
+
+
+# --- contractions -----------------------------------------------------------------
+
+
+def dot_general(
+    lhs: ir.Value,
+    rhs: ir.Value,
+    contracting: tuple[Sequence[int], Sequence[int]],
+    batch: tuple[Sequence[int], Sequence[int]] = ((), ()),
+    dtype=None,
+) -> ir.Value:
+    """numpy's matmul/tensordot arithmetic in `dtype` (default: the operands' upcast).
+
+    Result dims: batch dims, then lhs free dims, then rhs free dims (StableHLO's order).
+    Computed at the highest precision (no TF32/bf16 passes on accelerators); integers
+    wrap as in numpy; booleans are `any(a & b)`, as numpy's matmul of bools.
+    """
+    dtype = np.dtype(dtype or np.promote_types(value_dtype(lhs), value_dtype(rhs)))
+    compute = np.dtype(np.int32) if dtype == np.bool_ else dtype
+    lhs, rhs = convert(lhs, compute), convert(rhs, compute)
+    (lc, rc), (lb, rb) = contracting, batch
+    lhs_dims, rhs_dims = shape_of(lhs), shape_of(rhs)
+    dims = [lhs_dims[i] for i in lb]
+    dims += [d for i, d in enumerate(lhs_dims) if i not in lc and i not in lb]
+    dims += [d for i, d in enumerate(rhs_dims) if i not in rc and i not in rb]
+    numbers = hlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=list(lb), rhs_batching_dimensions=list(rb),
+        lhs_contracting_dimensions=list(lc), rhs_contracting_dimensions=list(rc),
+    )
+    highest = ir.ArrayAttr.get([hlo.PrecisionAttr.get("HIGHEST")] * 2)
+    out = hlo.dot_general(result_type(dims, compute), lhs, rhs, numbers, precision_config=highest)
+    return convert(out, dtype)

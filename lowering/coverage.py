@@ -6,7 +6,7 @@ from collections import defaultdict
 from functools import partial
 
 from lowering.graph import find_unsupported
-from lowering.registry import _RULES, lookup_rule_for_class
+from lowering.registry import _BATCHED, _RULES, lookup_rule_for_class
 
 # Generic bases that PyTensor's JAX backend registers as fallbacks, not Ops a graph holds.
 _NOT_OPS = {"ScalarOp", "TypeCastingOp", "FunctionGraph", "JAXShapeTuple"}
@@ -31,6 +31,9 @@ def rules_by_family() -> dict[str, list[str]]:
         if not module.startswith("dialect_rules."):
             continue  # rules registered by tests or users
         families[module.split(".", 1)[1]].append(cls.__name__)
+    for cls, fn in _BATCHED.items():
+        if fn.__module__.startswith("dialect_rules."):
+            families[fn.__module__.split(".", 1)[1]].append(f"Blockwise({cls.__name__})")
     return {k: sorted(set(v)) for k, v in sorted(families.items())}
 
 

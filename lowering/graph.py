@@ -44,6 +44,10 @@ def _check_op(op, node, missing) -> None:
     if rule is None:
         missing[type(op).__name__].append(node)
         return
+    name = rule.missing(op) if rule.missing else None
+    if name is not None:
+        missing[name].append(node)
+        return
     for inner in rule.inner_ops(op) if rule.inner_ops else ():
         _check_op(inner, node, missing)
     inner_fgraph = getattr(op, "fgraph", None)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 _RULES: dict[type, "Rule"] = {}
+# Core Op class -> rule for the Op applied over leading batch dims (for Blockwise).
+_BATCHED: dict[type, Callable] = {}
 
 
 @dataclass(frozen=True)
@@ -18,17 +20,44 @@ class Rule:
     # Ops a node of this Op also needs rules for (e.g. an Elemwise's scalar_op),
     # so the unsupported-Op report can list them before any IR is emitted.
     inner_ops: Callable | None = None
+    # `missing(op)`: None when this rule handles `op`, else the name to report it under
+    # (a generic rule such as Blockwise's depends on the Op's parameters).
+    missing: Callable | None = None
 
 
-def register_lowering(*op_classes: type, inner_ops: Callable | None = None):
+def register_lowering(*op_classes: type, inner_ops: Callable | None = None,
+                      missing: Callable | None = None):
     """Decorator: `fn(ctx, node, *operands) -> Value | tuple[Value, ...]` lowers these Ops."""
 
     def decorate(fn):
         for cls in op_classes:
-            _RULES[cls] = Rule(fn, inner_ops)
+            _RULES[cls] = Rule(fn, inner_ops, missing)
         return fn
 
     return decorate
+
+
+def register_batched(*core_op_classes: type):
+    """Decorator: `fn(ctx, node, batch_ndim, *operands)` lowers `Blockwise(core_op)` nodes.
+
+    `node` is the Blockwise node; every operand has the same `batch_ndim` leading
+    batch dims (already broadcast), followed by its core dims.
+    """
+
+    def decorate(fn):
+        for cls in core_op_classes:
+            _BATCHED[cls] = fn
+        return fn
+
+    return decorate
+
+
+def lookup_batched_rule(core_op) -> Callable | None:
+    for cls in type(core_op).__mro__:
+        rule = _BATCHED.get(cls)
+        if rule is not None:
+            return rule
+    return None
 
 
 def lookup_rule(op) -> Rule | None:

@@ -1,0 +1,148 @@
+"""Dot, the BLAS-shaped Ops, BatchedDot and Blockwise matmul against the Python mode."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.graph.fg import FunctionGraph
+from pytensor.tensor.blas import BatchedDot, Dot22, Dot22Scalar, Gemm, Gemv, Ger
+from pytensor.tensor.math import Dot
+
+from lowering import UnsupportedOpsError, lower, unsupported_ops
+from tests.helpers import RAW_MODE, compare_with_py
+from tests.values import ALL_DTYPES
+
+FLOAT_AND_COMPLEX = ["float32", "float64", "complex64", "complex128"]
+
+
+def _values(rng, shape, dtype):
+    data = rng.normal(size=shape) * 4
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * rng.normal(size=shape)
+    return data.astype(dtype) if np.dtype(dtype) != np.bool_ else data > 0
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_dot_and_matmul_every_dtype(dtype):
+    rng = np.random.default_rng(1)
+    x, y = pt.matrix("x", dtype=dtype), pt.matrix("y", dtype=dtype)
+    v = pt.vector("v", dtype=dtype)
+    b = pt.tensor3("b", dtype=dtype)
+    outputs = [pt.dot(x, y), x @ v, v @ y, pt.dot(v, v), b @ y, pt.matmul(b, b.mT)]
+    values = [_values(rng, (3, 4), dtype), _values(rng, (4, 2), dtype), _values(rng, (4,), dtype),
+              _values(rng, (2, 3, 4), dtype)]
+    # float16: numpy accumulates in float32 as XLA does; the sums still round in float16.
+    tol = dict(rtol=1e-2, atol=1e-1) if dtype == "float16" else {}
+    compare_with_py([x, y, v, b], outputs, values, **tol)
+
+
+def test_mixed_dtypes_upcast_like_numpy():
+    x, y = pt.matrix("x", dtype="int32"), pt.matrix("y", dtype="float32")
+    out = pt.dot(x, y)
+    assert out.dtype == "float64"
+    compare_with_py([x, y], [out], [np.arange(6, dtype="int32").reshape(2, 3),
+                                    np.ones((3, 2), "float32")])
+
+
+def test_empty_and_dynamic_shapes():
+    x, y = pt.matrix("x"), pt.matrix("y")
+    fn = pytensor.function([x, y], pt.dot(x, y), mode="STABLEHLO")
+    np.testing.assert_array_equal(fn(np.ones((3, 0)), np.ones((0, 2))), np.zeros((3, 2)))
+    assert fn(np.ones((0, 4)), np.ones((4, 5))).shape == (0, 5)
+    a = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(fn(a, a.T), a @ a.T)
+    with pytest.raises(ValueError):
+        fn(np.ones((3, 4)), np.ones((5, 2)))  # numpy raises ValueError too
+
+
+def test_non_contiguous_inputs_are_not_mutated():
+    x = pt.matrix("x")
+    base = np.arange(24.0).reshape(4, 6)
+    compare_with_py([x], [pt.dot(x, x.T), x.T @ x], [base[::2, ::3]])
+
+
+@pytest.mark.parametrize("dtype", FLOAT_AND_COMPLEX)
+def test_blas_ops(dtype):
+    rng = np.random.default_rng(2)
+    z, x, y = (pt.matrix(n, dtype=dtype) for n in "zxy")
+    a, b = pt.scalar("a", dtype=dtype), pt.scalar("b", dtype=dtype)
+    u, w = pt.vector("u", dtype=dtype), pt.vector("w", dtype=dtype)
+    outputs = [
+        Dot22()(x, y),
+        Dot22Scalar()(x, y, a),
+        Gemm(inplace=False)(z, a, x, y, b),
+        Gemv(inplace=False)(u, a, x, w, b),
+        Ger(destructive=False)(z, a, u, w),
+    ]
+    values = [_values(rng, (3, 2), dtype), _values(rng, (3, 4), dtype), _values(rng, (4, 2), dtype),
+              np.asarray(1.5, dtype), np.asarray(-0.5, dtype), _values(rng, (3,), dtype),
+              _values(rng, (4,), dtype)]
+    # Ger's A is (3, 4) like outer(u, w). For complex dtypes PyTensor's perform calls scipy's
+    # gerc (conjugating one vector, which one depending on A's memory layout); we compute
+    # the graph Ger replaces, A + alpha * outer(x, y), tested separately below.
+    if dtype.startswith("complex"):
+        outputs.pop()
+    else:
+        outputs[-1] = Ger(destructive=False)(pt.outer(u, w) * 0 + 1, a, u, w)
+    compare_with_py([z, x, y, a, b, u, w], outputs, values, modes=(RAW_MODE,))
+
+
+def test_complex_ger_is_the_unconjugated_outer_update():
+    a = pt.matrix("a", dtype="complex128")
+    alpha = pt.scalar("alpha", dtype="complex128")
+    x, y = pt.vector("x", dtype="complex128"), pt.vector("y", dtype="complex128")
+    fn = pytensor.function([a, alpha, x, y], Ger(destructive=False)(a, alpha, x, y), mode=RAW_MODE)
+    av, xv, yv = np.ones((2, 3)) * 1j, np.array([1 + 1j, 2]), np.array([1 + 2j, -1j, 3])
+    np.testing.assert_allclose(fn(av, 2 - 1j, xv, yv), av + (2 - 1j) * np.outer(xv, yv), rtol=1e-14)
+
+
+def test_gemm_and_gemv_ignore_the_accumulator_when_beta_is_zero():
+    z, x, y = pt.matrix("z"), pt.matrix("x"), pt.matrix("y")
+    a, b = pt.scalar("a"), pt.scalar("b")
+    u, w = pt.vector("u"), pt.vector("w")
+    outputs = [Gemm(inplace=False)(z, a, x, y, b), Gemv(inplace=False)(u, a, x, w, b)]
+    values = [np.full((2, 2), np.nan), np.ones((2, 3)), np.ones((3, 2)), np.asarray(2.0),
+              np.asarray(0.0), np.full(2, np.inf), np.ones(3)]
+    got = compare_with_py([z, x, y, a, b, u, w], outputs, values, modes=(RAW_MODE,))
+    assert np.isfinite(got[0]).all() and np.isfinite(got[1]).all()
+
+
+def test_gemm_broadcasts_z():
+    z, x, y = pt.matrix("z", shape=(1, None)), pt.matrix("x"), pt.matrix("y")
+    a, b = pt.scalar("a"), pt.scalar("b")
+    compare_with_py([z, x, y, a, b], [Gemm(inplace=False)(z, a, x, y, b)],
+                    [np.arange(2.0).reshape(1, 2), np.ones((3, 4)), np.ones((4, 2)), np.asarray(1.0),
+                     np.asarray(2.0)], modes=(RAW_MODE,))
+
+
+def test_batched_dot():
+    x, y = pt.tensor3("x"), pt.tensor3("y")
+    rng = np.random.default_rng(3)
+    compare_with_py([x, y], [BatchedDot()(x, y)], [rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 4, 5))],
+                    modes=(RAW_MODE,))
+    fn = pytensor.function([x, y], BatchedDot()(x, y), mode=RAW_MODE)
+    with pytest.raises(ValueError, match=r"BatchedDot\(x, y\)"):  # Python mode: TypeError
+        fn(np.ones((2, 3, 4)), np.ones((3, 4, 5)))
+
+
+def test_blockwise_matmul_broadcasts_static_batch_dims():
+    a = pt.tensor("a", shape=(1, None, 3, 4))
+    b = pt.tensor("b", shape=(5, 1, 4, 2))
+    c = pt.tensor("c", shape=(None, 4, 2))
+    rng = np.random.default_rng(4)
+    compare_with_py([a, b, c], [a @ b, a @ c], [rng.normal(size=(1, 2, 3, 4)),
+                                                rng.normal(size=(5, 1, 4, 2)), rng.normal(size=(2, 4, 2))])
+
+
+def test_blockwise_without_batched_rule_is_reported():
+    x = pt.tensor3("x")
+    fgraph = FunctionGraph([x], [pt.linalg.cholesky(x)])
+    assert list(unsupported_ops(fgraph)) == ["Blockwise(Cholesky)"]
+    with pytest.raises(UnsupportedOpsError, match=r"Blockwise\(Cholesky\)"):
+        lower(fgraph)
+
+
+def test_dot_is_one_dot_general():
+    x, y = pt.matrix("x"), pt.matrix("y")
+    text = lower(FunctionGraph([x, y], [Dot()(x, y)])).as_text()
+    assert text.count("stablehlo.dot_general") == 1 and "HIGHEST" in text
