@@ -5,6 +5,7 @@ from dialect_rules import (  # noqa: F401
     blockwise,
     checks,
     elemwise,
+    functions,
     reduction,
     scalar,
     shape,

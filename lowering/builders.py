@@ -176,6 +176,13 @@ def iota(dims: Sequence[Dim], dimension: int, dtype) -> ir.Value:
     return hlo.dynamic_iota(out_type, shape_tensor(dims), dimension)
 
 
+def cast_shape(x: ir.Value, to: ir.Type) -> ir.Value:
+    """`x` as the compatible type `to` (static dims made `?` or back; same element type)."""
+    if x.type == to:
+        return x
+    return hlo.convert(to, x)
+
+
 def transpose(x: ir.Value, perm: Sequence[int]) -> ir.Value:
     if list(perm) == list(range(len(perm))):
         return x

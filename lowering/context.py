@@ -37,6 +37,19 @@ class RuntimeCheck:
 
 
 @dataclass
+class FunctionFrame:
+    """A func.func being lowered, with the run-time checks raised in its body."""
+
+    fn: func.FuncOp
+    checks: list[RuntimeCheck] = field(default_factory=list)
+    flags: list[ir.Value] = field(default_factory=list)
+
+    @property
+    def entry_block(self):
+        return self.fn.regions[0].blocks[0]
+
+
+@dataclass
 class HoistedConstant:
     value: np.ndarray
     argument: ir.Value
@@ -49,12 +62,16 @@ class LoweringContext:
         self.options = options
         self.node = None  # the Apply being lowered, for helpers that name it
         self.hoisted: list[HoistedConstant] = []
+        # @main's checks (its last results are their flags), and each private function's:
+        # a call site re-raises a callee's checks in its own function, up to @main.
         self.checks: list[RuntimeCheck] = []
-        self.check_values: list[ir.Value] = []
+        self.function_checks: dict[str, list[RuntimeCheck]] = {}
         self._hoisted_by_id: dict[int, HoistedConstant] = {}
         self._symbols: set[str] = set()
         self._main: func.FuncOp | None = None
-        self._func_stack: list[func.FuncOp] = []
+        self._frames: list[FunctionFrame] = []
+        # Rules' per-module memo (e.g. one private function per OpFromGraph).
+        self.memo: dict = {}
 
     # --- symbols and functions -------------------------------------------------
 
@@ -88,19 +105,55 @@ class LoweringContext:
     def runtime_check(self, failed: ir.Value, error: type, message: str) -> None:
         """Raise `error(message)` at call time when the 0-d boolean `failed` is true.
 
-        The flag becomes an extra result of @main that the runtime inspects, so
-        errors numpy would raise (empty max, bad index) are never silently wrong.
+        The flag becomes an extra result of the function being lowered; @main's flags
+        are inspected by the runtime, a private function's are re-checked by its caller
+        (`call_function`), so errors numpy would raise are never silently wrong.
+        Inside a region body (a loop, a reduction) nothing can be returned early: such
+        rules raise UnsupportedParameterError.
         """
-        block = ir.InsertionPoint.current.block
-        if self._main is None or block != self._main.regions[0].blocks[0]:
+        frame = self._frames[-1] if self._frames else None
+        if frame is None or ir.InsertionPoint.current.block != frame.entry_block:
             from lowering.errors import UnsupportedParameterError
 
             raise UnsupportedParameterError(
-                self.node, "a run-time check inside a nested graph", "only @main's body can raise"
+                self.node, "a run-time check inside a region body", "only function bodies can raise"
             )
         node = f" (node: {self.node})" if self.node is not None else ""
-        self.checks.append(RuntimeCheck(error, message + node))
-        self.check_values.append(failed)
+        frame.checks.append(RuntimeCheck(error, message + node))
+        frame.flags.append(failed)
+
+    def can_raise(self) -> bool:
+        """Whether `runtime_check` works here (a function body, not a region body)."""
+        return bool(self._frames) and ir.InsertionPoint.current.block == self._frames[-1].entry_block
+
+    def call_function(self, fn: func.FuncOp, operands, n_results: int) -> list[ir.Value]:
+        """Call a private function from `lower_fgraph`; its run-time checks become ours.
+
+        Operands whose static dims differ from the parameters' are cast to them.
+        """
+        from lowering.builders import cast_shape
+
+        symbol = ir.StringAttr(fn.attributes["sym_name"]).value
+        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        operands = [cast_shape(x, t) for x, t in zip(operands, fn_type.inputs, strict=True)]
+        call = func.CallOp(list(fn_type.results), ir.FlatSymbolRefAttr.get(symbol), operands)
+        results = list(call.results)
+        for check, flag in zip(self.function_checks.get(symbol, ()), results[n_results:]):
+            self.runtime_check(flag, check.error, check.message)
+        return results[:n_results]
+
+    def push_function(self, fn: func.FuncOp) -> FunctionFrame:
+        frame = FunctionFrame(fn)
+        self._frames.append(frame)
+        return frame
+
+    def pop_function(self) -> None:
+        frame = self._frames.pop()
+        symbol = ir.StringAttr(frame.fn.attributes["sym_name"]).value
+        if frame.fn is self._main:
+            self.checks = frame.checks
+        else:
+            self.function_checks[symbol] = frame.checks
 
     # --- constants ----------------------------------------------------------------
 
@@ -109,8 +162,9 @@ class LoweringContext:
         arr = np.asarray(data, dtype=dtype)
         if (
             self._main is not None
-            and self._func_stack
-            and self._func_stack[0] is self._main
+            and self._frames
+            and self._frames[-1].fn is self._main
+            and ir.InsertionPoint.current.block == self._frames[-1].entry_block
             and self.options.hoist_constants_over is not None
             and arr.size >= self.options.hoist_constants_over
             and not _is_uniform(arr)

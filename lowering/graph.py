@@ -65,15 +65,14 @@ def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> fun
     block = fn.add_entry_block()
     if public and ctx._main is None:
         ctx._main = fn
-    ctx._func_stack.append(fn)
+    frame = ctx.push_function(fn)
     try:
         with ir.InsertionPoint(block):
             results = lower_graph(ctx, inputs, outputs, list(block.arguments))
-            if fn is ctx._main:
-                results = results + ctx.check_values  # flags the runtime raises on
+            results = results + frame.flags  # error flags: the caller or the runtime raises
             func.return_(results)
     finally:
-        ctx._func_stack.pop()
+        ctx.pop_function()
     # Arguments may have been added while lowering (hoisted constants).
     fn.attributes["function_type"] = ir.TypeAttr.get(
         ir.FunctionType.get([a.type for a in block.arguments], [r.type for r in results])

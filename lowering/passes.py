@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
 from jax.extend.mlir import ir, passmanager
 
 from lowering._jax_internal import register_passes
@@ -59,6 +60,7 @@ def specialize_pipeline(arg_types: list[str]) -> str:
 # computed from bound scalar values become constants, then refines again.
 FOLD_AND_REFINE = (
     "builtin.module("
+    "fold-constant-reduce,"
     "stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo,"
     "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism)"
     ")"
@@ -124,8 +126,71 @@ def _inline_call(call: ir.Operation, callee) -> None:
     clone.erase()
 
 
+# Reductions whose body is one of these ops, evaluated with numpy when their operands are
+# constants (neither StableHLO's nor MHLO's folders fold `reduce`). Shapes computed from
+# sums of constants (pad widths, after specialization) then become static.
+_REDUCERS = {
+    "stablehlo.add": np.add, "stablehlo.multiply": np.multiply,
+    "stablehlo.maximum": np.maximum, "stablehlo.minimum": np.minimum,
+    "stablehlo.and": np.bitwise_and, "stablehlo.or": np.bitwise_or,
+}
+
+
+def fold_constant_reduce(module_op: ir.Operation) -> None:
+    """Replace `stablehlo.reduce` of integer/float constants by its value."""
+    from lowering.builders import ir_constant
+
+    found = []
+
+    def visit(op):
+        if op.name == "stablehlo.reduce":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    for op in found:
+        values = [_constant_array(v) for v in op.operands]
+        body = list(op.regions[0].blocks[0].operations)
+        if any(v is None for v in values) or len(body) != 2 or len(op.results) != 1:
+            continue
+        ufunc = _REDUCERS.get(body[0].operation.name)
+        if ufunc is None:
+            continue
+        data, init = values
+        axes = tuple(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
+        result = ufunc.reduce(data, axis=axes, initial=init.item()).astype(data.dtype)
+        with ir.InsertionPoint(op), op.location:
+            const = ir_constant(result)
+        op.results[0].replace_all_uses_with(const)
+        op.erase()
+
+
+def _constant_array(value: ir.Value):
+    """A numpy array for a value defined by an integer or float `stablehlo.constant`."""
+    from lowering.types import dtype_of
+
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        return None  # a block argument
+    owner = owner.operation
+    if owner.name != "stablehlo.constant":
+        return None
+    try:
+        dtype = np.dtype(dtype_of(value.type))
+    except KeyError:
+        return None
+    if dtype.kind not in "iuf":
+        return None
+    attr = ir.DenseElementsAttr(owner.attributes["value"])
+    shape = tuple(ir.RankedTensorType(value.type).shape)
+    if attr.is_splat:
+        return np.full(shape, np.asarray(attr.get_splat_value().value, dtype=dtype))
+    return np.asarray(attr).astype(dtype).reshape(shape)
+
+
 PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "inline-private-calls": inline_private_calls,
+    "fold-constant-reduce": fold_constant_reduce,
 }
 
 

@@ -45,8 +45,9 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
             str(tensor_type(shape, dtype)) for shape, dtype in zip(signature.shapes, signature.dtypes)
         ]
         run_pipeline(module, specialize_pipeline(arg_types))
-        # Shapes computed from values need general constant folding between refinements.
-        for _ in range(_MAX_FOLD_ROUNDS if signature.values else 0):
+        # Shapes computed with arithmetic refine-shapes does not fold (float math, as in
+        # arange's length, or bound scalar values) need general folding between rounds.
+        for _ in range(_MAX_FOLD_ROUNDS):
             if is_fully_static(module):
                 break
             run_pipeline(module, FOLD_AND_REFINE)

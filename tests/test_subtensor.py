@@ -6,11 +6,9 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from jax.extend.mlir.dialects import func
 from pytensor.compile.builders import OpFromGraph
 
 from lowering.errors import UnsupportedParameterError
-from lowering.registry import register_lowering
 from tests.helpers import RAW_MODE, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
 
@@ -295,23 +293,17 @@ def test_mask_write_with_wrong_count_raises():
         f(np.zeros(4), np.array([True, False, True, False]), np.ones(3))
 
 
-class _PrivateGraph(OpFromGraph):
-    """Test-only: its inner graph is lowered as a private function, as nested graphs are."""
-
-
-@register_lowering(_PrivateGraph)
-def _lower_private_graph(ctx, node, *operands):
-    fn = ctx.lower_fgraph(node.op.fgraph, name="inner")
-    return tuple(func.CallOp(fn, list(operands)).results)
-
-
-def test_out_of_range_inside_nested_graphs_clamps_reads_and_drops_writes():
-    # No call-time check can be raised from a nested graph: XLA's own behaviour stands.
+def test_out_of_range_inside_op_from_graph_raises():
+    # The inner graph is a private function; its index checks travel up to @main.
     x, n, iv = pt.vector("x"), pt.lscalar("n"), pt.lvector("iv")
     xi, ni, ivi = x.type(), n.type(), iv.type()
-    op = _PrivateGraph([xi, ni, ivi], [xi[ni], xi[ivi], pt.inc_subtensor(xi[ivi], 1.0)])
-    f = pytensor.function([x, n, iv], op(x, n, iv), mode="STABLEHLO")
-    read, gathered, written = f(np.arange(4.0), 7, [1, 9, -9])
+    op = OpFromGraph([xi, ni, ivi], [xi[ni], xi[ivi], pt.inc_subtensor(xi[ivi], 1.0)])
+    f = pytensor.function([x, n, iv], op(x, n, iv), mode=RAW_MODE)
+    read, gathered, written = f(np.arange(4.0), 3, [1, 2, -1])
     assert read == 3.0
-    np.testing.assert_array_equal(gathered, [1.0, 3.0, 0.0])
-    np.testing.assert_array_equal(written, [0.0, 2.0, 2.0, 3.0])
+    np.testing.assert_array_equal(gathered, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(written, [0.0, 2.0, 3.0, 4.0])
+    with pytest.raises(IndexError):
+        f(np.arange(4.0), 7, [1, 2, 3])
+    with pytest.raises(IndexError):
+        f(np.arange(4.0), 0, [1, 9, -9])

@@ -1,0 +1,41 @@
+"""OpFromGraph (and its subclasses: Pad, Einsum, KroneckerProduct, AllocDiag, ...): one
+private func.func per inner graph, called where the Op is applied.
+
+The default pipeline inlines the calls (`inline-private-calls`), so XLA sees one flat
+module; the function boundary keeps raw IR readable and lowers each inner graph once.
+Inputs that are constants where the Op is applied (pad widths, einsum shapes) are put
+into the inner graph before lowering it, so shapes computed from them stay static.
+Run-time checks in the body (an index out of range, an Assert) come back as extra
+results and are raised by the caller, as in @main.
+"""
+
+from __future__ import annotations
+
+from pytensor.compile.builders import OpFromGraph
+from pytensor.graph.basic import Constant
+from pytensor.graph.replace import clone_replace
+
+from lowering.graph import lower_function
+from lowering.registry import register_lowering
+
+
+def _symbol(op) -> str:
+    name = getattr(op, "name", None) or type(op).__name__
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+@register_lowering(OpFromGraph)
+def lower_op_from_graph(ctx, node, *operands):
+    inner = node.op.fgraph
+    constant = [i for i, v in enumerate(node.inputs) if isinstance(v, Constant)]
+    key = ("OpFromGraph", node.op, tuple((i, node.inputs[i].signature()) for i in constant))
+    fn = ctx.memo.get(key)
+    if fn is None:
+        inputs, outputs = list(inner.inputs), list(inner.outputs)
+        if constant:
+            bound = {inner.inputs[i]: node.inputs[i] for i in constant}
+            outputs = clone_replace(outputs, replace=bound)
+            inputs = [v for i, v in enumerate(inputs) if i not in constant]
+        fn = ctx.memo[key] = lower_function(ctx, inputs, outputs, _symbol(node.op))
+    operands = [x for i, x in enumerate(operands) if i not in constant]
+    return tuple(ctx.call_function(fn, operands, len(node.outputs)))

@@ -1,0 +1,45 @@
+# RUN: %PYTHON %s | FileCheck %s
+# OpFromGraph: a private function per inner graph, called where applied; the default
+# pipeline inlines it. Constant operands are bound inside (the function loses that arg).
+import numpy as np
+import pytensor.tensor as pt
+from jax.extend.mlir import ir
+from pytensor.compile.builders import OpFromGraph
+
+from ir_printing import print_ir
+from lowering._jax_internal import make_ir_context
+from lowering.passes import run_pipeline
+
+a, b = pt.vector("a"), pt.vector("b")
+op = OpFromGraph([a, b], [pt.exp(a) * b], name="scaled_exp")
+x = pt.vector("x")
+
+# CHECK-LABEL: TEST: ofg raw
+# CHECK: func.func public @main(%arg0: tensor<?xf64>) -> tensor<3xf64>
+# CHECK: call @scaled_exp(%arg0) : (tensor<?xf64>) -> tensor<3xf64>
+# CHECK: func.func private @scaled_exp(%arg0: tensor<?xf64>) -> tensor<3xf64>
+# CHECK: stablehlo.exponential %arg0
+# CHECK: stablehlo.constant dense<2.000000e+00> : tensor<3xf64>
+print_ir("ofg", [x], [op(x, pt.constant(np.full(3, 2.0)))], raw=True)
+
+# CHECK-LABEL: TEST: ofg opt
+# CHECK-NOT: call
+# CHECK: stablehlo.exponential %arg0
+# CHECK-NOT: func.func private
+print_ir("ofg", [x], [op(x, x)])
+
+# fold-constant-reduce (part of the specialization loop) evaluates reduces of constants.
+# CHECK-LABEL: TEST: fold_constant_reduce
+# CHECK: stablehlo.constant dense<7> : tensor<i64>
+# CHECK-NOT: stablehlo.reduce
+print("TEST: fold_constant_reduce")
+with make_ir_context():
+    module = ir.Module.parse("""
+    func.func public @main() -> tensor<i64> {
+      %c = stablehlo.constant dense<[3, 4]> : tensor<2xi64>
+      %i = stablehlo.constant dense<0> : tensor<i64>
+      %0 = stablehlo.reduce(%c init: %i) applies stablehlo.add across dimensions = [0] : (tensor<2xi64>, tensor<i64>) -> tensor<i64>
+      return %0 : tensor<i64>
+    }""")
+    run_pipeline(module, "builtin.module(fold-constant-reduce,canonicalize)")
+    print(module)

@@ -1,0 +1,88 @@
+"""OpFromGraph and the Ops built on it (Pad, Einsum, KroneckerProduct, AllocDiag)."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.compile.builders import OpFromGraph
+from pytensor.graph.fg import FunctionGraph
+from pytensor.raise_op import Assert
+
+from lowering import lower
+from tests.helpers import RAW_MODE, compare_with_py
+from tests.values import ALL_DTYPES
+
+
+def _ofg():
+    a, b = pt.matrix("a"), pt.vector("b")
+    return OpFromGraph([a, b], [pt.exp(a) + b, (a * b).sum(axis=0)])
+
+
+def test_op_from_graph_outputs_and_reuse():
+    op = _ofg()
+    x, y = pt.matrix("x"), pt.vector("y")
+    first, second = op(x, y)
+    again, _ = op(x * 2, y)
+    rng = np.random.default_rng(0)
+    compare_with_py([x, y], [first, second, again], [rng.normal(size=(3, 2)), rng.normal(size=2)])
+    # One private function for the Op, called twice (raw module: before inlining).
+    text = lower(FunctionGraph([x, y], [first, again])).as_text(raw=True)
+    assert text.count("func.func private") == 1 and text.count("call @") == 2
+
+
+def test_static_operands_are_cast_to_the_function_types():
+    op = _ofg()
+    x, y = pt.matrix("x", shape=(3, 2)), pt.vector("y", shape=(2,))
+    compare_with_py([x, y], list(op(x, y)), [np.ones((3, 2)), np.arange(2.0)])
+
+
+def test_nested_op_from_graph():
+    a = pt.vector("a")
+    inner = OpFromGraph([a], [a * 3])
+    b = pt.vector("b")
+    outer = OpFromGraph([b], [inner(b) + 1])
+    x = pt.vector("x")
+    compare_with_py([x], [outer(x)], [np.arange(4.0)], modes=(RAW_MODE,))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_op_from_graph_dtypes(dtype):
+    a = pt.vector("a", dtype=dtype)
+    op = OpFromGraph([a], [a[::-1]])
+    x = pt.vector("x", dtype=dtype)
+    compare_with_py([x], [op(x)], [np.arange(5).astype(dtype)], modes=(RAW_MODE,))
+
+
+def test_checks_inside_op_from_graph_are_raised():
+    a = pt.vector("a")
+    op = OpFromGraph([a], [Assert("a must be positive")(a, pt.all(a > 0))])
+    x = pt.vector("x")
+    fn = pytensor.function([x], op(x), mode=RAW_MODE)
+    np.testing.assert_array_equal(fn(np.ones(2)), np.ones(2))
+    with pytest.raises(AssertionError, match="a must be positive"):
+        fn(-np.ones(2))
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "wrap", "linear_ramp", "mean", "minimum", "maximum"])
+def test_pad(mode):
+    x = pt.matrix("x")
+    kwargs = {"constant_values": 7.0} if mode == "constant" else {}
+    out = pt.pad(x, ((1, 2), (2, 1)), mode=mode, **kwargs)
+    compare_with_py([x], [out], [np.arange(12.0).reshape(3, 4)])
+
+
+def test_pad_reflect_needs_scan():
+    x = pt.vector("x")
+    from lowering import unsupported_ops
+
+    missing = unsupported_ops(FunctionGraph([x], [pt.pad(x, 2, mode="reflect")]))
+    assert "Scan" in missing  # a loop: issue 4 (control flow)
+
+
+def test_einsum_kron_and_diag():
+    a, b, v = pt.matrix("a"), pt.tensor3("b"), pt.vector("v")
+    rng = np.random.default_rng(1)
+    outputs = [pt.einsum("ij,kjl->kil", a, b), pt.einsum("ii->i", a[:, :3]), pt.linalg.kron(a, v[None]),
+               pt.diag(v), pt.diag(v, k=-1)]
+    compare_with_py([a, b, v], outputs, [rng.normal(size=(3, 4)), rng.normal(size=(2, 4, 5)),
+                                         rng.normal(size=3)])
