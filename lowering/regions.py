@@ -119,3 +119,35 @@ def any_true(mask: ir.Value) -> ir.Value:
         [mask], [ir_constant(np.False_)], range(rank), lambda a, b: [hlo.or_(a[0], b[0])]
     )
     return found
+
+
+def reduce_window(
+    operand: ir.Value,
+    init: ir.Value,
+    window: Sequence[int],
+    padding: Sequence[tuple[int, int]],
+    body: Callable[[ir.Value, ir.Value], ir.Value],
+) -> ir.Value:
+    """`stablehlo.reduce_window` with unit strides; `body(accumulator, element)`.
+
+    Window sizes are attributes, so the operand's dims must be static where the window
+    is larger than 1.
+    """
+    dims = [
+        d if w == 1 and lo == hi == 0 else int(d) + lo + hi - w + 1
+        for d, w, (lo, hi) in zip(shape_of(operand), window, padding)
+    ]
+    dtype = value_dtype(operand)
+    pad = ir.DenseIntElementsAttr.get(
+        np.asarray(padding, dtype=np.int64).reshape(len(window), 2),
+        type=ir.RankedTensorType.get([len(window), 2], ir.IntegerType.get_signless(64)),
+    )
+    op = hlo.ReduceWindowOp(
+        [result_type(dims, dtype)], [operand], [init], ir.DenseI64ArrayAttr.get(list(window)),
+        padding=pad,
+    )
+    scalar = tensor_type((), dtype)
+    block = op.body.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        hlo.return_([body(block.arguments[0], block.arguments[1])])
+    return op.results[0]

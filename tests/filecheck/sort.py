@@ -1,0 +1,31 @@
+# RUN: %PYTHON %s | FileCheck %s
+# Sorting is one stable stablehlo.sort whose comparator puts NaN last (numpy's order);
+# argsort sorts an iota alongside. Cumulative ops are a reduce_window when the scanned
+# dim is static, a masked reduce otherwise.
+import pytensor.tensor as pt
+
+from ir_printing import print_ir
+
+x = pt.matrix("x")
+
+# CHECK-LABEL: TEST: sort raw
+# CHECK: "stablehlo.sort"(%arg0) <{dimension = 1 : i64, is_stable = true}>
+# CHECK: stablehlo.compare  LT
+# CHECK: stablehlo.compare  NE
+print_ir("sort", [x], [pt.sort(x)], raw=True)
+
+# CHECK-LABEL: TEST: argsort raw
+# CHECK: %[[IOTA:.*]] = stablehlo.dynamic_iota {{.*}} dim = 0 {{.*}} -> tensor<?x?xi64>
+# CHECK: "stablehlo.sort"(%arg0, %[[IOTA]]) <{dimension = 0 : i64, is_stable = true}>
+print_ir("argsort", [x], [pt.argsort(x, axis=0)], raw=True)
+
+# CHECK-LABEL: TEST: cumsum_static opt
+# CHECK: "stablehlo.reduce_window"(%arg0, %{{.*}}) <{padding = dense<{{\[\[}}0, 0], [4, 0]]> : tensor<2x2xi64>, window_dimensions = array<i64: 1, 5>}>
+xs = pt.matrix("xs", shape=(3, 5))
+print_ir("cumsum_static", [xs], [pt.cumsum(xs, axis=1)])
+
+# CHECK-LABEL: TEST: cumprod_dynamic opt
+# CHECK: stablehlo.compare  LE
+# CHECK: stablehlo.select
+# CHECK: stablehlo.reduce({{.*}}) applies stablehlo.multiply across dimensions = [1]
+print_ir("cumprod_dynamic", [x], [pt.cumprod(x, axis=0)])
