@@ -3,6 +3,7 @@ MakeVector, Join. Sizes may be run-time scalars: they stay `?` until a call bind
 
 from __future__ import annotations
 
+from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.ops import DeepCopyOp
 from pytensor.graph.basic import Constant
@@ -14,12 +15,18 @@ from pytensor.tensor.basic import (
     Join,
     MakeVector,
     ScalarFromTensor,
+    Split,
     TensorFromScalar,
 )
 
 import numpy as np
 
 from lowering.builders import (
+    dim_value,
+    result_type,
+    shape_of,
+    shape_tensor,
+    value_dtype,
     broadcast_in_dim,
     broadcast_to,
     compare,
@@ -79,6 +86,69 @@ def lower_join(ctx, node, axis, *tensors):
     ndim = node.outputs[0].type.ndim
     dtype = node.outputs[0].type.dtype
     return hlo.concatenate([convert(t, dtype) for t in tensors], int(node.inputs[0].data) % ndim)
+
+
+@register_lowering(Split)
+def lower_split(ctx, node, x, axis, splits):
+    if not isinstance(node.inputs[1], Constant):
+        raise UnsupportedParameterError(node, "a run-time axis", "the split axis must be constant")
+    axis = int(node.inputs[1].data) % node.inputs[0].type.ndim
+    dims = list(shape_of(x))
+    if isinstance(node.inputs[2], Constant):
+        sizes = [int(s) for s in np.asarray(node.inputs[2].data)]
+    else:
+        sizes = [
+            reshape(hlo.slice(convert(splits, "int64"), _i64s([i]), _i64s([i + 1]), _i64s([1])), ())
+            for i in range(node.op.len_splits)
+        ]
+    total = _dim_sum(sizes)
+    if not (isinstance(total, int) and isinstance(dims[axis], int)):  # else make_node checked
+        ctx.runtime_check(compare(dim_value(total), dim_value(dims[axis]), "NE"), ValueError,
+                          "Split: split sizes do not sum to the size of the axis")
+    negative = [s for s in sizes if not isinstance(s, int)]
+    if negative:
+        zero = ir_constant(np.int64(0))
+        failed = compare(negative[0], zero, "LT")
+        for s in negative[1:]:
+            failed = hlo.or_(failed, compare(s, zero, "LT"))
+        ctx.runtime_check(failed, ValueError, "Split: split sizes cannot be negative")
+    outputs, offset = [], 0
+    for size in sizes:
+        end = _dim_sum([offset, size])
+        outputs.append(_slice_axis(x, dims, axis, offset, end, size))
+        offset = end
+    return tuple(outputs)
+
+
+def _i64s(values):
+    return ir.DenseI64ArrayAttr.get(list(values))
+
+
+def _dim_sum(dims):
+    static = sum(d for d in dims if isinstance(d, int))
+    acc = None
+    for d in dims:
+        if not isinstance(d, int):
+            acc = d if acc is None else hlo.add(acc, d)
+    if acc is None:
+        return static
+    return hlo.add(acc, ir_constant(np.int64(static))) if static else acc
+
+
+def _slice_axis(x, dims, axis, start, end, size):
+    """x[..., start:end, ...] along `axis` (Dims: static ints or 0-d i64 values)."""
+    starts = [0] * len(dims)
+    starts[axis] = start
+    limits = list(dims)
+    limits[axis] = end
+    if all(isinstance(d, int) for d in starts + limits):
+        return hlo.slice(x, _i64s(starts), _i64s(limits), _i64s([1] * len(dims)))
+    out_dims = list(dims)
+    out_dims[axis] = size
+    return hlo.real_dynamic_slice(
+        result_type(out_dims, value_dtype(x)), x, shape_tensor(starts), shape_tensor(limits),
+        shape_tensor([1] * len(dims)),
+    )
 
 
 @register_lowering(ARange)

@@ -76,3 +76,22 @@ def test_arange_with_zero_step_raises():
     with pytest.raises(ZeroDivisionError):
         f(5, 0)
     np.testing.assert_array_equal(f(5, 2), [0, 2, 4])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_split_constant_sizes(dtype):
+    x = pt.matrix("x", dtype=dtype)
+    v = np.arange(20).reshape(4, 5).astype(dtype)
+    outputs = [*pt.split(x, [1, 3], n_splits=2, axis=0), *pt.split(x, [2, 0, 3], n_splits=3, axis=-1)]
+    compare_with_py([x], outputs, [v])
+
+
+def test_split_sizes_from_scalar_inputs_and_errors():
+    x, a, b = pt.matrix("x"), pt.lscalar("a"), pt.lscalar("b")
+    outputs = pt.split(x, pt.stack([a, b]), n_splits=2, axis=1)
+    compare_with_py([x, a, b], outputs, [np.arange(10.0).reshape(2, 5), np.int64(2), np.int64(3)])
+    fn = pytensor.function([x, a, b], outputs, mode=RAW_MODE)
+    with pytest.raises(ValueError, match="do not sum to the size of the axis"):
+        fn(np.ones((2, 5)), 2, 2)
+    with pytest.raises(ValueError, match="Split"):  # a negative size (numpy: ValueError too)
+        fn(np.ones((2, 5)), 6, -1)

@@ -25,3 +25,10 @@ print_ir("make_vector", [v], pt.stack([v, v * 2]))
 a = pt.matrix("a", shape=(None, 3))
 b = pt.matrix("b", shape=(None, 3))
 print_ir("join", [a, b], pt.join(0, a, b), raw=True)
+
+# Split with constant sizes: static slices along the axis.
+# CHECK-LABEL: TEST: split opt
+# CHECK: stablehlo.slice %arg0 [0:1, 0:5]
+# CHECK: stablehlo.slice %arg0 [1:4, 0:5]
+xs = pt.matrix("xs", shape=(4, 5))
+print_ir("split", [xs], pt.split(xs, [1, 3], n_splits=2, axis=0))
