@@ -364,7 +364,7 @@ def _take(x, ranges):
     for i, r in enumerate(ranges):
         if not isinstance(r.step, int):
             index = reshape(_positions(r), [r.length, 1])
-            x = _gather(x, [i], index, front=False)
+            x = gather_indexed(x, [i], index, front=False)
     return x
 
 
@@ -580,7 +580,7 @@ def _gather_dims(x, axes, batch, front):
     return out, offset
 
 
-def _gather(x, axes, index, front):
+def gather_indexed(x, axes, index, front):
     """numpy's x[..., index, ...] on `axes`; `index` is (*batch, len(axes)) i64, in range."""
     shape = shape_of(x)
     batch = list(shape_of(index))[:-1]
@@ -601,7 +601,7 @@ def _gather(x, axes, index, front):
 
 
 def _scatter(x, axes, index, updates, front, combine):
-    """x with `updates` (shaped like `_gather(x, axes, index, front)`) combined in."""
+    """x with `updates` (shaped like `gather_indexed(x, axes, index, front)`) combined in."""
     batch = list(shape_of(index))[:-1]
     _, offset = _gather_dims(x, axes, batch, front)
     dnums = hlo.ScatterDimensionNumbers.get(
@@ -634,7 +634,7 @@ def _advanced_read(ctx, node, x, entries):
     view = plan.x if plan.ranges is None else _take(plan.x, plan.ranges)
     if plan.arrays:
         index, axes = _index_tensor(ctx, view, plan)
-        view = _gather(view, axes, index, plan.front)
+        view = gather_indexed(view, axes, index, plan.front)
     return _output(node, view)
 
 
@@ -670,7 +670,7 @@ def _advanced_write(ctx, node, x, y, entries):
         if op.set_instead_of_inc:
             view = _scatter(view, axes, index, update, plan.front, _take_update)
         elif getattr(op, "ignore_duplicates", False):
-            update = _add(_gather(view, axes, index, plan.front), update)
+            update = _add(gather_indexed(view, axes, index, plan.front), update)
             view = _scatter(view, axes, index, update, plan.front, _take_update)
         else:
             view = _scatter(view, axes, index, update, plan.front, _add_combiner)

@@ -12,6 +12,7 @@ from pytensor.tensor.basic import (
     Alloc,
     AllocEmpty,
     Eye,
+    ExtractDiag,
     Join,
     MakeVector,
     ScalarFromTensor,
@@ -26,6 +27,8 @@ from lowering.builders import (
     result_type,
     shape_of,
     shape_tensor,
+    transpose,
+    full_like,
     value_dtype,
     broadcast_in_dim,
     broadcast_to,
@@ -149,6 +152,41 @@ def _slice_axis(x, dims, axis, start, end, size):
         result_type(out_dims, value_dtype(x)), x, shape_tensor(starts), shape_tensor(limits),
         shape_tensor([1] * len(dims)),
     )
+
+
+@register_lowering(ExtractDiag)
+def lower_extract_diag(ctx, node, x):
+    """np.diagonal: move axis1, axis2 last, gather the (i, i + offset) pairs."""
+    from dialect_rules.subtensor import gather_indexed
+
+    op = node.op
+    rank = node.inputs[0].type.ndim
+    perm = [i for i in range(rank) if i not in (op.axis1, op.axis2)] + [op.axis1, op.axis2]
+    x = transpose(x, perm)
+    dims = shape_of(x)
+    row0, col0 = max(0, -op.offset), max(0, op.offset)
+    length = _dim_max0(_dim_min(_dim_sub(dims[-2], row0), _dim_sub(dims[-1], col0)))
+    rows = _add_const(iota([length, 1], 0, "int64"), row0)
+    cols = _add_const(iota([length, 1], 0, "int64"), col0)
+    return gather_indexed(x, [rank - 2, rank - 1], hlo.concatenate([rows, cols], 1), front=False)
+
+
+def _dim_sub(d, k: int):
+    return d - k if isinstance(d, int) else hlo.subtract(d, ir_constant(np.int64(k)))
+
+
+def _dim_min(a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    return hlo.minimum(dim_value(a), dim_value(b))
+
+
+def _dim_max0(d):
+    return max(d, 0) if isinstance(d, int) else hlo.maximum(d, ir_constant(np.int64(0)))
+
+
+def _add_const(x, k: int):
+    return x if k == 0 else hlo.add(x, full_like(x, k))
 
 
 @register_lowering(ARange)

@@ -95,3 +95,19 @@ def test_split_sizes_from_scalar_inputs_and_errors():
         fn(np.ones((2, 5)), 2, 2)
     with pytest.raises(ValueError, match="Split"):  # a negative size (numpy: ValueError too)
         fn(np.ones((2, 5)), 6, -1)
+
+
+@pytest.mark.parametrize("shape", [(None, None, None), (3, 4, 5)])
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_extract_diag(dtype, shape):
+    x = pt.tensor("x", dtype=dtype, shape=shape)
+    v = np.arange(60).reshape(3, 4, 5).astype(dtype)
+    outputs = [pt.diagonal(x, offset=o, axis1=a1, axis2=a2)
+               for o, a1, a2 in [(0, 0, 1), (1, 1, 2), (-2, 0, 2), (2, 2, 0), (9, 0, 1)]]
+    compare_with_py([x], outputs, [v])
+
+
+def test_diag_of_a_matrix_with_runtime_shape():
+    m = pt.matrix("m")
+    compare_with_py([m], [pt.diag(m), pt.diag(m, k=-1), pt.diag(m, k=5)], [np.arange(12.0).reshape(3, 4)])
+    compare_with_py([m], [pt.diag(m)], [np.zeros((0, 3))])

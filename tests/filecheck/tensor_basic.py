@@ -32,3 +32,12 @@ print_ir("join", [a, b], pt.join(0, a, b), raw=True)
 # CHECK: stablehlo.slice %arg0 [1:4, 0:5]
 xs = pt.matrix("xs", shape=(4, 5))
 print_ir("split", [xs], pt.split(xs, [1, 3], n_splits=2, axis=0))
+
+# ExtractDiag: the two axes moved last, then one gather of the (i, i + offset) pairs.
+# CHECK-LABEL: TEST: extract_diag opt
+# CHECK: stablehlo.transpose %arg0, dims = [1, 0, 2]
+# CHECK: "stablehlo.gather"
+# CHECK-SAME: collapsed_slice_dims = [1, 2]
+# CHECK-SAME: -> tensor<4x3xf64>
+xd = pt.tensor3("xd", shape=(3, 4, 5))
+print_ir("extract_diag", [xd], [pt.diagonal(xd, offset=1, axis1=0, axis2=2)])
