@@ -1,18 +1,32 @@
-"""extra_ops: CumOp (cumsum, cumprod).
+"""extra_ops: CumOp, SearchsortedOp, FillDiagonal(Offset), Bartlett, Repeat.
 
-numpy accumulates small integers and bools in int64 and PyTensor's output type keeps
-the input dtype, so the result is numpy's modulo the dtype: a wrapping scan in the
-dtype itself (for bools: a running `or` / `and`).
+CumOp: numpy accumulates small integers and bools in int64 and PyTensor's output type
+keeps the input dtype, so the result is numpy's modulo the dtype: a wrapping scan in
+the dtype itself (for bools: a running `or` / `and`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from jax.extend.mlir.dialects import stablehlo as hlo
-from pytensor.tensor.extra_ops import CumOp
+from pytensor.graph.basic import Constant
+from pytensor.tensor.extra_ops import Bartlett, CumOp, FillDiagonal, FillDiagonalOffset, Repeat, SearchsortedOp
 
-from lowering.builders import broadcast_in_dim, compare, full_like, iota, ir_constant, select, shape_of, value_dtype
-from lowering.regions import reduce, reduce_window
+from lowering.builders import (
+    broadcast_in_dim,
+    compare,
+    convert,
+    dim_value,
+    full_like,
+    iota,
+    ir_constant,
+    reshape,
+    select,
+    shape_of,
+    value_dtype,
+)
+from lowering.errors import UnsupportedParameterError
+from lowering.regions import any_true, reduce, reduce_window
 from lowering.registry import register_lowering
 from lowering.types import static_shape
 
@@ -53,3 +67,98 @@ def _masked_scan(x, axis, combine, identity):
     init = ir_constant(np.asarray(identity, dtype=value_dtype(x)))
     (out,) = reduce([masked], [init], [axis + 1], lambda acc, el: [combine(acc[0], el[0])])
     return out
+
+
+@register_lowering(SearchsortedOp)
+def lower_searchsorted(ctx, node, a, v, sorter=None):
+    """Count, for each value, the elements of `a` before it in numpy's sort order."""
+    from dialect_rules.sort import numpy_less
+    from dialect_rules.subtensor import gather_indexed
+
+    if sorter is not None:
+        (n,) = shape_of(a)
+        sorter = convert(sorter, "int64")
+        bad = hlo.or_(compare(sorter, full_like(sorter, 0), "LT"),
+                      compare(sorter, broadcast_in_dim(dim_value(n), shape_of(sorter), ()), "GE"))
+        ctx.runtime_check(any_true(bad), ValueError, "searchsorted: sorter index out of range")
+        a = gather_indexed(a, [0], reshape(sorter, [*shape_of(sorter), 1]), front=False)
+    dtype = np.promote_types(value_dtype(a), value_dtype(v))
+    a, v = convert(a, dtype), convert(v, dtype)
+    dims = list(shape_of(v))
+    rank = len(dims)
+    wide = dims + [shape_of(a)[0]]
+    a_wide = broadcast_in_dim(a, wide, [rank])
+    v_wide = broadcast_in_dim(v, wide, list(range(rank)))
+    less = numpy_less(dtype)
+    if node.op.side == "left":
+        before = less(a_wide, v_wide)  # a[k] < v
+    else:
+        before = hlo.not_(less(v_wide, a_wide))  # a[k] <= v
+    zero = ir_constant(np.int64(0))
+    (count,) = reduce([convert(before, "int64")], [zero], [rank], lambda acc, el: [hlo.add(acc[0], el[0])])
+    return count
+
+
+def _diagonal_mask(dims, offset=None):
+    """True where all indices are equal (2-D with `offset`: where j - i == offset)."""
+    first = iota(dims, 0, "int64")
+    if offset is not None:
+        offset = broadcast_in_dim(convert(offset, "int64"), dims, ())
+        return compare(hlo.subtract(iota(dims, 1, "int64"), first), offset, "EQ")
+    mask = None
+    for axis in range(1, len(dims)):
+        equal = compare(iota(dims, axis, "int64"), first, "EQ")
+        mask = equal if mask is None else hlo.and_(mask, equal)
+    return mask
+
+
+@register_lowering(FillDiagonal)
+def lower_fill_diagonal(ctx, node, a, val):
+    dims = shape_of(a)
+    value = broadcast_in_dim(convert(val, value_dtype(a)), dims, ())
+    return select(_diagonal_mask(dims), value, a)
+
+
+@register_lowering(FillDiagonalOffset)
+def lower_fill_diagonal_offset(ctx, node, a, val, offset):
+    dims = shape_of(a)
+    value = broadcast_in_dim(convert(val, value_dtype(a)), dims, ())
+    return select(_diagonal_mask(dims, offset), value, a)
+
+
+@register_lowering(Bartlett)
+def lower_bartlett(ctx, node, m):
+    """np.bartlett(M): 1 - |n| / (M - 1) for n = 1-M, 3-M, ..., M-1; [1.] for M == 1."""
+    m = convert(m, "int64")
+    length = hlo.maximum(m, ir_constant(np.int64(0)))
+    k = iota([length], 0, "float64")
+    mf = broadcast_in_dim(convert(m, "float64"), [length], ())
+    one = full_like(mf, 1.0)
+    n = hlo.add(hlo.subtract(one, mf), hlo.add(k, k))
+    window = hlo.subtract(one, hlo.divide(hlo.abs(n), hlo.subtract(mf, one)))
+    return select(compare(mf, one, "EQ"), one, window)
+
+
+@register_lowering(Repeat)
+def lower_repeat(ctx, node, x, repeats):
+    """np.repeat with constant repeats: one gather of the repeated positions (a run-time
+    `repeats` vector makes the output size depend on its values: not lowerable)."""
+    from dialect_rules.subtensor import gather_indexed
+
+    if not isinstance(node.inputs[1], Constant):
+        raise UnsupportedParameterError(
+            node, "run-time repeats", "the output size would depend on the values of `repeats`"
+        )
+    counts = np.asarray(node.inputs[1].data, dtype=np.int64).reshape(-1)
+    axis = node.op.axis
+    size = shape_of(x)[axis]
+    if len(counts) == 1 and not (isinstance(size, int) and size == 1):
+        if not isinstance(size, int):
+            raise UnsupportedParameterError(node, "one repeat count over a dim of unknown size",
+                                            "give repeats per element or a static shape")
+        counts = np.repeat(counts, size)
+    if (counts < 0).any():
+        raise ValueError(f"repeats may not contain negative values (node: {node})")
+    positions = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    index = ir_constant(positions.reshape(-1, 1))
+    return gather_indexed(x, [axis], index, front=False)

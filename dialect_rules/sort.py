@@ -12,7 +12,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant
 from pytensor.tensor.sort import ArgSortOp, SortOp
 
-from lowering.builders import compare, convert, iota, ir_constant, shape_of, value_dtype
+from lowering.builders import compare, convert, full_like, iota, shape_of, value_dtype
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import sort
 from lowering.registry import register_lowering
@@ -31,25 +31,26 @@ def _complex_less(a, b):
     ra, ia, rb, ib = hlo.real(a), hlo.imag(a), hlo.real(b), hlo.imag(b)
 
     def nan_class(re, im):  # 0: no NaN, 1: imag NaN, 2: real NaN, 3: both
-        two = ir_constant(np.int32(2))
-        return hlo.add(hlo.multiply(convert(_is_nan(re), "int32"), two), convert(_is_nan(im), "int32"))
+        real_nan = convert(_is_nan(re), "int32")
+        return hlo.add(hlo.add(real_nan, real_nan), convert(_is_nan(im), "int32"))
 
     class_a, class_b = nan_class(ra, ia), nan_class(rb, ib)
+
+    def is_class(k):
+        return compare(class_a, full_like(class_a, k), "EQ")
+
     lexicographic = hlo.or_(
         compare(ra, rb, "LT"), hlo.and_(compare(ra, rb, "EQ"), compare(ia, ib, "LT"))
     )
     within = hlo.select(
-        compare(class_a, ir_constant(np.int32(0)), "EQ"), lexicographic,
-        hlo.select(
-            compare(class_a, ir_constant(np.int32(1)), "EQ"), compare(ra, rb, "LT"),
-            hlo.and_(compare(class_a, ir_constant(np.int32(2)), "EQ"), compare(ia, ib, "LT")),
-        ),
+        is_class(0), lexicographic,
+        hlo.select(is_class(1), compare(ra, rb, "LT"), hlo.and_(is_class(2), compare(ia, ib, "LT"))),
     )
     return hlo.or_(compare(class_a, class_b, "LT"), hlo.and_(compare(class_a, class_b, "EQ"), within))
 
 
 def numpy_less(dtype):
-    """`np.sort`'s comparator for `dtype`, on 0-d values."""
+    """`np.sort`'s comparator for `dtype`, elementwise on two values of one shape."""
     kind = np.dtype(dtype).kind
     if kind == "f":
         return _nan_last_less

@@ -35,3 +35,53 @@ def test_cumsum_of_empty_and_nan():
     assert [r.shape for r in fn(np.zeros(0))] == [(0,), (0,)]
     got = fn(np.array([1.0, np.nan, 2.0]))
     np.testing.assert_array_equal(got[0], [1.0, np.nan, np.nan])
+
+
+def test_searchsorted_both_sides_nan_and_sorter():
+    from tests.helpers import compare_with_py
+
+    a, v, s = pt.vector("a"), pt.matrix("v"), pt.lvector("s")
+    av = np.array([-1.0, 0.0, 0.0, 2.5, 3.0, np.nan])
+    vv = np.array([[0.0, 2.5, np.nan], [-5.0, 7.0, 1.0]])
+    compare_with_py([a, v], [pt.searchsorted(a, v), pt.searchsorted(a, v, side="right")], [av, vv])
+    compare_with_py([a, v, s], [pt.searchsorted(a, v, sorter=s)],
+                    [av[::-1].copy(), vv, np.arange(6)[::-1].copy()])
+    fn = pytensor.function([a, v, s], pt.searchsorted(a, v, sorter=s), mode=RAW_MODE)
+    with pytest.raises(ValueError, match="sorter index out of range"):
+        fn(av, vv, np.array([0, 1, 2, 3, 4, 9]))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_fill_diagonal_and_offset(dtype):
+    from tests.helpers import compare_with_py
+
+    m, val, off = pt.matrix("m", dtype=dtype), pt.scalar("val", dtype=dtype), pt.lscalar("off")
+    outputs = [pt.fill_diagonal(m, val), pt.fill_diagonal(m.T, val),
+               pt.fill_diagonal_offset(m, val, off), pt.fill_diagonal_offset(m.T, val, off)]
+    for offset in (2, -2, 0, 9):
+        compare_with_py([m, val, off], outputs, [np.zeros((3, 5), dtype), np.asarray(1, dtype), np.int64(offset)])
+    t = pt.tensor3("t")
+    compare_with_py([t], [pt.fill_diagonal(t, 5.0)], [np.zeros((3, 3, 3))])
+
+
+@pytest.mark.parametrize("m", [0, 1, 2, 5, -3])
+def test_bartlett(m):
+    from tests.helpers import compare_with_py
+
+    M = pt.lscalar("M")
+    compare_with_py([M], [pt.bartlett(M)], [np.int64(m)])
+
+
+def test_repeat():
+    from pytensor.tensor.extra_ops import Repeat
+
+    from lowering import UnsupportedParameterError
+    from tests.helpers import compare_with_py
+
+    x = pt.matrix("x")
+    xv = np.arange(6.0).reshape(3, 2)
+    compare_with_py([x], [pt.repeat(x, [1, 0, 2], axis=0), pt.repeat(x, 2, axis=1), pt.repeat(x, 3),
+                          Repeat(axis=1)(x, [2, 1])], [xv])
+    r = pt.lvector("r")
+    with pytest.raises(UnsupportedParameterError, match="values of `repeats`"):
+        pytensor.function([x, r], Repeat(axis=0)(x, r), mode=RAW_MODE)

@@ -29,3 +29,17 @@ print_ir("cumsum_static", [xs], [pt.cumsum(xs, axis=1)])
 # CHECK: stablehlo.select
 # CHECK: stablehlo.reduce({{.*}}) applies stablehlo.multiply across dimensions = [1]
 print_ir("cumprod_dynamic", [x], [pt.cumprod(x, axis=0)])
+
+# searchsorted: compare every value with every element (numpy's NaN order) and count.
+# CHECK-LABEL: TEST: searchsorted opt
+# CHECK: stablehlo.compare  LT
+# CHECK: stablehlo.reduce({{.*}}) applies stablehlo.add across dimensions = [1] : (tensor<?x?xi64>, tensor<i64>) -> tensor<?xi64>
+a, v = pt.vector("a"), pt.vector("v")
+print_ir("searchsorted", [a, v], [pt.searchsorted(a, v)])
+
+# Repeat with constant counts: one gather of the repeated positions.
+# CHECK-LABEL: TEST: repeat opt
+# CHECK: stablehlo.constant dense<{{\[\[}}0], [2], [2]]> : tensor<3x1xi64>
+# CHECK: "stablehlo.gather"
+r = pt.matrix("r", shape=(3, 2))
+print_ir("repeat", [r], [pt.repeat(r, [1, 0, 2], axis=0)])
