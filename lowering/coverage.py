@@ -17,6 +17,8 @@ def unsupported_ops(fgraph) -> dict[str, list]:
 
     Empty when the whole graph can be lowered; call it before compiling.
     """
+    import dialect_rules  # noqa: F401  (registers every rule)
+
     return dict(find_unsupported(fgraph.toposort()))
 
 

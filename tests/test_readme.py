@@ -57,3 +57,18 @@ def test_readme_tool_lines_run(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "func.func public @main" in out.stdout and "HloModule main" in out.stdout
     assert "output 1 (dlogp)" in out.stderr and "flops:" in out.stderr
+
+
+def test_unsupported_ops_registers_the_rules_itself():
+    """A fresh process asking before anything was lowered gets the true answer."""
+    code = (
+        "import pytensor.tensor as pt\n"
+        "from pytensor.graph.fg import FunctionGraph\n"
+        "from lowering import unsupported_ops\n"
+        "x = pt.matrix('x')\n"
+        "print(unsupported_ops(FunctionGraph([x], [pt.tril(x) @ x, pt.linalg.det(x)])))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().startswith("{'Blockwise(Det)': [")
+    assert "Elemwise" not in out.stdout and "Dot" not in out.stdout
