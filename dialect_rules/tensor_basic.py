@@ -3,6 +3,8 @@ MakeVector, Join. Sizes may be run-time scalars: they stay `?` until a call bind
 
 from __future__ import annotations
 
+import functools
+
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.ops import DeepCopyOp
@@ -27,6 +29,10 @@ from lowering.builders import (
     result_type,
     shape_of,
     shape_tensor,
+    dim_add,
+    dim_max,
+    dim_min,
+    dim_sub,
     transpose,
     full_like,
     value_dtype,
@@ -104,7 +110,7 @@ def lower_split(ctx, node, x, axis, splits):
             reshape(hlo.slice(convert(splits, "int64"), _i64s([i]), _i64s([i + 1]), _i64s([1])), ())
             for i in range(node.op.len_splits)
         ]
-    total = _dim_sum(sizes)
+    total = functools.reduce(dim_add, sizes, 0)
     if not (isinstance(total, int) and isinstance(dims[axis], int)):  # else make_node checked
         ctx.runtime_check(compare(dim_value(total), dim_value(dims[axis]), "NE"), ValueError,
                           "Split: split sizes do not sum to the size of the axis")
@@ -117,7 +123,7 @@ def lower_split(ctx, node, x, axis, splits):
         ctx.runtime_check(failed, ValueError, "Split: split sizes cannot be negative")
     outputs, offset = [], 0
     for size in sizes:
-        end = _dim_sum([offset, size])
+        end = dim_add(offset, size)
         outputs.append(_slice_axis(x, dims, axis, offset, end, size))
         offset = end
     return tuple(outputs)
@@ -125,17 +131,6 @@ def lower_split(ctx, node, x, axis, splits):
 
 def _i64s(values):
     return ir.DenseI64ArrayAttr.get(list(values))
-
-
-def _dim_sum(dims):
-    static = sum(d for d in dims if isinstance(d, int))
-    acc = None
-    for d in dims:
-        if not isinstance(d, int):
-            acc = d if acc is None else hlo.add(acc, d)
-    if acc is None:
-        return static
-    return hlo.add(acc, ir_constant(np.int64(static))) if static else acc
 
 
 def _slice_axis(x, dims, axis, start, end, size):
@@ -165,24 +160,10 @@ def lower_extract_diag(ctx, node, x):
     x = transpose(x, perm)
     dims = shape_of(x)
     row0, col0 = max(0, -op.offset), max(0, op.offset)
-    length = _dim_max0(_dim_min(_dim_sub(dims[-2], row0), _dim_sub(dims[-1], col0)))
+    length = dim_max(dim_min(dim_sub(dims[-2], row0), dim_sub(dims[-1], col0)), 0)
     rows = _add_const(iota([length, 1], 0, "int64"), row0)
     cols = _add_const(iota([length, 1], 0, "int64"), col0)
     return gather_indexed(x, [rank - 2, rank - 1], hlo.concatenate([rows, cols], 1), front=False)
-
-
-def _dim_sub(d, k: int):
-    return d - k if isinstance(d, int) else hlo.subtract(d, ir_constant(np.int64(k)))
-
-
-def _dim_min(a, b):
-    if isinstance(a, int) and isinstance(b, int):
-        return min(a, b)
-    return hlo.minimum(dim_value(a), dim_value(b))
-
-
-def _dim_max0(d):
-    return max(d, 0) if isinstance(d, int) else hlo.maximum(d, ir_constant(np.int64(0)))
 
 
 def _add_const(x, k: int):

@@ -203,6 +203,28 @@ def dim_product(dims: Sequence[Dim]) -> Dim:
     return acc
 
 
+def _dim_binary(a: Dim, b: Dim, static, emit) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return static(a, b)
+    return emit(dim_value(a), dim_value(b))
+
+
+def dim_add(a: Dim, b: Dim) -> Dim:
+    return _dim_binary(a, b, lambda x, y: x + y, hlo.add)
+
+
+def dim_sub(a: Dim, b: Dim) -> Dim:
+    return _dim_binary(a, b, lambda x, y: x - y, hlo.subtract)
+
+
+def dim_min(a: Dim, b: Dim) -> Dim:
+    return _dim_binary(a, b, min, hlo.minimum)
+
+
+def dim_max(a: Dim, b: Dim) -> Dim:
+    return _dim_binary(a, b, max, hlo.maximum)
+
+
 def select(pred: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
     return hlo.select(pred, on_true, on_false)
 

@@ -1,0 +1,112 @@
+"""signal: Convolve1d (np.convolve, "full" and "valid") as one `stablehlo.convolution`.
+
+"valid" is the middle of "full" (`full[min(n, k) - 1 : max(n, k)]`), which is why numpy
+may swap its arguments there; slicing the full result needs no swap, and a run-time
+`full_mode` only moves the slice bounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.tensor.basic import get_underlying_scalar_constant_value
+from pytensor.tensor.exceptions import NotScalarConstantError
+from pytensor.tensor.signal.conv import Convolve1d
+
+from lowering.builders import (
+    convert,
+    dim_add,
+    dim_max,
+    dim_min,
+    dim_size,
+    dim_sub,
+    dim_product,
+    dim_value,
+    ir_constant,
+    reshape,
+    result_type,
+    select,
+    shape_of,
+    shape_tensor,
+)
+from lowering.errors import UnsupportedParameterError
+from lowering.registry import register_batched, register_lowering
+
+_NCW = dict(
+    input_batch_dimension=0, input_feature_dimension=1, input_spatial_dimensions=[2],
+    kernel_input_feature_dimension=1, kernel_output_feature_dimension=0, kernel_spatial_dimensions=[2],
+    output_batch_dimension=0, output_feature_dimension=1, output_spatial_dimensions=[2],
+)
+
+
+def full_convolution(a, v, dtype):
+    """np.convolve(a[b], v[b], "full") for each row b of two (B, n), (B, k) matrices, in
+    `dtype` (bools: any of the products). Rows are feature groups of one convolution."""
+    compute = "int32" if np.dtype(dtype) == np.bool_ else dtype
+    a, v = convert(a, compute), convert(v, compute)
+    (batch, n), k = shape_of(a), dim_size(v, 1)
+    length = dim_sub(dim_add(n, k), 1)
+    lhs = reshape(a, [1, batch, n])
+    rhs = reshape(hlo.reverse(v, ir.DenseI64ArrayAttr.get([1])), [batch, 1, k])  # XLA correlates
+    numbers = hlo.ConvDimensionNumbers.get(**_NCW)
+    out_type = result_type([1, batch, length], compute)
+    highest = ir.ArrayAttr.get([hlo.PrecisionAttr.get("HIGHEST")] * 2)
+    if isinstance(k, int):
+        pad = ir.DenseIntElementsAttr.get(np.array([[k - 1, k - 1]], dtype=np.int64))
+        out = hlo.convolution(out_type, lhs, rhs, numbers, batch, 1, padding=pad, precision_config=highest)
+    else:
+        edge = reshape(dim_sub(k, 1), [1, 1])
+        out = hlo.dynamic_conv(out_type, lhs, rhs, hlo.concatenate([edge, edge], 1), numbers, batch, 1,
+                               precision_config=highest)
+    return convert(reshape(out, [batch, length]), dtype), n, k, length
+
+
+def _convolve(node, a, v, full_mode, full_mode_var, batch_dims):
+    """Convolve1d over `batch_dims` leading dims (flattened into feature groups)."""
+    dtype = node.outputs[0].type.dtype
+    batch = dim_product(batch_dims)
+    if not isinstance(batch, int):
+        raise UnsupportedParameterError(
+            node, "a batch of unknown size", "the number of convolutions must be static"
+        )
+    rows_a = reshape(a, [batch, dim_size(a, len(batch_dims))])
+    rows_v = reshape(v, [batch, dim_size(v, len(batch_dims))])
+    full, n, k, length = full_convolution(rows_a, rows_v, dtype)
+    valid_start, valid_end = dim_sub(dim_min(n, k), 1), dim_max(n, k)
+    flag = _constant_flag(full_mode_var)
+    if flag is not None:
+        start, end = (0, length) if flag else (valid_start, valid_end)
+    elif batch_dims:
+        raise UnsupportedParameterError(node, "a run-time full_mode", "batched convolutions need a constant mode")
+    else:
+        start = select(full_mode, ir_constant(np.int64(0)), dim_value(valid_start))
+        end = select(full_mode, dim_value(length), dim_value(valid_end))
+    size = dim_sub(end, start)
+    if isinstance(start, int) and isinstance(end, int):
+        out = hlo.slice(full, _i64s([0, start]), _i64s([batch, end]), _i64s([1, 1]))
+    else:
+        out = hlo.real_dynamic_slice(result_type([batch, size], dtype), full, shape_tensor([0, start]),
+                                     shape_tensor([batch, end]), shape_tensor([1, 1]))
+    return reshape(out, [*batch_dims, size])
+
+
+def _i64s(values):
+    return ir.DenseI64ArrayAttr.get(list(values))
+
+
+def _constant_flag(var):
+    try:
+        return bool(get_underlying_scalar_constant_value(var))
+    except NotScalarConstantError:
+        return None
+
+
+@register_lowering(Convolve1d)
+def lower_convolve1d(ctx, node, a, v, full_mode):
+    return _convolve(node, a, v, full_mode, node.inputs[2], [])
+
+
+@register_batched(Convolve1d)
+def lower_batched_convolve1d(ctx, node, batch_ndim, a, v, full_mode):
+    return _convolve(node, a, v, full_mode, node.inputs[2], list(shape_of(a))[:batch_ndim])

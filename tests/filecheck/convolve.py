@@ -1,0 +1,27 @@
+# RUN: %PYTHON %s | FileCheck %s
+# np.convolve as one stablehlo.convolution of the reversed kernel (XLA correlates); "valid"
+# slices the middle of "full"; Blockwise batches are feature groups of the same convolution.
+import pytensor.tensor as pt
+from pytensor.tensor.signal import convolve1d
+
+from ir_printing import print_ir
+
+a, v = pt.vector("a", shape=(6,)), pt.vector("v", shape=(3,))
+
+# CHECK-LABEL: TEST: full opt
+# CHECK: stablehlo.reverse {{.*}}, dims = [1] : tensor<1x3xf64>
+# CHECK: stablehlo.convolution({{.*}}) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {pad = {{\[\[}}2, 2]]}
+# CHECK-SAME: -> tensor<1x1x8xf64>
+print_ir("full", [a, v], [convolve1d(a, v, mode="full")])
+
+# CHECK-LABEL: TEST: valid opt
+# CHECK: stablehlo.convolution
+# CHECK: stablehlo.slice {{.*}} [0:1, 2:6]
+print_ir("valid", [a, v], [convolve1d(a, v, mode="valid")])
+
+# CHECK-LABEL: TEST: batched opt
+# CHECK: stablehlo.convolution
+# CHECK-SAME: feature_group_count = 4 : i64
+# CHECK-SAME: -> tensor<1x4x8xf64>
+b, w = pt.matrix("b", shape=(4, 6)), pt.matrix("w", shape=(4, 3))
+print_ir("batched", [b, w], [convolve1d(b, w, mode="full")])
