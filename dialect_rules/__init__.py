@@ -7,6 +7,7 @@ from dialect_rules import (  # noqa: F401
     elemwise,
     extra_ops,
     functions,
+    jax_op,
     signal,
     reduction,
     scalar,

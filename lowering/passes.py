@@ -41,7 +41,7 @@ DEFAULT_PIPELINE = (
 # CHLO (erf, lgamma, sinh, ...) is expanded into plain StableHLO only once shapes are
 # static: on `?` shapes the expansion emits `shape` dialect ops that shape refinement
 # cannot see through.
-LEGALIZE_CHLO = "builtin.module(func.func(chlo-legalize-to-stablehlo))"
+LEGALIZE_CHLO = "builtin.module(check-shape-assertions,func.func(chlo-legalize-to-stablehlo))"
 
 
 def specialize_pipeline(arg_types: list[str]) -> str:
@@ -188,9 +188,48 @@ def _constant_array(value: ir.Value):
     return np.asarray(attr).astype(dtype).reshape(shape)
 
 
+def check_shape_assertions(module_op: ir.Operation) -> None:
+    """Resolve JAX's `shape_assertion` custom calls (from spliced shape-polymorphic JAX
+    modules) once shapes are static: drop those that hold, raise for those that fail."""
+    found = []
+
+    def visit(op):
+        if op.name == "stablehlo.custom_call" and _callee(op) == "shape_assertion":
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    for op in found:
+        holds = _constant_array_any(op.operands[0])
+        if holds is None:
+            continue  # still symbolic: XLA will refuse the module, naming the custom call
+        if not holds:
+            values = [_constant_array_any(v) for v in op.operands[1:]]
+            message = ir.StringAttr(op.attributes["error_message"]).value
+            try:
+                message = message.format(*[int(v) for v in values])
+            except (TypeError, ValueError, IndexError):
+                pass
+            raise PassPipelineError(f"error: {message}")
+        op.erase()
+
+
+def _callee(op) -> str:
+    return ir.StringAttr(op.attributes["call_target_name"]).value if "call_target_name" in op.attributes else ""
+
+
+def _constant_array_any(value: ir.Value):
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.operation.name != "stablehlo.constant":
+        return None
+    attr = ir.DenseElementsAttr(owner.operation.attributes["value"])
+    return attr.get_splat_value().value if attr.is_splat else np.asarray(attr).reshape(-1)[0].item()
+
+
 PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "inline-private-calls": inline_private_calls,
     "fold-constant-reduce": fold_constant_reduce,
+    "check-shape-assertions": check_shape_assertions,
 }
 
 

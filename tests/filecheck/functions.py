@@ -43,3 +43,15 @@ with make_ir_context():
     }""")
     run_pipeline(module, "builtin.module(fold-constant-reduce,canonicalize)")
     print(module)
+
+# wrap_jax: JAX's own lowering of the user's function becomes a private function of ours.
+# CHECK-LABEL: TEST: wrap_jax raw
+# CHECK: call @jax_main
+# CHECK: func.func private @jax_main(%arg0: tensor<3xf32>) -> tensor<3xf32>
+# CHECK: stablehlo.cosine %arg0
+import jax.numpy as jnp
+from pytensor import wrap_jax
+
+jcos = wrap_jax(lambda v: jnp.cos(v) * 2)
+xj = pt.vector("xj", shape=(3,), dtype="float32")
+print_ir("wrap_jax", [xj], [jcos(xj)], raw=True)
