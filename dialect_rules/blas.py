@@ -20,7 +20,6 @@ from lowering.builders import (
     dim_size,
     dot_general,
     full_like,
-    reshape,
     select,
     shape_of,
     value_dtype,

@@ -1,4 +1,5 @@
-"""extra_ops: CumOp, SearchsortedOp, FillDiagonal(Offset), Bartlett, Repeat.
+"""extra_ops: CumOp, SearchsortedOp, FillDiagonal(Offset), Bartlett, Repeat,
+UnravelIndex, RavelMultiIndex.
 
 CumOp: numpy accumulates small integers and bools in int64 and PyTensor's output type
 keeps the input dtype, so the result is numpy's modulo the dtype: a wrapping scan in
@@ -10,7 +11,16 @@ from __future__ import annotations
 import numpy as np
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant
-from pytensor.tensor.extra_ops import Bartlett, CumOp, FillDiagonal, FillDiagonalOffset, Repeat, SearchsortedOp
+from pytensor.tensor.extra_ops import (
+    Bartlett,
+    CumOp,
+    FillDiagonal,
+    FillDiagonalOffset,
+    RavelMultiIndex,
+    Repeat,
+    SearchsortedOp,
+    UnravelIndex,
+)
 
 from lowering.builders import (
     broadcast_in_dim,
@@ -24,6 +34,7 @@ from lowering.builders import (
     select,
     shape_of,
     value_dtype,
+    vector_element,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true, reduce, reduce_window
@@ -162,3 +173,57 @@ def lower_repeat(ctx, node, x, repeats):
     positions = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     index = ir_constant(positions.reshape(-1, 1))
     return gather_indexed(x, [axis], index, front=False)
+
+
+def _dims_and_strides(dims_vector, count: int, order: str):
+    """The entries of a 1-D dims vector as 0-d i64 values, and each axis's stride."""
+    dims_vector = convert(dims_vector, "int64")
+    dims = [vector_element(dims_vector, j) for j in range(count)]
+    strides = [None] * count
+    stride = ir_constant(np.int64(1))
+    for j in (reversed(range(count)) if order == "C" else range(count)):
+        strides[j] = stride
+        stride = hlo.multiply(stride, dims[j])
+    return dims, strides, stride  # the last: the total size
+
+
+def _splat(scalar, like):
+    return broadcast_in_dim(scalar, shape_of(like), ())
+
+
+@register_lowering(UnravelIndex)
+def lower_unravel_index(ctx, node, indices, dims_vector):
+    index = convert(indices, "int64")
+    dims, strides, size = _dims_and_strides(dims_vector, len(node.outputs), node.op.order)
+    outside = hlo.or_(compare(index, full_like(index, 0), "LT"), compare(index, _splat(size, index), "GE"))
+    ctx.runtime_check(any_true(outside), ValueError, "unravel_index: an index is out of bounds for the size of dims")
+    one = ir_constant(np.int64(1))
+    outputs = []
+    for dim, stride in zip(dims, strides):
+        safe_dim = hlo.maximum(dim, one)  # a zero dim only occurs with the error above
+        outputs.append(hlo.remainder(hlo.divide(index, _splat(stride, index)), _splat(safe_dim, index)))
+    return tuple(outputs)
+
+
+@register_lowering(RavelMultiIndex)
+def lower_ravel_multi_index(ctx, node, *operands):
+    *coordinates, dims_vector = operands
+    dims, strides, _ = _dims_and_strides(dims_vector, len(coordinates), node.op.order)
+    flat, bad = None, None
+    for coord, dim, stride in zip(coordinates, dims, strides):
+        coord = convert(coord, "int64")
+        dim_b, zero = _splat(dim, coord), full_like(coord, 0)
+        if node.op.mode == "raise":
+            outside = hlo.or_(compare(coord, zero, "LT"), compare(coord, dim_b, "GE"))
+            bad = outside if bad is None else hlo.or_(bad, outside)
+        elif node.op.mode == "wrap":  # Python's modulo: the result has the divisor's sign
+            rem = hlo.remainder(coord, dim_b)
+            fix = hlo.and_(compare(rem, zero, "NE"), compare(compare(rem, zero, "LT"), compare(dim_b, zero, "LT"), "NE"))
+            coord = select(fix, hlo.add(rem, dim_b), rem)
+        else:  # clip
+            coord = hlo.clamp(zero, coord, hlo.subtract(dim_b, full_like(coord, 1)))
+        term = hlo.multiply(coord, _splat(stride, coord))
+        flat = term if flat is None else hlo.add(flat, term)
+    if bad is not None:
+        ctx.runtime_check(any_true(bad), ValueError, "ravel_multi_index: invalid entry in coordinates array")
+    return flat

@@ -21,7 +21,6 @@ from lowering.builders import (
     convert,
     dim_product,
     dim_value,
-    full,
     full_like,
     ir_constant,
     iota,

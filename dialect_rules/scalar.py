@@ -32,12 +32,10 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
-from lowering.builders import compare, convert, full_like, ir_constant, select, value_dtype, with_dtype
+from lowering.builders import compare, convert, full_like, select, value_dtype, with_dtype
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true
-from lowering.regions import reduce as reduce_region
 from lowering.registry import register_lowering
-from lowering.types import static_shape
 
 
 def out_dtype(node, i: int = 0) -> str:
@@ -268,7 +266,7 @@ def lower_sqrt(ctx, node, x):
         return hlo.sqrt(x)
     # C's csqrt: the imaginary part keeps the sign of x's (also of -0.0: the branch
     # cut), and an infinite imaginary part gives inf + that infinity even with NaN.
-    (zr, zi), (re, im) = _parts(x), _parts(hlo.sqrt(x))
+    (_, zi), (re, im) = _parts(x), _parts(hlo.sqrt(x))
     im = _copysign(im, zi)
     infinite = _is_inf(zi)
     return _pack((select(infinite, full_like(re, np.inf), re), select(infinite, zi, im)))

@@ -19,9 +19,9 @@ from lowering.builders import (
     shape_of,
     shape_tensor,
     transpose,
+    vector_element,
 )
 from lowering.registry import register_lowering
-from lowering.types import tensor_type
 
 
 @register_lowering(DimShuffle)
@@ -38,30 +38,12 @@ def lower_dimshuffle(ctx, node, x):
     return reshape(y, dims)
 
 
-def _element(vector, i):
-    """Element i of a 1-d integer tensor, as a 0-d i64 value."""
-    piece = hlo.slice(vector, _i64s([i]), _i64s([i + 1]), _i64s([1]))
-    return convert(hlo.reshape(tensor_type((), _dtype(vector)), piece), "int64")
-
-
-def _i64s(values):
-    from jax.extend.mlir import ir
-
-    return ir.DenseI64ArrayAttr.get(list(values))
-
-
-def _dtype(value):
-    from lowering.builders import value_dtype
-
-    return value_dtype(value)
-
-
 @register_lowering(Reshape)
 def lower_reshape(ctx, node, x, shape):
     static = node.outputs[0].type.shape
     if all(d is not None for d in static):
         return reshape(x, static)
-    entries = [_element(shape, i) for i in range(node.op.ndim)]
+    entries = [vector_element(shape, i) for i in range(node.op.ndim)]
     minus_one = ir_constant(np.int64(-1))
     one = ir_constant(np.int64(1))
     # numpy's -1: the one unknown entry is the size divided by the product of the others

@@ -29,6 +29,7 @@ from lowering.builders import (
     select,
     shape_of,
     shape_tensor,
+    static_slice,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_batched, register_lowering
@@ -84,15 +85,11 @@ def _convolve(node, a, v, full_mode, full_mode_var, batch_dims):
         end = select(full_mode, dim_value(length), dim_value(valid_end))
     size = dim_sub(end, start)
     if isinstance(start, int) and isinstance(end, int):
-        out = hlo.slice(full, _i64s([0, start]), _i64s([batch, end]), _i64s([1, 1]))
+        out = static_slice(full, [0, start], [batch, end])
     else:
         out = hlo.real_dynamic_slice(result_type([batch, size], dtype), full, shape_tensor([0, start]),
                                      shape_tensor([batch, end]), shape_tensor([1, 1]))
     return reshape(out, [*batch_dims, size])
-
-
-def _i64s(values):
-    return ir.DenseI64ArrayAttr.get(list(values))
 
 
 def _constant_flag(var):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 
-from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.ops import DeepCopyOp
 from pytensor.graph.basic import Constant
@@ -36,6 +35,8 @@ from lowering.builders import (
     transpose,
     full_like,
     value_dtype,
+    static_slice,
+    vector_element,
     broadcast_in_dim,
     broadcast_to,
     compare,
@@ -106,10 +107,7 @@ def lower_split(ctx, node, x, axis, splits):
     if isinstance(node.inputs[2], Constant):
         sizes = [int(s) for s in np.asarray(node.inputs[2].data)]
     else:
-        sizes = [
-            reshape(hlo.slice(convert(splits, "int64"), _i64s([i]), _i64s([i + 1]), _i64s([1])), ())
-            for i in range(node.op.len_splits)
-        ]
+        sizes = [vector_element(splits, i) for i in range(node.op.len_splits)]
     total = functools.reduce(dim_add, sizes, 0)
     if not (isinstance(total, int) and isinstance(dims[axis], int)):  # else make_node checked
         ctx.runtime_check(compare(dim_value(total), dim_value(dims[axis]), "NE"), ValueError,
@@ -129,10 +127,6 @@ def lower_split(ctx, node, x, axis, splits):
     return tuple(outputs)
 
 
-def _i64s(values):
-    return ir.DenseI64ArrayAttr.get(list(values))
-
-
 def _slice_axis(x, dims, axis, start, end, size):
     """x[..., start:end, ...] along `axis` (Dims: static ints or 0-d i64 values)."""
     starts = [0] * len(dims)
@@ -140,7 +134,7 @@ def _slice_axis(x, dims, axis, start, end, size):
     limits = list(dims)
     limits[axis] = end
     if all(isinstance(d, int) for d in starts + limits):
-        return hlo.slice(x, _i64s(starts), _i64s(limits), _i64s([1] * len(dims)))
+        return static_slice(x, starts, limits)
     out_dims = list(dims)
     out_dims[axis] = size
     return hlo.real_dynamic_slice(

@@ -14,7 +14,7 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from lowering.types import DYNAMIC, dtype_of, element_type, static_shape, tensor_type
+from lowering.types import dtype_of, element_type, static_shape, tensor_type
 
 Dim = Union[int, ir.Value]
 I64 = "int64"
@@ -181,6 +181,17 @@ def cast_shape(x: ir.Value, to: ir.Type) -> ir.Value:
     if x.type == to:
         return x
     return hlo.convert(to, x)
+
+
+def static_slice(x: ir.Value, starts: Sequence[int], limits: Sequence[int]) -> ir.Value:
+    """x[starts[0]:limits[0], ...] with unit steps and static bounds."""
+    attr = ir.DenseI64ArrayAttr.get
+    return hlo.slice(x, attr(list(starts)), attr(list(limits)), attr([1] * len(starts)))
+
+
+def vector_element(vector: ir.Value, i: int) -> ir.Value:
+    """Element i of a 1-d integer tensor, as a 0-d i64 value."""
+    return convert(reshape(static_slice(vector, [i], [i + 1]), ()), I64)
 
 
 def transpose(x: ir.Value, perm: Sequence[int]) -> ir.Value:

@@ -26,7 +26,7 @@ from lowering import (
     to_ir_type,
 )
 from lowering._jax_internal import make_ir_context
-from lowering.passes import inline_private_calls, run_pipeline, split_pipeline
+from lowering.passes import run_pipeline, split_pipeline
 from tests.helpers import assert_same, compare_with_py
 
 ALL_DTYPES = [

@@ -85,3 +85,25 @@ def test_repeat():
     r = pt.lvector("r")
     with pytest.raises(UnsupportedParameterError, match="values of `repeats`"):
         pytensor.function([x, r], Repeat(axis=0)(x, r), mode=RAW_MODE)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_unravel_and_ravel_multi_index(order):
+    from pytensor.tensor.extra_ops import ravel_multi_index, unravel_index
+
+    from tests.helpers import compare_with_py
+
+    i, d = pt.lvector("i"), pt.lvector("d", shape=(3,))
+    dims = np.array([2, 3, 4])
+    compare_with_py([i, d], list(unravel_index(i, d, order=order)), [np.array([0, 5, 23, 7]), dims])
+    a, b, c = pt.lvector("a"), pt.lvector("b"), pt.lvector("c")
+    inside = [np.array([0, 1, 1]), np.array([2, 0, 1]), np.array([3, 3, 0])]
+    outside = [np.array([0, -1, 5]), np.array([2, -7, 1]), np.array([9, 3, -4])]
+    for mode, coords in [("raise", inside), ("wrap", outside), ("clip", outside)]:
+        compare_with_py([a, b, c, d], [ravel_multi_index((a, b, c), d, mode=mode, order=order)], [*coords, dims])
+    unravel = pytensor.function([i, d], list(unravel_index(i, d, order=order)), mode=RAW_MODE)
+    with pytest.raises(ValueError, match="out of bounds"):
+        unravel(np.array([24]), dims)
+    ravel = pytensor.function([a, b, c, d], ravel_multi_index((a, b, c), d, order=order), mode=RAW_MODE)
+    with pytest.raises(ValueError, match="invalid entry in coordinates array"):
+        ravel(*outside, dims)

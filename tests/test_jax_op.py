@@ -1,6 +1,5 @@
 """JAXOp / wrap_jax: the user's JAX function spliced into our module, one executable."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytensor

@@ -4,7 +4,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.fg import FunctionGraph
 
