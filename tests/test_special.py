@@ -95,3 +95,9 @@ def test_softplus_and_log1mexp_branches():
     values = np.array([-800.0, -40.0, -37.0, -36.9, -1.0, -np.log(2), -0.6, -1e-10, 0.0, 17.9, 18.0, 25.0, 33.3, 40.0])
     compare_with_py([x], [pt.softplus(x), pt.sigmoid(x)], [values])
     compare_with_py([x], [pt.log1mexp(x)], [values[values <= 0]])
+
+
+def test_gammaln_edge_values_found_by_fuzzing():
+    # scipy: gammaln(-inf) == -inf, where C's lgamma gives +inf.
+    x = pt.vector("x")
+    compare_with_py([x], [pt.gammaln(x)], [np.array([-np.inf, np.inf, -1.0, 0.0, -0.0, np.nan, 2.5, -2.5])])
