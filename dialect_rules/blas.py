@@ -22,6 +22,7 @@ from lowering.builders import (
     full_like,
     select,
     shape_of,
+    splat,
     value_dtype,
 )
 from lowering.registry import register_batched, register_lowering
@@ -53,19 +54,14 @@ def lower_batched_dot_op(ctx, node, x, y):
 @register_lowering(Dot22Scalar)
 def lower_dot22_scalar(ctx, node, x, y, a):
     product = dot_general(x, y, ((1,), (0,)), dtype=_out_dtype(node))
-    return hlo.multiply(_splat(a, product), product)
-
-
-def _splat(scalar, like):
-    """A 0-d operand broadcast to `like`'s shape, in `like`'s dtype."""
-    return broadcast_in_dim(convert(scalar, value_dtype(like)), shape_of(like), ())
+    return hlo.multiply(splat(a, product), product)
 
 
 def _scaled_update(product, alpha, beta, acc):
     """beta * acc + alpha * product, with acc ignored when beta == 0 (BLAS semantics)."""
-    scaled = hlo.multiply(_splat(alpha, product), product)
+    scaled = hlo.multiply(splat(alpha, product), product)
     beta = convert(beta, value_dtype(product))
-    updated = hlo.add(hlo.multiply(_splat(beta, acc), acc), scaled)
+    updated = hlo.add(hlo.multiply(splat(beta, acc), acc), scaled)
     # A 0-d predicate selects whole tensors.
     return select(compare(beta, full_like(beta, 0), "EQ"), scaled, updated)
 
@@ -96,4 +92,4 @@ def lower_ger(ctx, node, a, alpha, x, y):
         broadcast_in_dim(convert(x, dtype), (rows, cols), (0,)),
         broadcast_in_dim(convert(y, dtype), (rows, cols), (1,)),
     )
-    return hlo.add(a, hlo.multiply(_splat(alpha, outer), outer))
+    return hlo.add(a, hlo.multiply(splat(alpha, outer), outer))

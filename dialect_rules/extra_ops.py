@@ -33,6 +33,7 @@ from lowering.builders import (
     reshape,
     select,
     shape_of,
+    splat,
     value_dtype,
     vector_element,
 )
@@ -187,21 +188,17 @@ def _dims_and_strides(dims_vector, count: int, order: str):
     return dims, strides, stride  # the last: the total size
 
 
-def _splat(scalar, like):
-    return broadcast_in_dim(scalar, shape_of(like), ())
-
-
 @register_lowering(UnravelIndex)
 def lower_unravel_index(ctx, node, indices, dims_vector):
     index = convert(indices, "int64")
     dims, strides, size = _dims_and_strides(dims_vector, len(node.outputs), node.op.order)
-    outside = hlo.or_(compare(index, full_like(index, 0), "LT"), compare(index, _splat(size, index), "GE"))
+    outside = hlo.or_(compare(index, full_like(index, 0), "LT"), compare(index, splat(size, index), "GE"))
     ctx.runtime_check(any_true(outside), ValueError, "unravel_index: an index is out of bounds for the size of dims")
     one = ir_constant(np.int64(1))
     outputs = []
     for dim, stride in zip(dims, strides):
         safe_dim = hlo.maximum(dim, one)  # a zero dim only occurs with the error above
-        outputs.append(hlo.remainder(hlo.divide(index, _splat(stride, index)), _splat(safe_dim, index)))
+        outputs.append(hlo.remainder(hlo.divide(index, splat(stride, index)), splat(safe_dim, index)))
     return tuple(outputs)
 
 
@@ -212,7 +209,7 @@ def lower_ravel_multi_index(ctx, node, *operands):
     flat, bad = None, None
     for coord, dim, stride in zip(coordinates, dims, strides):
         coord = convert(coord, "int64")
-        dim_b, zero = _splat(dim, coord), full_like(coord, 0)
+        dim_b, zero = splat(dim, coord), full_like(coord, 0)
         if node.op.mode == "raise":
             outside = hlo.or_(compare(coord, zero, "LT"), compare(coord, dim_b, "GE"))
             bad = outside if bad is None else hlo.or_(bad, outside)
@@ -222,7 +219,7 @@ def lower_ravel_multi_index(ctx, node, *operands):
             coord = select(fix, hlo.add(rem, dim_b), rem)
         else:  # clip
             coord = hlo.clamp(zero, coord, hlo.subtract(dim_b, full_like(coord, 1)))
-        term = hlo.multiply(coord, _splat(stride, coord))
+        term = hlo.multiply(coord, splat(stride, coord))
         flat = term if flat is None else hlo.add(flat, term)
     if bad is not None:
         ctx.runtime_check(any_true(bad), ValueError, "ravel_multi_index: invalid entry in coordinates array")

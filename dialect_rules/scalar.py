@@ -32,7 +32,7 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
-from lowering.builders import compare, convert, full_like, select, value_dtype, with_dtype
+from lowering.builders import compare, convert, full_like, is_nan, select, value_dtype, with_dtype
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true
 from lowering.registry import register_lowering
@@ -53,10 +53,6 @@ def kind(dtype) -> str:
 def common_dtype(node) -> str:
     """The dtype numpy computes a mixed-dtype comparison or op in."""
     return np.result_type(*[np.dtype(i.type.dtype) for i in node.inputs]).name
-
-
-def _is_nan(x):
-    return compare(x, x, "NE")
 
 
 def _is_inf(x):
@@ -189,7 +185,7 @@ def _complex_order(x, y, direction):
     """numpy's lexicographic complex order (CLT, CLE, CGT, CGE in its loops)."""
     (xr, xi), (yr, yi) = _parts(x), _parts(y)
     strict = {"LT": "LT", "LE": "LT", "GT": "GT", "GE": "GT"}[direction]
-    no_nan_imag = hlo.not_(_any(_is_nan(xi), _is_nan(yi)))
+    no_nan_imag = hlo.not_(_any(is_nan(xi), is_nan(yi)))
     by_real = _all(compare(xr, yr, strict), no_nan_imag)
     by_imag = _all(compare(xr, yr, "EQ"), compare(xi, yi, direction))
     return _any(by_real, by_imag)
@@ -405,7 +401,7 @@ def lower_max_min(ctx, node, x, y):
     if kind(dtype) == "c":
         # numpy keeps x where x has a NaN part or x >= y (x <= y), else takes y.
         xr, xi = _parts(x)
-        keep = _any(_is_nan(xr), _is_nan(xi), _complex_order(x, y, "GE" if is_max else "LE"))
+        keep = _any(is_nan(xr), is_nan(xi), _complex_order(x, y, "GE" if is_max else "LE"))
         return select(keep, x, y)
     # StableHLO's maximum/minimum propagate NaN, as numpy.maximum/minimum do.
     return (hlo.maximum if is_max else hlo.minimum)(x, y)
@@ -490,7 +486,7 @@ def lower_isnan_isinf(ctx, node, x):
         return convert(full_like(x, False, "bool"), out_dtype(node))
     parts = _parts(x) if kind(dtype) == "c" else [x]
     if isinstance(node.op, ps.IsNan):
-        flags = [_is_nan(p) for p in parts]
+        flags = [is_nan(p) for p in parts]
     else:
         flags = [_is_inf(p) for p in parts]
     return convert(_any(*flags), out_dtype(node))

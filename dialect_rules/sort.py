@@ -12,27 +12,23 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant
 from pytensor.tensor.sort import ArgSortOp, SortOp
 
-from lowering.builders import compare, convert, full_like, iota, shape_of, value_dtype
+from lowering.builders import compare, convert, full_like, iota, is_nan, shape_of, value_dtype
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import sort
 from lowering.registry import register_lowering
 
 
-def _is_nan(x):
-    return compare(x, x, "NE")
-
-
 def _nan_last_less(a, b):
     """a < b with every NaN after every number."""
-    return hlo.or_(compare(a, b, "LT"), hlo.and_(compare(a, a, "EQ"), _is_nan(b)))
+    return hlo.or_(compare(a, b, "LT"), hlo.and_(compare(a, a, "EQ"), is_nan(b)))
 
 
 def _complex_less(a, b):
     ra, ia, rb, ib = hlo.real(a), hlo.imag(a), hlo.real(b), hlo.imag(b)
 
     def nan_class(re, im):  # 0: no NaN, 1: imag NaN, 2: real NaN, 3: both
-        real_nan = convert(_is_nan(re), "int32")
-        return hlo.add(hlo.add(real_nan, real_nan), convert(_is_nan(im), "int32"))
+        real_nan = convert(is_nan(re), "int32")
+        return hlo.add(hlo.add(real_nan, real_nan), convert(is_nan(im), "int32"))
 
     class_a, class_b = nan_class(ra, ia), nan_class(rb, ib)
 

@@ -64,9 +64,11 @@ from lowering.builders import (
     compare,
     convert,
     dim_product,
+    dim_sub,
     dim_size,
     dim_value,
     full,
+    full_like,
     ir_constant,
     is_static,
     iota,
@@ -75,6 +77,7 @@ from lowering.builders import (
     select,
     shape_of,
     shape_tensor,
+    splat,
     value_dtype,
 )
 from lowering.errors import UnsupportedParameterError
@@ -192,17 +195,10 @@ def _i64(v: int) -> ir.Value:
     return ir_constant(np.int64(v))
 
 
-def _sub(a: Dim, b: Dim) -> Dim:
-    if isinstance(a, int) and isinstance(b, int):
-        return a - b
-    return hlo.subtract(dim_value(a), dim_value(b))
-
-
 def _wrap(index: ir.Value, n: Dim) -> ir.Value:
     """numpy's negative indices: index + n where index < 0 (any shape)."""
-    n = broadcast_in_dim(dim_value(n), shape_of(index), [])
-    negative = compare(index, broadcast_in_dim(_i64(0), shape_of(index), []), "LT")
-    return select(negative, hlo.add(index, n), index)
+    negative = compare(index, full_like(index, 0), "LT")
+    return select(negative, hlo.add(index, splat(dim_value(n), index)), index)
 
 
 def _raise_if(ctx, flags: list, error: type, message: str) -> None:
@@ -326,7 +322,7 @@ def _flip_negative_steps(x, ranges):
             start = n - 1 - r.start if r.length else 0
         else:
             empty = compare(dim_value(r.length), _i64(0), "EQ")
-            start = select(empty, _i64(0), dim_value(_sub(_sub(n, 1), r.start)))
+            start = select(empty, _i64(0), dim_value(dim_sub(dim_sub(n, 1), r.start)))
         ranges[i] = _Range(start, r.length, -r.step)
     return hlo.reverse(x, ir.DenseI64ArrayAttr.get(axes)), ranges, axes
 

@@ -106,6 +106,10 @@ def compare(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
     return hlo.compare(a, b, _direction(direction), compare_type=_compare_type(value_dtype(a)))
 
 
+def is_nan(x: ir.Value) -> ir.Value:
+    return compare(x, x, "NE")
+
+
 # --- shapes -------------------------------------------------------------------
 
 
@@ -158,6 +162,11 @@ def broadcast_to(x: ir.Value, dims: Sequence[Dim]) -> ir.Value:
     """numpy-style broadcast of `x` (aligned on trailing dims) to `dims`."""
     rank = len(static_shape(x.type))
     return broadcast_in_dim(x, dims, range(len(dims) - rank, len(dims)))
+
+
+def splat(scalar: ir.Value, like: ir.Value) -> ir.Value:
+    """A 0-d `scalar` broadcast to `like`'s shape, in `like`'s dtype."""
+    return broadcast_in_dim(convert(scalar, value_dtype(like)), shape_of(like), ())
 
 
 def reshape(x: ir.Value, dims: Sequence[Dim]) -> ir.Value:
