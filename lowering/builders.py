@@ -110,6 +110,17 @@ def is_nan(x: ir.Value) -> ir.Value:
     return compare(x, x, "NE")
 
 
+def signbit(x: ir.Value) -> ir.Value:
+    """numpy's signbit: the float's sign bit, so -0.0 (and -nan) count as negative."""
+    bits = hlo.bitcast_convert(with_dtype(x.type, f"int{np.dtype(value_dtype(x)).itemsize * 8}"), x)
+    return compare(bits, full_like(bits, 0), "LT")
+
+
+def copysign(magnitude: ir.Value, sign_of: ir.Value) -> ir.Value:
+    mag = hlo.abs(magnitude)
+    return select(signbit(sign_of), hlo.negate(mag), mag)
+
+
 # --- shapes -------------------------------------------------------------------
 
 
@@ -118,11 +129,78 @@ def is_static(dims: Sequence[Dim]) -> bool:
 
 
 def dim_size(x: ir.Value, axis: int) -> Dim:
-    """Size of `x` along `axis`: an int if static, else a 0-d i64 value."""
+    """Size of `x` along `axis`: an int if static, else a 0-d i64 value.
+
+    A dynamic dim is traced back to the i64 shape operand that made it where the
+    IR says so (`get_dimension_size` is 32-bit and would wrap dims over 2**31).
+    """
     shape = static_shape(x.type)
     if shape[axis] is not None:
         return shape[axis]
+    traced = _traced_dim(x, axis)
+    if traced is not None:
+        return traced
     return hlo.convert(tensor_type((), I64), hlo.get_dimension_size(x, axis))
+
+
+# Ops whose results have the shape of every operand of the same rank.
+_ELEMENTWISE = frozenset(
+    f"stablehlo.{name}" for name in (
+        "abs add and atan2 cbrt ceil clamp compare complex convert cosine count_leading_zeros "
+        "divide exponential exponential_minus_one floor imag is_finite log log_plus_one logistic "
+        "maximum minimum multiply negate not or popcnt power real reduce_precision remainder "
+        "round_nearest_afz round_nearest_even rsqrt select shift_left shift_right_arithmetic "
+        "shift_right_logical sign sine sort sqrt subtract tan tanh xor"
+    ).split()
+) | frozenset(
+    f"chlo.{name}" for name in (
+        "acos acosh asin asinh atan atanh bessel_i1e cosh digamma erf erf_inv erfc is_inf "
+        "is_neg_inf is_pos_inf lgamma next_after polygamma sinh square tan zeta"
+    ).split()
+)
+# Dynamic-shape ops and the index of their i64 output-shape operand.
+_SHAPE_OPERAND = {
+    "stablehlo.dynamic_broadcast_in_dim": 1,
+    "stablehlo.dynamic_iota": 0,
+    "stablehlo.dynamic_reshape": 1,
+}
+
+
+def _traced_dim(x: ir.Value, axis: int) -> Dim | None:
+    """The dim as the value that defined it, following elementwise ops and transposes."""
+    while isinstance(x, ir.OpResult):
+        op = x.owner
+        name = op.name
+        if name in _SHAPE_OPERAND:
+            return _shape_element(op.operands[_SHAPE_OPERAND[name]], axis)
+        if name == "stablehlo.transpose":
+            axis = list(op.attributes["permutation"])[axis]
+            x = op.operands[0]
+        elif name in _ELEMENTWISE:
+            rank = len(static_shape(x.type))
+            x = next((v for v in op.operands if len(static_shape(v.type)) == rank), None)
+            if x is None:
+                return None
+        else:
+            return None
+        size = static_shape(x.type)[axis]
+        if size is not None:
+            return size
+    return None
+
+
+def _shape_element(shape: ir.Value, i: int) -> ir.Value:
+    """Element i of a 1-d i64 shape tensor; the 0-d dim itself when `shape_tensor` built it."""
+    concat = shape.owner if isinstance(shape, ir.OpResult) else None
+    if concat is not None and concat.name == "stablehlo.concatenate" and all(
+        static_shape(p.type) == (1,) for p in concat.operands
+    ):
+        part = concat.operands[i]
+        if isinstance(part, ir.OpResult) and part.owner.name == "stablehlo.reshape":
+            source = part.owner.operands[0]
+            if static_shape(source.type) == () and dtype_of(source.type) == "int64":
+                return source
+    return vector_element(shape, i)
 
 
 def shape_of(x: ir.Value) -> tuple[Dim, ...]:

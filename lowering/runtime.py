@@ -6,10 +6,12 @@ refines the polymorphic module and compiles it; later calls hit a dict.
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
 
+from jax.errors import JaxRuntimeError
 from jax.sharding import SingleDeviceSharding
 
 from lowering._jax_internal import HostBufferSemantics, batched_device_put, to_numpy as _to_numpy
@@ -30,7 +32,13 @@ class _Aval:
 
 
 class Compiled:
-    """A lowered graph, callable with numpy arrays; compiles once per input signature."""
+    """A lowered graph, callable with numpy arrays; compiles once per input signature.
+
+    Executables are kept per call signature, at most `max_signatures` of them (the
+    oldest is dropped first); `clear_cache()` drops them all.
+    """
+
+    max_signatures = 64
 
     def __init__(self, lowered, platform: str = "cpu"):
         self.lowered = lowered
@@ -64,14 +72,20 @@ class Compiled:
         return self.call_trusted([self._filter(i, a) for i, a in enumerate(args)])
 
     def _filter(self, i, value):
+        if value is None:
+            raise TypeError(f"input {i} ({self._names[i]}): expected an array, got None")
         try:
             return self._in_types[i].filter(value, strict=False, allow_downcast=None)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise type(exc)(f"input {i} ({self._names[i]}): {exc}") from None
 
     def call_trusted(self, args):
         """Run on arguments that already have the right dtype and rank (PyTensor's filter ran)."""
-        shapes = tuple([a.shape for a in args])
+        try:
+            shapes = tuple([a.shape for a in args])
+        except AttributeError:
+            i = next(i for i, a in enumerate(args) if not hasattr(a, "shape"))
+            raise TypeError(f"input {i} ({self._names[i]}): expected an array, got {type(args[i]).__name__}") from None
         exe = self._by_shapes.get(shapes, False)
         if exe is False:
             exe = self._compile_for(shapes, None)
@@ -80,11 +94,15 @@ class Compiled:
             exe = self._by_values.get((shapes, values)) or self._compile_for(shapes, values)
         buffers = [self._put(a, dt) for a, dt in zip(args, self._dtypes)]
         buffers += self._constants()
-        results = exe.execute_sharded(buffers).disassemble_into_single_device_arrays()
-        if self._checks:
-            self._raise_failed_checks(results[self._n_outputs:])
-            results = results[: self._n_outputs]
-        return [_to_numpy(r[0]) for r in results]
+        # XLA runs asynchronously: its failures surface when results are read.
+        try:
+            results = exe.execute_sharded(buffers).disassemble_into_single_device_arrays()
+            if self._checks:
+                self._raise_failed_checks(results[self._n_outputs:])
+                results = results[: self._n_outputs]
+            return [_to_numpy(r[0]) for r in results]
+        except JaxRuntimeError as exc:
+            raise _runtime_error(exc, shapes) from None
 
     def _raise_failed_checks(self, flags) -> None:
         for check, flag in zip(self._checks, flags):
@@ -122,27 +140,82 @@ class Compiled:
     def _specialize_and_compile(self, shapes, values):
         with self._lock:
             if values is None:
+                if shapes in self._by_shapes:  # another thread compiled it meanwhile
+                    return self._by_shapes[shapes]
                 module = self.lowered.specialized_module(shapes)
                 if not self._scalar_args or is_fully_static(module):
-                    exe = compile_bytecode(module_bytecode(module), self.platform)
-                    self._by_shapes[shapes] = exe
+                    exe = self._compile_checked(module, shapes)
+                    _bounded_put(self._by_shapes, shapes, exe, self.max_signatures)
                     return exe
                 # Some shape still depends on a value: key on the scalar ints too.
-                self._by_shapes[shapes] = None
+                _bounded_put(self._by_shapes, shapes, None, self.max_signatures)
                 return None  # the caller retries with values
+            key = (shapes, values)
+            if key in self._by_values:
+                return self._by_values[key]
             module = self.lowered.specialized_module(shapes, values)
             if not is_fully_static(module):
                 raise ValueError(
                     "some output shapes could not be determined from the arguments' shapes "
                     f"and scalar values ({', '.join(map(str, shapes))})"
                 )
-            exe = compile_bytecode(module_bytecode(module), self.platform)
-            self._by_values[(shapes, values)] = exe
+            exe = self._compile_checked(module, shapes)
+            _bounded_put(self._by_values, key, exe, self.max_signatures)
             return exe
+
+    def _compile_checked(self, module, shapes):
+        """Compile, refusing before any allocation what cannot fit in the device's memory."""
+        exe = compile_bytecode(module_bytecode(module), self.platform)
+        needed = exe.get_compiled_memory_stats().peak_memory_in_bytes
+        available = _device_memory(self._device)
+        if available and needed > available:
+            raise MemoryError(
+                f"arguments of shapes {', '.join(map(str, shapes))} need {_gib(needed)} "
+                f"at peak (outputs and temporaries), more than the {_gib(available)} "
+                f"of {self._device.platform} memory"
+            )
+        return exe
+
+    def clear_cache(self) -> None:
+        """Drop this function's executables (they compile again on the next call)."""
+        with self._lock:
+            self._by_shapes.clear()
+            self._by_values.clear()
 
     def specialized_text(self, *args) -> str:
         """The module this call signature runs (after refinement), as text."""
         return str(self.lowered.specialize(*[self._filter(i, a) for i, a in enumerate(args)]))
+
+
+def _bounded_put(cache: dict, key, value, limit: int) -> None:
+    """Insert, dropping the oldest entries beyond `limit` (lookups stay plain dict gets)."""
+    cache[key] = value
+    while len(cache) > limit:
+        del cache[next(iter(cache))]
+
+
+def _device_memory(device) -> int | None:
+    """Bytes of memory XLA may use on `device`: the GPU's limit, the host's RAM on CPU."""
+    stats = device.memory_stats()
+    if stats and "bytes_limit" in stats:
+        return stats["bytes_limit"]
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.3g} GiB"
+
+
+def _runtime_error(exc: JaxRuntimeError, shapes) -> Exception:
+    """XLA's run-time failure as a one-line Python error naming the call's shapes."""
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    where = f"arguments of shapes {', '.join(map(str, shapes))}"
+    if "RESOURCE_EXHAUSTED" in message:
+        return MemoryError(f"{where}: XLA ran out of memory ({message})")
+    return RuntimeError(f"{where}: XLA execution failed ({message})")
 
 
 def _first_diagnostic(message: str) -> str:

@@ -15,10 +15,14 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering.builders import dense_attr
+from lowering.errors import PassPipelineError
 from lowering.passes import FOLD_AND_REFINE, LEGALIZE_CHLO, run_pipeline, specialize_pipeline
 from lowering.types import tensor_type
 
 _DYNAMIC_TYPE = re.compile(r"tensor<[^>]*\?")
+_STATIC_DIMS = re.compile(r"tensor<((?:\d+x)+)")
+# `stablehlo.get_dimension_size` is 32-bit: larger dims read through it would wrap.
+_MAX_READABLE_DIM = 2**31 - 1
 _MAX_FOLD_ROUNDS = 4
 
 
@@ -44,15 +48,37 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
         arg_types = [
             str(tensor_type(shape, dtype)) for shape, dtype in zip(signature.shapes, signature.dtypes)
         ]
-        run_pipeline(module, specialize_pipeline(arg_types))
-        # Shapes computed with arithmetic refine-shapes does not fold (float math, as in
-        # arange's length, or bound scalar values) need general folding between rounds.
-        for _ in range(_MAX_FOLD_ROUNDS):
-            if is_fully_static(module):
-                break
-            run_pipeline(module, FOLD_AND_REFINE)
+        reads_dims = b"get_dimension_size" in module_bytes
+        try:
+            run_pipeline(module, specialize_pipeline(arg_types))
+            # Shapes computed with arithmetic refine-shapes does not fold (float math, as in
+            # arange's length, or bound scalar values) need general folding between rounds.
+            for _ in range(_MAX_FOLD_ROUNDS):
+                if is_fully_static(module):
+                    break
+                run_pipeline(module, FOLD_AND_REFINE)
+        except PassPipelineError:
+            if reads_dims:
+                _check_dims_readable(module)
+            raise
+        if reads_dims:
+            _check_dims_readable(module)
         run_pipeline(module, LEGALIZE_CHLO)
     return module
+
+
+def _check_dims_readable(module: ir.Module) -> None:
+    """Refuse dims that the module's 32-bit dimension reads would silently wrap."""
+    largest = max(
+        (int(d) for dims in _STATIC_DIMS.findall(str(module)) for d in dims.split("x") if d),
+        default=0,
+    )
+    if largest > _MAX_READABLE_DIM:
+        raise ValueError(
+            f"a dimension of size {largest} is larger than 2**31 - 1, the most a "
+            "dynamically shaped StableHLO program can read (get_dimension_size is 32-bit); "
+            "give the graph static shapes for arrays this large"
+        )
 
 
 def main_function(module: ir.Module):
