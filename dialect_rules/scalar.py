@@ -32,7 +32,7 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
-from lowering.builders import compare, convert, full_like, is_nan, select, value_dtype, with_dtype
+from lowering.builders import compare, convert, copysign, full_like, is_nan, select, value_dtype
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true
 from lowering.registry import register_lowering
@@ -263,7 +263,7 @@ def lower_sqrt(ctx, node, x):
     # C's csqrt: the imaginary part keeps the sign of x's (also of -0.0: the branch
     # cut), and an infinite imaginary part gives inf + that infinity even with NaN.
     (_, zi), (re, im) = _parts(x), _parts(hlo.sqrt(x))
-    im = _copysign(im, zi)
+    im = copysign(im, zi)
     infinite = _is_inf(zi)
     return _pack((select(infinite, full_like(re, np.inf), re), select(infinite, zi, im)))
 
@@ -306,27 +306,16 @@ def _float_divmod(x, y):
     mod = select(fix, hlo.add(mod, y), mod)
     div = select(fix, hlo.subtract(div, full_like(div, 1)), div)
     # a zero modulo takes the divisor's sign
-    mod = select(has_mod, mod, _copysign(zero, y))
+    mod = select(has_mod, mod, copysign(zero, y))
     floordiv = hlo.floor(div)
     floordiv = select(
         compare(hlo.subtract(div, floordiv), full_like(div, 0.5), "GT"),
         hlo.add(floordiv, full_like(div, 1)), floordiv,
     )
-    floordiv = select(compare(div, zero, "NE"), floordiv, _copysign(zero, hlo.divide(x, y)))
+    floordiv = select(compare(div, zero, "NE"), floordiv, copysign(zero, hlo.divide(x, y)))
     # division by zero: numpy returns x / y for the quotient and fmod's NaN for the modulo
     y_zero = compare(y, zero, "EQ")
     return select(y_zero, hlo.divide(x, y), floordiv), mod
-
-
-def _copysign(magnitude, sign_of):
-    mag = hlo.abs(magnitude)
-    return select(_signbit(sign_of), hlo.negate(mag), mag)
-
-
-def _signbit(x):
-    """numpy's signbit: the float's sign bit, so -0.0 (and -nan) count as negative."""
-    bits = hlo.bitcast_convert(with_dtype(x.type, f"int{np.dtype(value_dtype(x)).itemsize * 8}"), x)
-    return compare(bits, full_like(bits, 0), "LT")
 
 
 def _divmod_rule(index: int, name: str):

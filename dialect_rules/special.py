@@ -20,7 +20,7 @@ try:  # pytensor 3 writes xlogx/xlogy0 as graphs of other Ops
 except ImportError:  # pragma: no cover - pytensor >= 3
     XlogX = XlogY0 = None
 
-from lowering.builders import compare, convert, full_like, select
+from lowering.builders import compare, convert, copysign, full_like, is_nan, select, value_dtype
 from lowering.registry import register_lowering
 
 
@@ -42,7 +42,17 @@ def _binary(builder):
 
 
 def _scaled(builder, factor):
-    return lambda x: hlo.multiply(builder(x), full_like(x, factor))
+    """builder(x) * factor, a real factor (a complex product would turn inf * 0j into NaN)."""
+
+    def build(x):
+        w = builder(x)
+        if np.dtype(value_dtype(w)).kind != "c":
+            return hlo.multiply(w, full_like(w, factor))
+        re, im = hlo.real(w), hlo.imag(w)
+        f = full_like(re, factor)
+        return hlo.complex(hlo.multiply(re, f), hlo.multiply(im, f))
+
+    return build
 
 
 def _exp2(x):
@@ -116,26 +126,92 @@ def _gammaln(x):
     return select(compare(x, minus_inf, "EQ"), minus_inf, chlo.lgamma(x))
 
 
+def _c99_branch_cuts(builder, *, odd: bool, imag_sign: int = 1):
+    """A complex inverse trig function with C99's (numpy's) signs on cuts and zeros.
+
+    XLA's complex asin/acos and asinh/acosh/atanh ignore the sign of a zero
+    part on a branch cut. All of them satisfy f(conj z) = conj f(z), and the odd ones
+    f(-z) = -f(z), so each result part's sign follows from z's: the imaginary part
+    has the sign of z's (the opposite for acos, `imag_sign=-1`), and for odd f the
+    real part has the sign of z's real part. XLA evaluates the magnitudes where it
+    is right, at |re| (odd f) and |im|.
+    """
+
+    def build(z):
+        if np.dtype(value_dtype(z)).kind != "c":
+            return builder(z)
+        re, im = hlo.real(z), hlo.imag(z)
+        w = builder(hlo.complex(hlo.abs(re) if odd else re, hlo.abs(im)))
+        u, v = hlo.real(w), hlo.imag(w)
+        if odd:
+            u = copysign(u, re)
+        return hlo.complex(u, copysign(v, im if imag_sign > 0 else hlo.negate(im)))
+
+    return build
+
+
+def _catanh(z):
+    """C99's catanh at re, im >= +0, where XLA's differs: a NaN imaginary part with
+    re = 0 or inf gives (re's zero, NaN); re = 1 with a tiny im (XLA's sum of
+    squares underflows to 0 and gives inf) uses (ln 2 - ln im) / 2."""
+    w = chlo.atanh(z)
+    if np.dtype(value_dtype(z)).kind != "c":
+        return w
+    re, im = hlo.real(z), hlo.imag(z)
+    zero, nan = full_like(re, 0), full_like(re, np.nan)
+    edge_re = hlo.or_(compare(re, zero, "EQ"), compare(re, full_like(re, np.inf), "EQ"))
+    nan_imag = hlo.and_(is_nan(im), edge_re)
+    eps = full_like(im, np.finfo(value_dtype(im)).eps)
+    near_pole = hlo.and_(compare(re, full_like(re, 1), "EQ"), compare(im, eps, "LT"))
+    pole_re = hlo.multiply(hlo.subtract(full_like(im, math.log(2)), hlo.log(im)), full_like(im, 0.5))
+    u = select(nan_imag, zero, select(near_pole, pole_re, hlo.real(w)))
+    v = select(nan_imag, nan, hlo.imag(w))
+    return hlo.complex(u, v)
+
+
+def _log(z):
+    """C99's clog: an infinite part gives a real part of +inf, even next to a NaN
+    (XLA's complex64 log gives NaN for inf + nan*j)."""
+    w = hlo.log(z)
+    if np.dtype(value_dtype(z)).kind != "c":
+        return w
+    inf = full_like(hlo.real(z), np.inf)
+    infinite = hlo.or_(compare(hlo.abs(hlo.real(z)), inf, "EQ"), compare(hlo.abs(hlo.imag(z)), inf, "EQ"))
+    return hlo.complex(select(infinite, inf, hlo.real(w)), hlo.imag(w))
+
+
+_ATANH = _c99_branch_cuts(_catanh, odd=True)
+
+
+def _atan(z):
+    """C99 defines catan(z) as -i catanh(iz); XLA's complex atan overflows where
+    catanh's pole handling is needed (atan(tiny + 1j))."""
+    if np.dtype(value_dtype(z)).kind != "c":
+        return chlo.atan(z)
+    w = _ATANH(hlo.complex(hlo.negate(hlo.imag(z)), hlo.real(z)))
+    return hlo.complex(hlo.imag(w), hlo.negate(hlo.real(w)))
+
+
 _UNARY = {
     ps.Exp: hlo.exponential,
     ps.Exp2: _exp2,
     ps.Expm1: hlo.exponential_minus_one,
-    ps.Log: hlo.log,
-    ps.Log2: _scaled(hlo.log, 1 / math.log(2)),
-    ps.Log10: _scaled(hlo.log, 1 / math.log(10)),
+    ps.Log: _log,
+    ps.Log2: _scaled(_log, 1 / math.log(2)),
+    ps.Log10: _scaled(_log, 1 / math.log(10)),
     ps.Log1p: hlo.log_plus_one,
     ps.Sin: hlo.sine,
     ps.Cos: hlo.cosine,
     ps.Tan: hlo.tan,
-    ps.ArcSin: chlo.asin,
-    ps.ArcCos: chlo.acos,
-    ps.ArcTan: chlo.atan,
+    ps.ArcSin: _c99_branch_cuts(chlo.asin, odd=True),
+    ps.ArcCos: _c99_branch_cuts(chlo.acos, odd=False, imag_sign=-1),
+    ps.ArcTan: _atan,
     ps.Sinh: chlo.sinh,
     ps.Cosh: chlo.cosh,
     ps.Tanh: hlo.tanh,
-    ps.ArcSinh: chlo.asinh,
-    ps.ArcCosh: chlo.acosh,
-    ps.ArcTanh: chlo.atanh,
+    ps.ArcSinh: _c99_branch_cuts(chlo.asinh, odd=True),
+    ps.ArcCosh: _c99_branch_cuts(chlo.acosh, odd=False),
+    ps.ArcTanh: _ATANH,
     ps.Deg2Rad: lambda x: hlo.multiply(x, full_like(x, math.pi / 180)),
     ps.Rad2Deg: lambda x: hlo.multiply(x, full_like(x, 180 / math.pi)),
     psm.Erf: chlo.erf,

@@ -1,0 +1,166 @@
+"""The numpy behaviours that compiler backends get wrong, each pinned by name.
+
+Every case runs the graph as written and after PyTensor's rewrites against the
+Python mode (`Op.perform`, i.e. numpy) and also states the numpy answer, so a
+reader sees the semantics without running anything. Where we knowingly differ
+(README, "Where we knowingly differ"), the test pins our documented answer instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from tests.helpers import assert_same, compare_with_py
+
+I64 = np.iinfo(np.int64)
+
+
+def _check(inputs, outputs, values, numpy_says):
+    """Ours == the Python mode's, and the Python mode says what numpy says."""
+    got = compare_with_py(inputs, outputs, values)
+    for g, want in zip(got, numpy_says):
+        assert_same(g, want)
+
+
+def test_integer_division_and_modulo_by_zero_give_zero():
+    x, y = pt.lvector("x"), pt.lvector("y")
+    u, v = pt.vector("u", dtype="uint8"), pt.vector("v", dtype="uint8")
+    values = [np.array([7, -7, 0, I64.min]), np.zeros(4, "int64"), np.array([7, 0, 255], "uint8"), np.zeros(3, "uint8")]
+    with np.errstate(all="ignore"):
+        _check([x, y, u, v], [x // y, x % y, u // v, u % v], values,
+               [np.zeros(4, "int64"), np.zeros(4, "int64"), np.zeros(3, "uint8"), np.zeros(3, "uint8")])
+
+
+def test_floor_division_and_modulo_of_negatives_round_toward_minus_infinity():
+    x, y = pt.lvector("x"), pt.lvector("y")
+    a, b = pt.dvector("a"), pt.dvector("b")
+    xs, ys = np.array([-7, 7, -7, 7, I64.min]), np.array([2, -2, -2, 2, -1])
+    as_, bs = np.array([-7.5, 7.5, -0.0, 5.0]), np.array([2.0, -2.0, 3.0, np.inf])
+    _check([x, y, a, b], [x // y, x % y, a // b, a % b], [xs, ys, as_, bs], [
+        np.array([-4, -4, 3, 3, I64.min]),   # int64 min // -1 wraps (no trap)
+        np.array([1, -1, -1, 1, 0]),          # the sign of the divisor
+        np.array([-4.0, -4.0, -0.0, 0.0]),
+        np.array([0.5, -0.5, 0.0, 5.0]),      # -0.0 % 3 is +0.0; 5 % inf is 5
+    ])
+
+
+def test_float_division_by_zero_and_int_true_division():
+    a, b = pt.dvector("a"), pt.dvector("b")
+    i, j = pt.ivector("i"), pt.ivector("j")
+    with np.errstate(all="ignore"):
+        _check([a, b, i, j], [a / b, i / j],
+               [np.array([1.0, -1.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0, -0.0]),
+                np.array([1, -1, 0], "int32"), np.zeros(3, "int32")],
+               [np.array([np.inf, -np.inf, np.nan, -np.inf]), np.array([np.inf, -np.inf, np.nan])])
+
+
+def test_unsigned_and_signed_wraparound():
+    u = pt.vector("u", dtype="uint8")
+    s = pt.vector("s", dtype="int8")
+    one, minus_one = pt.constant(np.uint8(1)), pt.constant(np.int8(-1))
+    _check([u, s], [u - one, u + one, s * minus_one, abs(s), -s],
+           [np.array([0, 255], "uint8"), np.array([-128, 127], "int8")], [
+               np.array([255, 254], "uint8"), np.array([1, 0], "uint8"),
+               np.array([-128, -127], "int8"), np.array([-128, 127], "int8"), np.array([-128, -127], "int8"),
+           ])
+
+
+def test_float_to_int_casts_saturate():
+    """numpy leaves NaN/inf/out-of-range casts to the C compiler (x86 gives INT_MIN, and
+    wraps through int32 for small types); XLA saturates and maps NaN to 0. Documented."""
+    x = pt.dvector("x")
+    value = np.array([np.nan, np.inf, -np.inf, 1e20, -1e20, 300.0, -3.7, 3.7])
+    f = pytensor.function([x], [pt.cast(x, t) for t in ("int8", "uint8", "int64")], mode="STABLEHLO")
+    int8, uint8, int64 = f(value)
+    assert_same(int8, np.array([0, 127, -128, 127, -128, 127, -3, 3], "int8"))
+    assert_same(uint8, np.array([0, 255, 0, 255, 0, 255, 0, 3], "uint8"))
+    assert_same(int64, np.array([0, I64.max, I64.min, I64.max, I64.min, 300, -3, 3]))
+
+
+def test_max_min_propagate_nan_and_argmax_takes_the_first_nan_or_tie():
+    x, y = pt.dvector("x"), pt.dvector("y")
+    xs, ys = np.array([np.nan, 1.0, 2.0, -0.0]), np.array([1.0, np.nan, 2.0, 0.0])
+    _check([x, y], [pt.maximum(x, y), pt.minimum(x, y), x.max(), pt.argmax(y), pt.argmin(x[2:])], [xs, ys], [
+        np.array([np.nan, np.nan, 2.0, -0.0]), np.array([np.nan, np.nan, 2.0, -0.0]),
+        np.array(np.nan), np.array(1), np.array(1),  # -0.0 == 0.0: ties go to the first
+    ])
+
+
+def test_reductions_of_empty_arrays():
+    x = pt.dmatrix("x")
+    b = pt.matrix("b", dtype="bool")
+    with np.errstate(all="ignore"):
+        _check([x, b], [x.sum(), x.prod(), x.sum(axis=0), x.mean(), b.any(), b.all()],
+               [np.zeros((0, 2)), np.zeros((0, 2), bool)],
+               [np.array(0.0), np.array(1.0), np.zeros(2), np.array(np.nan), np.array(False), np.array(True)])
+
+
+def test_mean_of_ints_is_float64_and_does_not_overflow():
+    x = pt.vector("x", dtype="int8")
+    _check([x], [x.mean(), x.sum()], [np.array([127, 127, 127], "int8")],
+           [np.array(127.0), np.array(381)])  # sum of int8 accumulates in int64
+
+
+def test_powers_at_the_edges():
+    a, b = pt.dvector("a"), pt.dvector("b")
+    i, j = pt.lvector("i"), pt.lvector("j")
+    with np.errstate(all="ignore"):
+        _check([a, b, i, j], [a**b, i**j],
+               [np.array([0.0, 0.0, -8.0, -0.0, np.nan, 1.0]), np.array([0.0, -1.0, 1 / 3, -1.0, 0.0, np.nan]),
+                np.array([0, 2, -2, 3]), np.array([0, 62, 63, 40])],
+               [np.array([1.0, np.inf, np.nan, -np.inf, 1.0, 1.0]),
+                np.array([1, 2**62, I64.min, 3**40 % 2**64 - 2**64 if 3**40 % 2**64 >= 2**63 else 3**40 % 2**64])])
+    f = pytensor.function([i, j], i**j, mode="STABLEHLO")
+    with pytest.raises(ValueError, match="negative integer powers"):
+        f(np.array([2]), np.array([-1]))
+
+
+def test_bool_arithmetic_stays_logical_and_sums_count():
+    p, q = pt.vector("p", dtype="bool"), pt.vector("q", dtype="bool")
+    ps, qs = np.array([True, True, False]), np.array([True, False, False])
+    _check([p, q], [p + q, p * q, p.sum(), p.mean(), pt.eq(p, q)], [ps, qs], [
+        np.array([True, True, False]), np.array([True, False, False]), np.array(2),
+        np.array(2 / 3), np.array([True, False, True]),
+    ])
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_inverse_functions_on_branch_cuts_signed_zeros_and_infinities(dtype):
+    """C99 Annex G, as numpy: the sign of a zero part picks the side of a branch cut
+    (XLA's own complex asin/acos/acosh/atan ignore it), infinities and NaN parts give
+    C99's special values, and atanh/atan stay finite next to their poles."""
+    parts = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 1e-300, 1e300, -np.inf, np.inf, np.nan]
+    value = np.array([complex(a, b) for a in parts for b in parts], dtype=dtype)
+    z = pt.vector("z", dtype=dtype)
+    functions = {"arcsin": pt.arcsin, "arccos": pt.arccos, "arctan": pt.arctan,
+                 "arcsinh": pt.arcsinh, "arccosh": pt.arccosh, "arctanh": pt.arctanh,
+                 "sqrt": pt.sqrt, "log": pt.log, "log2": pt.log2, "log10": pt.log10}
+    with np.errstate(all="ignore"):
+        got = compare_with_py([z], [f(z) for f in functions.values()], [value])
+        for name, g in zip(functions, got):
+            want = getattr(np, name)(value)
+            for part in ("real", "imag"):
+                g_part, w_part = getattr(g, part), getattr(want, part)
+                same_sign = (np.signbit(g_part) == np.signbit(w_part)) | np.isnan(w_part)
+                assert same_sign.all(), f"{name}: sign of {part} at {value[~same_sign][:4]}"
+    got = pytensor.function([z], [pt.sqrt(z), pt.log(z)], mode="STABLEHLO")(np.array([-1 + 0j, complex(-1, -0.0)], dtype))
+    assert_same(got[0], np.array([1j, -1j], dtype))
+    assert_same(got[1], np.array([np.pi * 1j, -np.pi * 1j], dtype))
+
+
+def test_clip_with_nan_and_crossed_bounds():
+    """PyTensor's Clip, not np.clip: x < lo gives lo, else x > hi gives hi (np.clip
+    gives hi whenever lo > hi)."""
+    x, lo, hi = pt.dvector("x"), pt.dscalar("lo"), pt.dscalar("hi")
+    _check([x, lo, hi], [pt.clip(x, lo, hi)], [np.array([np.nan, -5.0, 5.0, 0.5]), np.array(1.0), np.array(0.0)],
+           [np.array([np.nan, 1.0, 0.0, 1.0])])
+
+
+def test_float16_overflows_to_inf_and_rounds_half_to_even():
+    h = pt.vector("h", dtype="float16")
+    d = pt.dvector("d")
+    _check([h, d], [h * 2, pt.round(d)], [np.array([65504.0, 1.0], "float16"), np.array([0.5, 1.5, 2.5, -0.5])],
+           [np.array([np.inf, 2.0], "float16"), np.array([0.0, 2.0, 2.0, -0.0])])
