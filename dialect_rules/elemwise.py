@@ -6,7 +6,7 @@ import pytensor.scalar as ps
 from pytensor.graph.basic import Apply
 from pytensor.tensor.elemwise import Elemwise
 
-from lowering.builders import broadcast_in_dim, dim_size, full
+from lowering.builders import broadcast_in_dim, dim_size, full, with_static_dims
 from lowering.graph import lower_node
 from lowering.registry import register_lowering
 from lowering.types import static_shape
@@ -55,6 +55,8 @@ def scalar_apply(scalar_op, in_dtypes, out_dtypes) -> Apply:
 @register_lowering(Elemwise, inner_ops=lambda op: [op.scalar_op])
 def lower_elemwise(ctx, node, *operands):
     out_type = node.outputs[0].type
+    # PyTensor's static 1s decide broadcasting; its input types may know more than the IR.
+    operands = [with_static_dims(x, i.type.shape) for x, i in zip(operands, node.inputs)]
     if any(_needs_broadcast(x, out_type.ndim) for x in operands):
         dims = elemwise_shape(out_type, operands)
         operands = [_broadcast_operand(x, dims) for x in operands]

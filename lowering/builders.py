@@ -270,6 +270,16 @@ def cast_shape(x: ir.Value, to: ir.Type) -> ir.Value:
     return hlo.convert(to, x)
 
 
+def with_static_dims(x: ir.Value, shape: Sequence[int | None]) -> ir.Value:
+    """`x` typed with the static sizes `shape` knows where its own type has `?`
+    (a PyTensor type that knows more than the IR, e.g. after SpecifyShape)."""
+    own = static_shape(x.type)
+    refined = [o if o is not None else s for o, s in zip(own, shape, strict=True)]
+    if refined == list(own):
+        return x
+    return cast_shape(x, tensor_type(refined, value_dtype(x)))
+
+
 def static_slice(x: ir.Value, starts: Sequence[int], limits: Sequence[int]) -> ir.Value:
     """x[starts[0]:limits[0], ...] with unit steps and static bounds."""
     attr = ir.DenseI64ArrayAttr.get

@@ -126,3 +126,10 @@ def test_fusion_of_integer_and_comparison_graph():
     values = [np.array([-7, 7, 3, 0, 12], "int32"), np.array([2, -3, 5, 4, 5], "int32"),
               np.array([1.0, np.nan, -2.5, 0.0, 4.0], "float32")]
     compare_with_py([i, j, f], [out, flags], values, modes=(fusing,))
+
+
+def test_operand_whose_pytensor_type_knows_a_static_one():
+    """dot(x, x[1::2]) with x (?, 1) becomes x * SpecifyShape(x[1::2], (1, 1)): the IR of
+    the slice says (?, 1), PyTensor's type (1, 1) decides the broadcast (found by fuzzing)."""
+    x = pt.tensor("x", dtype="float64", shape=(None, 1))
+    compare_with_py([x], [pt.dot(x, x[1::2])], [np.array([[2.0], [3.0]])])
