@@ -4,6 +4,7 @@ from dialect_rules import (  # noqa: F401
     blas,
     blockwise,
     checks,
+    control_flow,
     elemwise,
     extra_ops,
     functions,

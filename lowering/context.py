@@ -72,6 +72,8 @@ class LoweringContext:
         self._frames: list[FunctionFrame] = []
         # Rules' per-module memo (e.g. one private function per OpFromGraph).
         self.memo: dict = {}
+        # The variable -> Value maps of the graphs being lowered, innermost last.
+        self.envs: list[dict] = []
 
     # --- symbols and functions -------------------------------------------------
 
@@ -100,6 +102,21 @@ class LoweringContext:
 
         return lower_graph(self, inputs, outputs, operands, env)
 
+    def lower_region_function(self, outputs, name: str) -> tuple[func.FuncOp, list[ir.Value]]:
+        """A private function computing `outputs` from the values lowered so far.
+
+        For a rule with lazy inputs: the nodes only its region needs were skipped by
+        the graph walker; they become the body of this function, whose parameters are
+        the values they read from the enclosing graph (returned as the call operands).
+        Its run-time checks are `function_checks[symbol]`, flags after the outputs.
+        """
+        from lowering.graph import free_variables, lower_function
+
+        env = self.envs[-1]
+        free = free_variables(outputs, env)
+        fn = lower_function(self, free, outputs, name)
+        return fn, [env[v] for v in free]
+
     # --- runtime checks -------------------------------------------------------------
 
     def runtime_check(self, failed: ir.Value, error: type, message: str) -> None:
@@ -127,20 +144,25 @@ class LoweringContext:
         return bool(self._frames) and ir.InsertionPoint.current.block == self._frames[-1].entry_block
 
     def call_function(self, fn: func.FuncOp, operands, n_results: int) -> list[ir.Value]:
-        """Call a private function from `lower_fgraph`; its run-time checks become ours.
-
-        Operands whose static dims differ from the parameters' are cast to them.
-        """
-        from lowering.builders import cast_shape
-
-        symbol = ir.StringAttr(fn.attributes["sym_name"]).value
-        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-        operands = [cast_shape(x, t) for x, t in zip(operands, fn_type.inputs, strict=True)]
-        call = func.CallOp(list(fn_type.results), ir.FlatSymbolRefAttr.get(symbol), operands)
-        results = list(call.results)
-        for check, flag in zip(self.function_checks.get(symbol, ()), results[n_results:]):
+        """Call a private function from `lower_fgraph`; its run-time checks become ours."""
+        results = self.emit_call(fn, operands)
+        for check, flag in zip(self.checks_of(fn), results[n_results:]):
             self.runtime_check(flag, check.error, check.message)
         return results[:n_results]
+
+    def emit_call(self, fn: func.FuncOp, operands) -> list[ir.Value]:
+        """`func.call @fn`: all its results, check flags included. Operands whose
+        static dims differ from the parameters' are cast to them."""
+        from lowering.builders import cast_shape
+
+        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        operands = [cast_shape(x, t) for x, t in zip(operands, fn_type.inputs, strict=True)]
+        symbol = ir.FlatSymbolRefAttr.get(_symbol(fn))
+        return list(func.CallOp(list(fn_type.results), symbol, operands).results)
+
+    def checks_of(self, fn: func.FuncOp) -> list[RuntimeCheck]:
+        """A lowered private function's run-time checks (its flags follow its outputs)."""
+        return self.function_checks.get(_symbol(fn), [])
 
     def push_function(self, fn: func.FuncOp) -> FunctionFrame:
         frame = FunctionFrame(fn)
@@ -149,11 +171,10 @@ class LoweringContext:
 
     def pop_function(self) -> None:
         frame = self._frames.pop()
-        symbol = ir.StringAttr(frame.fn.attributes["sym_name"]).value
         if frame.fn is self._main:
             self.checks = frame.checks
         else:
-            self.function_checks[symbol] = frame.checks
+            self.function_checks[_symbol(frame.fn)] = frame.checks
 
     # --- constants ----------------------------------------------------------------
 
@@ -185,6 +206,10 @@ class LoweringContext:
         self.hoisted.append(hoisted)
         self._hoisted_by_id[key] = hoisted
         return argument
+
+
+def _symbol(fn: func.FuncOp) -> str:
+    return ir.StringAttr(fn.attributes["sym_name"]).value
 
 
 class _ArrayType:

@@ -14,10 +14,10 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 from pytensor.graph.basic import Constant, Variable
 
-try:  # pytensor >= 2.32 moved it; the old name still works in 2.38 with a warning
-    from pytensor.graph.traversal import io_toposort
+try:  # pytensor >= 2.32 moved them; the old names still work in 2.38 with a warning
+    from pytensor.graph.traversal import ancestors, io_toposort
 except ImportError:  # pragma: no cover
-    from pytensor.graph.basic import io_toposort
+    from pytensor.graph.basic import ancestors, io_toposort
 
 from lowering.errors import LoweringError, UnsupportedOpsError
 from lowering.registry import lookup_rule
@@ -87,10 +87,73 @@ def lower_graph(ctx, inputs, outputs, operands, env=None) -> list[ir.Value]:
     missing = find_unsupported(nodes)
     if missing:
         raise UnsupportedOpsError(dict(missing))
-    for node in nodes:
-        operands_ = [_value_of(ctx, v, env) for v in node.inputs]
-        env.update(zip(node.outputs, lower_node(ctx, node, operands_), strict=True))
+    deferred = _region_owned(nodes, outputs)
+    ctx.envs.append(env)
+    try:
+        for node in nodes:
+            if node in deferred:
+                continue  # lowered inside a region of the node that needs it
+            rule = lookup_rule(node.op)
+            lazy = rule.lazy_inputs(node) if rule.lazy_inputs else {}
+            operands_ = [env.get(v) if i in lazy else _value_of(ctx, v, env) for i, v in enumerate(node.inputs)]
+            env.update(zip(node.outputs, lower_node(ctx, node, operands_), strict=True))
+    finally:
+        ctx.envs.pop()
     return [_value_of(ctx, v, env) for v in outputs]
+
+
+def free_variables(outputs, env) -> list:
+    """The variables of `env` that computing `outputs` reads (graph order)."""
+    return [v for v in ancestors(outputs, blockers=env) if v in env]
+
+
+def _region_owned(nodes, outputs) -> set:
+    """Nodes whose results only the lazy inputs of one region need (an IfElse branch).
+
+    Walking back from the outputs, each node gets the innermost region holding every
+    use of its results; a use as a lazy input of node N is a use in that region of N,
+    nested in N's own region. Nodes outside the top level are lowered by their region.
+    """
+    lazy_of = {}
+    for node in nodes:
+        rule = lookup_rule(node.op)
+        if rule.lazy_inputs:
+            lazy_of[node] = rule.lazy_inputs(node)
+    if not lazy_of:
+        return set()
+    top = None
+    parent = {}  # region -> enclosing region
+    owner = {}  # node -> region
+
+    def chain(region):
+        path = [region]
+        while region is not top:
+            region = parent[region]
+            path.append(region)
+        return path
+
+    def common(a, b):
+        on_a = set(chain(a))
+        return next(r for r in chain(b) if r in on_a)
+
+    uses = defaultdict(list)
+    for node in nodes:
+        for i, v in enumerate(node.inputs):
+            if v.owner is not None:
+                uses[v.owner].append((node, i))
+    is_output = {v.owner for v in outputs if v.owner is not None}
+    for node in reversed(nodes):
+        region = top if node in is_output else "unused"
+        for client, i in uses[node]:
+            key = lazy_of.get(client, {}).get(i)
+            if key is None:
+                here = owner[client]
+            else:
+                here = (client, key)
+                parent[here] = owner[client]
+            region = here if region == "unused" else common(region, here)
+        owner[node] = top if region == "unused" else region
+    return {node for node, region in owner.items() if region is not top}
 
 
 def _value_of(ctx, var: Variable, env) -> ir.Value:

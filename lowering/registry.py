@@ -23,15 +23,20 @@ class Rule:
     # `missing(op)`: None when this rule handles `op`, else the name to report it under
     # (a generic rule such as Blockwise's depends on the Op's parameters).
     missing: Callable | None = None
+    # `lazy_inputs(node)`: {input index: region key} for inputs computed only inside
+    # one of the node's regions (IfElse branches). Nodes that only those inputs need
+    # are not lowered before the node: its rule lowers them in the region
+    # (`ctx.lower_region_function`), and receives None for such operands.
+    lazy_inputs: Callable | None = None
 
 
 def register_lowering(*op_classes: type, inner_ops: Callable | None = None,
-                      missing: Callable | None = None):
+                      missing: Callable | None = None, lazy_inputs: Callable | None = None):
     """Decorator: `fn(ctx, node, *operands) -> Value | tuple[Value, ...]` lowers these Ops."""
 
     def decorate(fn):
         for cls in op_classes:
-            _RULES[cls] = Rule(fn, inner_ops, missing)
+            _RULES[cls] = Rule(fn, inner_ops, missing, lazy_inputs)
         return fn
 
     return decorate

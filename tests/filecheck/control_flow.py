@@ -1,0 +1,40 @@
+# RUN: %PYTHON %s | FileCheck %s
+# IfElse: one stablehlo.if whose regions call a private function per branch (the nodes
+# only that branch needs); the default pipeline inlines them into the regions. A check
+# inside a branch leaves the if as an i1 result, false from the other branch.
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.ifelse import ifelse
+
+from ir_printing import print_ir
+
+x, n = pt.dvector("x"), pt.lscalar("n")
+shared = pt.exp(x)
+out = ifelse(n > 0, x[n] * shared, pt.log(shared))
+
+# CHECK-LABEL: TEST: ifelse raw
+# CHECK: func.func public @main(%arg0: tensor<?xf64>, %arg1: tensor<i64>) -> (tensor<?xf64>, tensor<i1>)
+# CHECK: %[[SHARED:.*]] = stablehlo.exponential %arg0
+# CHECK: %[[FALSE:.*]] = stablehlo.constant dense<false> : tensor<i1>
+# CHECK: %[[IF:.*]]:2 = "stablehlo.if"
+# CHECK: func.call @ifelse_then(%[[SHARED]], %arg1, %arg0)
+# CHECK: stablehlo.return
+# CHECK: }, {
+# CHECK: %[[ELSE:.*]] = func.call @ifelse_else(%[[SHARED]])
+# CHECK: stablehlo.return %[[ELSE]], %[[FALSE]]
+# CHECK: }) : (tensor<i1>) -> (tensor<?xf64>, tensor<i1>)
+# CHECK: return %[[IF]]#0, %[[IF]]#1
+# CHECK: func.func private @ifelse_then
+# CHECK: stablehlo.dynamic_slice
+# CHECK: func.func private @ifelse_else(%arg0: tensor<?xf64>) -> tensor<?xf64>
+# CHECK-NEXT: stablehlo.log %arg0
+print_ir("ifelse", [x, n], [out], raw=True)
+
+# CHECK-LABEL: TEST: ifelse opt
+# CHECK-NOT: func.call
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.dynamic_slice
+# CHECK: }, {
+# CHECK: stablehlo.log
+# CHECK-NOT: func.func private
+print_ir("ifelse", [x, n], [out])
