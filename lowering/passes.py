@@ -60,7 +60,7 @@ def specialize_pipeline(arg_types: list[str]) -> str:
 # computed from bound scalar values become constants, then refines again.
 FOLD_AND_REFINE = (
     "builtin.module("
-    "fold-constant-reduce,"
+    "fold-constant-reduce,fold-agreeing-if,"
     "stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo,"
     "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism)"
     ")"
@@ -165,6 +165,50 @@ def fold_constant_reduce(module_op: ir.Operation) -> None:
         op.erase()
 
 
+def fold_agreeing_if(module_op: ir.Operation) -> None:
+    """Replace a `stablehlo.if` result by the value every branch returns for it: the
+    same value from outside the `if`, or equal constants. A shape computed by an IfElse
+    of shapes (PyTensor's shape inference builds those) becomes static this way when
+    both branches agree, whatever the condition."""
+    from lowering.builders import ir_constant
+
+    found = []
+
+    def visit(op):
+        if op.name in ("stablehlo.if", "stablehlo.case"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    for op in found:
+        returns = [list(region.blocks[0].operations)[-1].operands for region in op.regions]
+        for i, result in enumerate(op.results):
+            values = [r[i] for r in returns]
+            if all(v == values[0] for v in values) and not _defined_inside(values[0], op):
+                result.replace_all_uses_with(values[0])
+                continue
+            arrays = [_constant_array(v) for v in values]
+            if arrays[0] is not None and all(a is not None and np.array_equal(a, arrays[0]) for a in arrays):
+                with ir.InsertionPoint(op), op.location:
+                    result.replace_all_uses_with(ir_constant(arrays[0]))
+
+
+def _defined_inside(value: ir.Value, op) -> bool:
+    """Whether `value` is defined in one of `op`'s regions (not visible after it)."""
+    owner = value.owner
+    block = owner if isinstance(owner, ir.Block) else owner.operation.block
+    while True:
+        parent = block.owner
+        if parent is None:
+            return False
+        parent = parent.operation
+        if parent == op.operation:
+            return True
+        if parent.name in ("func.func", "builtin.module"):
+            return False
+        block = parent.block
+
+
 def _constant_array(value: ir.Value):
     """A numpy array for a value defined by an integer or float `stablehlo.constant`."""
     from lowering.types import dtype_of
@@ -229,6 +273,7 @@ def _constant_array_any(value: ir.Value):
 PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "inline-private-calls": inline_private_calls,
     "fold-constant-reduce": fold_constant_reduce,
+    "fold-agreeing-if": fold_agreeing_if,
     "check-shape-assertions": check_shape_assertions,
 }
 

@@ -91,3 +91,13 @@ def test_one_if_with_private_branch_functions():
     raw = lowered.as_text(raw=True)
     assert raw.count('"stablehlo.if"') == 1 and "func.func private @ifelse_then" in raw
     assert "call @" not in lowered.as_text()  # inlined by the default pipeline
+
+
+def test_shapes_of_an_ifelse_result():
+    """PyTensor's shape inference builds an IfElse of the branches' shapes (`y - y` becomes
+    `alloc(0, ifelse(c, shape(a), shape(b)))`); when the branches agree, specialization
+    folds it to a static shape whatever the condition (found by fuzzing)."""
+    x = pt.dvector("x")
+    y = ifelse(pt.any(x), abs(x), x)
+    for value in (np.array([-1.0, 2.0]), np.zeros(3)):  # finite: the rewrites make x - x zero
+        compare_with_py([x], [y - y, pt.zeros_like(y), y.shape[0]], [value])

@@ -38,3 +38,28 @@ print_ir("ifelse", [x, n], [out], raw=True)
 # CHECK: stablehlo.log
 # CHECK-NOT: func.func private
 print_ir("ifelse", [x, n], [out])
+
+# fold-agreeing-if (part of the specialization fold loop): an if result that every branch
+# returns equal (the same outer value, or equal constants) is replaced by that value.
+# CHECK-LABEL: TEST: fold_agreeing_if
+# CHECK: %[[C:.*]] = stablehlo.constant dense<2> : tensor<i64>
+# CHECK: return %[[C]], %arg1
+print("TEST: fold_agreeing_if")
+from jax.extend.mlir import ir  # noqa: E402
+from lowering._jax_internal import make_ir_context  # noqa: E402
+from lowering.passes import run_pipeline  # noqa: E402
+
+with make_ir_context():
+    module = ir.Module.parse("""
+    func.func public @main(%p: tensor<i1>, %y: tensor<f64>) -> (tensor<i64>, tensor<f64>) {
+      %r:2 = "stablehlo.if"(%p) ({
+        %c = stablehlo.constant dense<2> : tensor<i64>
+        stablehlo.return %c, %y : tensor<i64>, tensor<f64>
+      }, {
+        %c = stablehlo.constant dense<2> : tensor<i64>
+        stablehlo.return %c, %y : tensor<i64>, tensor<f64>
+      }) : (tensor<i1>) -> (tensor<i64>, tensor<f64>)
+      return %r#0, %r#1 : tensor<i64>, tensor<f64>
+    }""")
+    run_pipeline(module, "builtin.module(fold-agreeing-if,canonicalize)")
+    print(module)
