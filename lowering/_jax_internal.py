@@ -57,13 +57,20 @@ class _HostView:
         }
 
 
+# Below this many bytes a result is copied: a copy (~1 µs) is cheaper than making a
+# writable view of the XLA buffer (~7 µs), and far cheaper than jaxlib's
+# `_single_device_array_to_np_array_did_copy` (~20 µs a result).
+_COPY_BELOW_BYTES = 1 << 16
+
+
 def to_numpy(array):
-    """A single-device jax Array as a writable numpy array, without a copy on CPU."""
-    host, copied = array._single_device_array_to_np_array_did_copy()
-    if copied or host.flags.writeable:
+    """A single-device jax Array as a writable numpy array the caller owns: a copy when
+    small, a view of the XLA buffer (no copy on CPU) when large."""
+    host = np.asarray(array)
+    if host.flags.writeable:
         return host
-    if host.size == 0:
-        return np.empty(host.shape, host.dtype)
+    if host.nbytes < _COPY_BELOW_BYTES:
+        return host.copy()
     return np.asarray(_HostView(array, host))
 
 

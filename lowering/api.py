@@ -27,7 +27,7 @@ class Lowered:
         self._raw_module = raw_module  # a copy of the module before any pass
         self.pipeline_report: PipelineReport = report
         self.hoisted_constants = hoisted
-        # The last len(checks) results of @main are error flags, not graph outputs.
+        # With checks, @main's last result is an i1 vector: one error flag per check.
         self.runtime_checks = list(checks)
         self.input_types = [v.type for v in fgraph.inputs]
         self.output_types = [v.type for v in fgraph.outputs]

@@ -475,8 +475,8 @@ def emit(lowered, fgraph, values, args) -> None:
 
 def _note_checks(lowered, kind) -> None:
     for i, check in enumerate(lowered.runtime_checks):
-        print(f"{PROG}: note: --emit={kind}: result {len(lowered.output_types) + i} of @main is an error "
-              f"flag ({check.error.__name__}: {check.message})", file=sys.stderr)
+        print(f"{PROG}: note: --emit={kind}: element {i} of result {len(lowered.output_types)} of @main "
+              f"is an error flag ({check.error.__name__}: {check.message})", file=sys.stderr)
 
 
 def _write(data, args) -> None:

@@ -76,8 +76,9 @@ def main_signature(module: ir.Module):
 def jax_exported(lowered, *args, platform: str = "cpu", target_version: str | None = None):
     """A `jax.export.Exported` of `lowered` specialized to the shapes of `args`.
 
-    Its results are the graph's outputs followed by one bool flag per run-time check
-    (`lowered.runtime_checks`), which the caller must test: JAX cannot raise them.
+    Its results are the graph's outputs followed, when the graph has run-time checks,
+    by a bool vector with one flag per check (`lowered.runtime_checks`), which the
+    caller must test: JAX cannot raise them.
     """
     _self_contained(lowered)
     module = lowered.specialize(*args)

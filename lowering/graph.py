@@ -12,6 +12,7 @@ import numpy as np
 
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
+from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant, Variable
 
 try:  # pytensor >= 2.32 moved them; the old names still work in 2.38 with a warning
@@ -69,7 +70,12 @@ def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> fun
     try:
         with ir.InsertionPoint(block):
             results = lower_graph(ctx, inputs, outputs, list(block.arguments))
-            results = results + frame.flags  # error flags: the caller or the runtime raises
+            # Error flags: a private function returns each (its caller re-raises them);
+            # @main returns one i1 vector, read back once per call by the runtime.
+            if not public:
+                results = results + frame.flags
+            elif frame.flags:
+                results = results + [_pack_flags(frame.flags)]
             func.return_(results)
     finally:
         ctx.pop_function()
@@ -78,6 +84,11 @@ def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> fun
         ir.FunctionType.get([a.type for a in block.arguments], [r.type for r in results])
     )
     return fn
+
+
+def _pack_flags(flags: list[ir.Value]) -> ir.Value:
+    one = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(1))
+    return hlo.concatenate([hlo.reshape(one, f) for f in flags], 0)
 
 
 def lower_graph(ctx, inputs, outputs, operands, env=None) -> list[ir.Value]:

@@ -98,16 +98,18 @@ class Compiled:
         try:
             results = exe.execute_sharded(buffers).disassemble_into_single_device_arrays()
             if self._checks:
-                self._raise_failed_checks(results[self._n_outputs:])
+                self._raise_failed_check(results[self._n_outputs][0])
                 results = results[: self._n_outputs]
             return [_to_numpy(r[0]) for r in results]
         except JaxRuntimeError as exc:
             raise _runtime_error(exc, shapes) from None
 
-    def _raise_failed_checks(self, flags) -> None:
-        for check, flag in zip(self._checks, flags):
-            if _to_numpy(flag[0]).item():
-                raise check.error(check.message)
+    def _raise_failed_check(self, flags) -> None:
+        """@main's last result holds one flag per run-time check: raise the first set."""
+        flags = _to_numpy(flags)
+        if flags.any():
+            check = self._checks[int(flags.argmax())]
+            raise check.error(check.message)
 
     def _put(self, value, dtype):
         arr = np.asarray(value)

@@ -13,7 +13,7 @@ shared = pt.exp(x)
 out = ifelse(n > 0, x[n] * shared, pt.log(shared))
 
 # CHECK-LABEL: TEST: ifelse raw
-# CHECK: func.func public @main(%arg0: tensor<?xf64>, %arg1: tensor<i64>) -> (tensor<?xf64>, tensor<i1>)
+# CHECK: func.func public @main(%arg0: tensor<?xf64>, %arg1: tensor<i64>) -> (tensor<?xf64>, tensor<1xi1>)
 # CHECK: %[[SHARED:.*]] = stablehlo.exponential %arg0
 # CHECK: %[[FALSE:.*]] = stablehlo.constant dense<false> : tensor<i1>
 # CHECK: %[[IF:.*]]:2 = "stablehlo.if"
@@ -23,7 +23,9 @@ out = ifelse(n > 0, x[n] * shared, pt.log(shared))
 # CHECK: %[[ELSE:.*]] = func.call @ifelse_else(%[[SHARED]])
 # CHECK: stablehlo.return %[[ELSE]], %[[FALSE]]
 # CHECK: }) : (tensor<i1>) -> (tensor<?xf64>, tensor<i1>)
-# CHECK: return %[[IF]]#0, %[[IF]]#1
+# CHECK: %[[FLAG:.*]] = stablehlo.reshape %[[IF]]#1
+# CHECK: %[[FLAGS:.*]] = stablehlo.concatenate %[[FLAG]]
+# CHECK: return %[[IF]]#0, %[[FLAGS]]
 # CHECK: func.func private @ifelse_then
 # CHECK: stablehlo.dynamic_slice
 # CHECK: func.func private @ifelse_else(%arg0: tensor<?xf64>) -> tensor<?xf64>

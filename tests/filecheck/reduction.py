@@ -25,7 +25,7 @@ print_ir("int8_sum", [b], b.sum())
 # CHECK: stablehlo.constant dense<0xFF800000> : tensor<f32>
 # CHECK: applies stablehlo.maximum across dimensions = [0]
 # An empty reduced axis is numpy's ValueError: a flag returned next to the result.
-# CHECK: return %{{.*}}, %{{.*}} : tensor<?xf32>, tensor<i1>
+# CHECK: return %{{.*}}, %{{.*}} : tensor<?xf32>, tensor<1xi1>
 print_ir("max", [x], x.max(axis=0))
 
 # argmax reduces (value, index) pairs in one variadic reduce.

@@ -29,7 +29,7 @@ print_ir("runtime_stop", [x, n], x[:n], raw=True)
 # A run-time integer index: a static-size dynamic_slice, plus an IndexError flag from @main.
 # CHECK-LABEL: TEST: runtime_index opt
 # CHECK: stablehlo.dynamic_slice %arg0, %{{.*}}, %{{.*}}, sizes = [1, 5]
-# CHECK: return %{{.*}}, %{{.*}} : tensor<5xf64>, tensor<i1>
+# CHECK: return %{{.*}}, %{{.*}} : tensor<5xf64>, tensor<1xi1>
 print_ir("runtime_index", [s, n], s[n])
 
 # Advanced indices: one gather; the index vector is the last dim of the indices.

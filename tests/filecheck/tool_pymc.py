@@ -14,9 +14,9 @@ def make_model():
     return model
 
 
-# Two value variables (sigma on the log scale), logp () and dlogp (2,), and the error flag
+# Two value variables (sigma on the log scale), logp () and dlogp (2,), and the error flags
 # of PyMC's `sigma > 0` parameter check (CheckParameterValue), raised by the runtime.
-# CHECK: func.func public @main(%arg0: tensor<f64>, %arg1: tensor<f64>) -> (tensor<f64>, tensor<2xf64>, tensor<i1>)
+# CHECK: func.func public @main(%arg0: tensor<f64>, %arg1: tensor<f64>) -> (tensor<f64>, tensor<2xf64>, tensor<1xi1>)
 # CHECK: stablehlo.exponential %arg1
 # CHECK: return
 
