@@ -13,7 +13,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.ifelse import IfElse
 
-from lowering.builders import cast_shape, convert, ir_constant, reshape
+from lowering.builders import cast_shape, convert, function_type, ir_constant, reshape
 from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 from lowering.types import to_ir_type
@@ -52,7 +52,7 @@ def lower_ifelse(ctx, node, cond, *_):
 def _refuse_shapes_that_depend_on_the_condition(node, functions) -> None:
     """XLA needs one static result shape per signature; PyTensor allows branches of
     different static shapes, whose result shape then depends on the condition's value."""
-    then_types, else_types = (ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).results for fn in functions)
+    then_types, else_types = (function_type(fn).results for fn in functions)
     for i, (a, b) in enumerate(zip(then_types, else_types)):
         a, b = ir.RankedTensorType(a), ir.RankedTensorType(b)
         if a.has_static_shape and b.has_static_shape and a.shape != b.shape:

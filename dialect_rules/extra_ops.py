@@ -90,8 +90,7 @@ def lower_searchsorted(ctx, node, a, v, sorter=None):
     if sorter is not None:
         (n,) = shape_of(a)
         sorter = convert(sorter, "int64")
-        bad = hlo.or_(compare(sorter, full_like(sorter, 0), "LT"),
-                      compare(sorter, broadcast_in_dim(dim_value(n), shape_of(sorter), ()), "GE"))
+        bad = hlo.or_(compare(sorter, full_like(sorter, 0), "LT"), compare(sorter, splat(dim_value(n), sorter), "GE"))
         ctx.runtime_check(any_true(bad), ValueError, "searchsorted: sorter index out of range")
         a = gather_indexed(a, [0], reshape(sorter, [*shape_of(sorter), 1]), front=False)
     dtype = np.promote_types(value_dtype(a), value_dtype(v))
@@ -126,16 +125,12 @@ def _diagonal_mask(dims, offset=None):
 
 @register_lowering(FillDiagonal)
 def lower_fill_diagonal(ctx, node, a, val):
-    dims = shape_of(a)
-    value = broadcast_in_dim(convert(val, value_dtype(a)), dims, ())
-    return select(_diagonal_mask(dims), value, a)
+    return select(_diagonal_mask(shape_of(a)), splat(val, a), a)
 
 
 @register_lowering(FillDiagonalOffset)
 def lower_fill_diagonal_offset(ctx, node, a, val, offset):
-    dims = shape_of(a)
-    value = broadcast_in_dim(convert(val, value_dtype(a)), dims, ())
-    return select(_diagonal_mask(dims, offset), value, a)
+    return select(_diagonal_mask(shape_of(a), offset), splat(val, a), a)
 
 
 @register_lowering(Bartlett)
@@ -204,6 +199,8 @@ def lower_unravel_index(ctx, node, indices, dims_vector):
 
 @register_lowering(RavelMultiIndex)
 def lower_ravel_multi_index(ctx, node, *operands):
+    from dialect_rules.scalar import int_divmod
+
     *coordinates, dims_vector = operands
     dims, strides, _ = _dims_and_strides(dims_vector, len(coordinates), node.op.order)
     flat, bad = None, None
@@ -213,10 +210,8 @@ def lower_ravel_multi_index(ctx, node, *operands):
         if node.op.mode == "raise":
             outside = hlo.or_(compare(coord, zero, "LT"), compare(coord, dim_b, "GE"))
             bad = outside if bad is None else hlo.or_(bad, outside)
-        elif node.op.mode == "wrap":  # Python's modulo: the result has the divisor's sign
-            rem = hlo.remainder(coord, dim_b)
-            fix = hlo.and_(compare(rem, zero, "NE"), compare(compare(rem, zero, "LT"), compare(dim_b, zero, "LT"), "NE"))
-            coord = select(fix, hlo.add(rem, dim_b), rem)
+        elif node.op.mode == "wrap":  # numpy's modulo: the result has the divisor's sign
+            coord = int_divmod(coord, dim_b)[1]
         else:  # clip
             coord = hlo.clamp(zero, coord, hlo.subtract(dim_b, full_like(coord, 1)))
         term = hlo.multiply(coord, splat(stride, coord))

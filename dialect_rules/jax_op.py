@@ -18,7 +18,7 @@ import numpy as np
 from jax.extend.mlir import ir
 from pytensor.link.jax.ops import JAXOp
 
-from lowering.builders import convert
+from lowering.builders import convert, function_type, symbol_name
 from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 from lowering.types import dtype_of
@@ -51,7 +51,7 @@ def _splice(ctx, text: str):
     for op in list(jax_module.body.operations):
         if op.operation.name != "func.func":
             continue
-        old = ir.StringAttr(op.attributes["sym_name"]).value
+        old = symbol_name(op)
         new = ctx.unique_symbol(f"jax_{old.lstrip('_')}")
         renames[old] = new
     for old, new in renames.items():
@@ -66,7 +66,7 @@ def _splice(ctx, text: str):
     for op in list(jax_module.body.operations):
         if op.operation.name == "func.func":
             ctx.module.body.append(op)
-            if ir.StringAttr(op.attributes["sym_name"]).value == renames["main"]:
+            if symbol_name(op) == renames["main"]:
                 main = op
     return main
 
@@ -80,7 +80,7 @@ def lower_jax_op(ctx, node, *operands):
             node, "the JAX function", f"JAX could not lower it: {type(exc).__name__}: {exc}"
         ) from None
     fn = _splice(ctx, text)
-    arg_types = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
+    arg_types = function_type(fn).inputs
     operands = [convert(x, dtype_of(t)) for x, t in zip(operands, arg_types, strict=True)]
     results = ctx.call_function(fn, operands, len(node.outputs))
     # Without x64 JAX returns float32 where the node declares float64 (perform's values).

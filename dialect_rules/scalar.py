@@ -32,7 +32,7 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
-from lowering.builders import compare, convert, copysign, full_like, is_nan, select, value_dtype
+from lowering.builders import compare, convert, copysign, full_like, is_inf, is_nan, select, value_dtype
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true
 from lowering.registry import register_lowering
@@ -53,10 +53,6 @@ def kind(dtype) -> str:
 def common_dtype(node) -> str:
     """The dtype numpy computes a mixed-dtype comparison or op in."""
     return np.result_type(*[np.dtype(i.type.dtype) for i in node.inputs]).name
-
-
-def _is_inf(x):
-    return compare(hlo.abs(x), full_like(x, np.inf), "EQ")
 
 
 def _all(*flags):
@@ -231,7 +227,7 @@ def lower_abs(ctx, node, x):
         return convert(x, out_dtype(node))
     if kind(value_dtype(x)) == "c":  # hypot: an infinite part wins over a NaN one
         re, im = _parts(x)
-        infinite = _any(*(_is_inf(p) for p in (re, im)))
+        infinite = _any(*(is_inf(p) for p in (re, im)))
         return convert(select(infinite, full_like(re, np.inf), hlo.abs(x)), out_dtype(node))
     return convert(hlo.abs(x), out_dtype(node))
 
@@ -264,7 +260,7 @@ def lower_sqrt(ctx, node, x):
     # cut), and an infinite imaginary part gives inf + that infinity even with NaN.
     (_, zi), (re, im) = _parts(x), _parts(hlo.sqrt(x))
     im = copysign(im, zi)
-    infinite = _is_inf(zi)
+    infinite = is_inf(zi)
     return _pack((select(infinite, full_like(re, np.inf), re), select(infinite, zi, im)))
 
 
@@ -282,7 +278,7 @@ def _zero_divisor_gives_zero(y, q):
     return select(compare(y, zero, "EQ"), full_like(q, 0), q)
 
 
-def _int_divmod(x, y):
+def int_divmod(x, y):
     """numpy's integer floor division and modulo (the divisor's sign)."""
     q, r = hlo.divide(x, y), hlo.remainder(x, y)  # truncated: the dividend's sign
     if kind(value_dtype(x)) == "i":
@@ -327,7 +323,7 @@ def _divmod_rule(index: int, name: str):
         # its float16 loop runs npy_divmod in float32.
         work = {"bool": "int8", "float16": "float32"}.get(dtype, dtype)
         x, y = convert(x, work), convert(y, work)
-        return convert((_float_divmod if kind(work) == "f" else _int_divmod)(x, y)[index], dtype)
+        return convert((_float_divmod if kind(work) == "f" else int_divmod)(x, y)[index], dtype)
 
     return rule
 
@@ -477,7 +473,7 @@ def lower_isnan_isinf(ctx, node, x):
     if isinstance(node.op, ps.IsNan):
         flags = [is_nan(p) for p in parts]
     else:
-        flags = [_is_inf(p) for p in parts]
+        flags = [is_inf(p) for p in parts]
     return convert(_any(*flags), out_dtype(node))
 
 

@@ -28,8 +28,7 @@ from lowering.builders import (
     result_type,
     select,
     shape_of,
-    shape_tensor,
-    static_slice,
+    slice_axis,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_batched, register_lowering
@@ -83,13 +82,7 @@ def _convolve(node, a, v, full_mode, full_mode_var, batch_dims):
     else:
         start = select(full_mode, ir_constant(np.int64(0)), dim_value(valid_start))
         end = select(full_mode, dim_value(length), dim_value(valid_end))
-    size = dim_sub(end, start)
-    if isinstance(start, int) and isinstance(end, int):
-        out = static_slice(full, [0, start], [batch, end])
-    else:
-        out = hlo.real_dynamic_slice(result_type([batch, size], dtype), full, shape_tensor([0, start]),
-                                     shape_tensor([batch, end]), shape_tensor([1, 1]))
-    return reshape(out, [*batch_dims, size])
+    return reshape(slice_axis(full, 1, start, end), [*batch_dims, dim_sub(end, start)])
 
 
 def _constant_flag(var):

@@ -20,7 +20,7 @@ try:  # pytensor 3 writes xlogx/xlogy0 as graphs of other Ops
 except ImportError:  # pragma: no cover - pytensor >= 3
     XlogX = XlogY0 = None
 
-from lowering.builders import compare, convert, copysign, full_like, is_nan, select, value_dtype
+from lowering.builders import compare, convert, copysign, full_like, is_complex, is_inf, is_nan, select, value_dtype
 from lowering.registry import register_lowering
 
 
@@ -46,7 +46,7 @@ def _scaled(builder, factor):
 
     def build(x):
         w = builder(x)
-        if np.dtype(value_dtype(w)).kind != "c":
+        if not is_complex(w):
             return hlo.multiply(w, full_like(w, factor))
         re, im = hlo.real(w), hlo.imag(w)
         f = full_like(re, factor)
@@ -138,7 +138,7 @@ def _c99_branch_cuts(builder, *, odd: bool, imag_sign: int = 1):
     """
 
     def build(z):
-        if np.dtype(value_dtype(z)).kind != "c":
+        if not is_complex(z):
             return builder(z)
         re, im = hlo.real(z), hlo.imag(z)
         w = builder(hlo.complex(hlo.abs(re) if odd else re, hlo.abs(im)))
@@ -155,7 +155,7 @@ def _catanh(z):
     re = 0 or inf gives (re's zero, NaN); re = 1 with a tiny im (XLA's sum of
     squares underflows to 0 and gives inf) uses (ln 2 - ln im) / 2."""
     w = chlo.atanh(z)
-    if np.dtype(value_dtype(z)).kind != "c":
+    if not is_complex(z):
         return w
     re, im = hlo.real(z), hlo.imag(z)
     zero, nan = full_like(re, 0), full_like(re, np.nan)
@@ -173,11 +173,10 @@ def _log(z):
     """C99's clog: an infinite part gives a real part of +inf, even next to a NaN
     (XLA's complex64 log gives NaN for inf + nan*j)."""
     w = hlo.log(z)
-    if np.dtype(value_dtype(z)).kind != "c":
+    if not is_complex(z):
         return w
-    inf = full_like(hlo.real(z), np.inf)
-    infinite = hlo.or_(compare(hlo.abs(hlo.real(z)), inf, "EQ"), compare(hlo.abs(hlo.imag(z)), inf, "EQ"))
-    return hlo.complex(select(infinite, inf, hlo.real(w)), hlo.imag(w))
+    infinite = hlo.or_(is_inf(hlo.real(z)), is_inf(hlo.imag(z)))
+    return hlo.complex(select(infinite, full_like(hlo.real(w), np.inf), hlo.real(w)), hlo.imag(w))
 
 
 _ATANH = _c99_branch_cuts(_catanh, odd=True)
@@ -186,7 +185,7 @@ _ATANH = _c99_branch_cuts(_catanh, odd=True)
 def _atan(z):
     """C99 defines catan(z) as -i catanh(iz); XLA's complex atan overflows where
     catanh's pole handling is needed (atan(tiny + 1j))."""
-    if np.dtype(value_dtype(z)).kind != "c":
+    if not is_complex(z):
         return chlo.atan(z)
     w = _ATANH(hlo.complex(hlo.negate(hlo.imag(z)), hlo.real(z)))
     return hlo.complex(hlo.imag(w), hlo.negate(hlo.real(w)))

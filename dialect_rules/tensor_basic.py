@@ -25,17 +25,14 @@ import numpy as np
 
 from lowering.builders import (
     dim_value,
-    result_type,
     shape_of,
-    shape_tensor,
     dim_add,
     dim_max,
     dim_min,
     dim_sub,
     transpose,
     full_like,
-    value_dtype,
-    static_slice,
+    slice_axis,
     vector_element,
     broadcast_in_dim,
     broadcast_to,
@@ -122,25 +119,9 @@ def lower_split(ctx, node, x, axis, splits):
     outputs, offset = [], 0
     for size in sizes:
         end = dim_add(offset, size)
-        outputs.append(_slice_axis(x, dims, axis, offset, end, size))
+        outputs.append(slice_axis(x, axis, offset, end))
         offset = end
     return tuple(outputs)
-
-
-def _slice_axis(x, dims, axis, start, end, size):
-    """x[..., start:end, ...] along `axis` (Dims: static ints or 0-d i64 values)."""
-    starts = [0] * len(dims)
-    starts[axis] = start
-    limits = list(dims)
-    limits[axis] = end
-    if all(isinstance(d, int) for d in starts + limits):
-        return static_slice(x, starts, limits)
-    out_dims = list(dims)
-    out_dims[axis] = size
-    return hlo.real_dynamic_slice(
-        result_type(out_dims, value_dtype(x)), x, shape_tensor(starts), shape_tensor(limits),
-        shape_tensor([1] * len(dims)),
-    )
 
 
 @register_lowering(ExtractDiag)

@@ -59,6 +59,18 @@ def full_like(x: ir.Value, value, dtype=None) -> ir.Value:
     return full(value, shape_of(x), dtype or dtype_of(x.type))
 
 
+# --- functions -------------------------------------------------------------------
+
+
+def symbol_name(fn) -> str:
+    """The symbol of a `func.func`."""
+    return ir.StringAttr(fn.attributes["sym_name"]).value
+
+
+def function_type(fn) -> ir.FunctionType:
+    return ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+
+
 # --- element types ------------------------------------------------------------
 
 
@@ -108,6 +120,14 @@ def compare(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
 
 def is_nan(x: ir.Value) -> ir.Value:
     return compare(x, x, "NE")
+
+
+def is_inf(x: ir.Value) -> ir.Value:
+    return compare(hlo.abs(x), full_like(x, np.inf), "EQ")
+
+
+def is_complex(x: ir.Value) -> bool:
+    return np.dtype(value_dtype(x)).kind == "c"
 
 
 def signbit(x: ir.Value) -> ir.Value:
@@ -284,6 +304,23 @@ def static_slice(x: ir.Value, starts: Sequence[int], limits: Sequence[int]) -> i
     """x[starts[0]:limits[0], ...] with unit steps and static bounds."""
     attr = ir.DenseI64ArrayAttr.get
     return hlo.slice(x, attr(list(starts)), attr(list(limits)), attr([1] * len(starts)))
+
+
+def slice_axis(x: ir.Value, axis: int, start: Dim, end: Dim) -> ir.Value:
+    """x[..., start:end, ...] along `axis`, bounds static or 0-d i64 values."""
+    dims = shape_of(x)
+    starts = [0] * len(dims)
+    starts[axis] = start
+    limits = list(dims)
+    limits[axis] = end
+    if is_static(starts + limits):
+        return static_slice(x, starts, limits)
+    out_dims = list(dims)
+    out_dims[axis] = dim_sub(end, start)
+    return hlo.real_dynamic_slice(
+        result_type(out_dims, value_dtype(x)), x, shape_tensor(starts), shape_tensor(limits),
+        shape_tensor([1] * len(dims)),
+    )
 
 
 def vector_element(vector: ir.Value, i: int) -> ir.Value:

@@ -12,7 +12,7 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 
-from lowering.builders import _is_uniform, ir_constant
+from lowering.builders import _is_uniform, cast_shape, function_type, ir_constant, symbol_name
 from lowering.types import to_ir_type
 
 
@@ -153,16 +153,14 @@ class LoweringContext:
     def emit_call(self, fn: func.FuncOp, operands) -> list[ir.Value]:
         """`func.call @fn`: all its results, check flags included. Operands whose
         static dims differ from the parameters' are cast to them."""
-        from lowering.builders import cast_shape
-
-        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        fn_type = function_type(fn)
         operands = [cast_shape(x, t) for x, t in zip(operands, fn_type.inputs, strict=True)]
-        symbol = ir.FlatSymbolRefAttr.get(_symbol(fn))
+        symbol = ir.FlatSymbolRefAttr.get(symbol_name(fn))
         return list(func.CallOp(list(fn_type.results), symbol, operands).results)
 
     def checks_of(self, fn: func.FuncOp) -> list[RuntimeCheck]:
         """A lowered private function's run-time checks (its flags follow its outputs)."""
-        return self.function_checks.get(_symbol(fn), [])
+        return self.function_checks.get(symbol_name(fn), [])
 
     def push_function(self, fn: func.FuncOp) -> FunctionFrame:
         frame = FunctionFrame(fn)
@@ -174,7 +172,7 @@ class LoweringContext:
         if frame.fn is self._main:
             self.checks = frame.checks
         else:
-            self.function_checks[_symbol(frame.fn)] = frame.checks
+            self.function_checks[symbol_name(frame.fn)] = frame.checks
 
     # --- constants ----------------------------------------------------------------
 
@@ -206,10 +204,6 @@ class LoweringContext:
         self.hoisted.append(hoisted)
         self._hoisted_by_id[key] = hoisted
         return argument
-
-
-def _symbol(fn: func.FuncOp) -> str:
-    return ir.StringAttr(fn.attributes["sym_name"]).value
 
 
 class _ArrayType:

@@ -17,6 +17,7 @@ from lowering._jax_internal import (
     make_ir_context,
     serialize_portable_artifact,
 )
+from lowering.builders import function_type
 from lowering.compile import module_bytecode
 from lowering.specialize import is_fully_static, main_function
 from lowering.types import dtype_of
@@ -61,7 +62,7 @@ def main_signature(module: ir.Module):
     """(shape, dtype) of @main's arguments and results; shapes must be static."""
     with module.context:
         fn = main_function(module)
-        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        ftype = function_type(fn)
 
         def avals(types):
             out = []

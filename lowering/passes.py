@@ -18,6 +18,7 @@ import numpy as np
 from jax.extend.mlir import ir, passmanager
 
 from lowering._jax_internal import register_passes
+from lowering.builders import ir_constant, symbol_name
 from lowering.errors import PassPipelineError
 
 # The default pipeline, run by `lower()` on the shape-polymorphic module.
@@ -76,7 +77,7 @@ def inline_private_calls(module_op: ir.Operation) -> None:
     funcs = {}
     for op in body.operations:
         if op.operation.name == "func.func":
-            funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op
+            funcs[symbol_name(op)] = op
     if not funcs:
         return
     changed = True
@@ -138,17 +139,7 @@ _REDUCERS = {
 
 def fold_constant_reduce(module_op: ir.Operation) -> None:
     """Replace `stablehlo.reduce` of integer/float constants by its value."""
-    from lowering.builders import ir_constant
-
-    found = []
-
-    def visit(op):
-        if op.name == "stablehlo.reduce":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    for op in found:
+    for op in _ops_named(module_op, "stablehlo.reduce"):
         values = [_constant_array(v) for v in op.operands]
         body = list(op.regions[0].blocks[0].operations)
         if any(v is None for v in values) or len(body) != 2 or len(op.results) != 1:
@@ -170,17 +161,7 @@ def fold_agreeing_if(module_op: ir.Operation) -> None:
     same value from outside the `if`, or equal constants. A shape computed by an IfElse
     of shapes (PyTensor's shape inference builds those) becomes static this way when
     both branches agree, whatever the condition."""
-    from lowering.builders import ir_constant
-
-    found = []
-
-    def visit(op):
-        if op.name in ("stablehlo.if", "stablehlo.case"):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    for op in found:
+    for op in _ops_named(module_op, "stablehlo.if", "stablehlo.case"):
         returns = [list(region.blocks[0].operations)[-1].operands for region in op.regions]
         for i, result in enumerate(op.results):
             values = [r[i] for r in returns]
@@ -209,8 +190,22 @@ def _defined_inside(value: ir.Value, op) -> bool:
         block = parent.block
 
 
-def _constant_array(value: ir.Value):
-    """A numpy array for a value defined by an integer or float `stablehlo.constant`."""
+def _ops_named(module_op: ir.Operation, *names: str) -> list:
+    """Every op with one of these names, nested ones included (collected before any rewrite)."""
+    found = []
+
+    def visit(op):
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return found
+
+
+def _constant_array(value: ir.Value, kinds: str = "iuf"):
+    """A numpy array for a value defined by a `stablehlo.constant` of one of the numpy
+    dtype `kinds` (integer or float unless told)."""
     from lowering.types import dtype_of
 
     owner = value.owner
@@ -223,7 +218,7 @@ def _constant_array(value: ir.Value):
         dtype = np.dtype(dtype_of(value.type))
     except KeyError:
         return None
-    if dtype.kind not in "iuf":
+    if dtype.kind not in kinds:
         return None
     attr = ir.DenseElementsAttr(owner.attributes["value"])
     shape = tuple(ir.RankedTensorType(value.type).shape)
@@ -235,20 +230,14 @@ def _constant_array(value: ir.Value):
 def check_shape_assertions(module_op: ir.Operation) -> None:
     """Resolve JAX's `shape_assertion` custom calls (from spliced shape-polymorphic JAX
     modules) once shapes are static: drop those that hold, raise for those that fail."""
-    found = []
-
-    def visit(op):
-        if op.name == "stablehlo.custom_call" and _callee(op) == "shape_assertion":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    for op in found:
-        holds = _constant_array_any(op.operands[0])
+    for op in _ops_named(module_op, "stablehlo.custom_call"):
+        if _callee(op) != "shape_assertion":
+            continue
+        holds = _scalar_constant(op.operands[0])
         if holds is None:
             continue  # still symbolic: XLA will refuse the module, naming the custom call
         if not holds:
-            values = [_constant_array_any(v) for v in op.operands[1:]]
+            values = [_scalar_constant(v) for v in op.operands[1:]]
             message = ir.StringAttr(op.attributes["error_message"]).value
             try:
                 message = message.format(*[int(v) for v in values])
@@ -262,12 +251,10 @@ def _callee(op) -> str:
     return ir.StringAttr(op.attributes["call_target_name"]).value if "call_target_name" in op.attributes else ""
 
 
-def _constant_array_any(value: ir.Value):
-    owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.operation.name != "stablehlo.constant":
-        return None
-    attr = ir.DenseElementsAttr(owner.operation.attributes["value"])
-    return attr.get_splat_value().value if attr.is_splat else np.asarray(attr).reshape(-1)[0].item()
+def _scalar_constant(value: ir.Value):
+    """The (first) element of a constant of any real or bool dtype, as a Python scalar."""
+    array = _constant_array(value, kinds="biuf")
+    return None if array is None else array.reshape(-1)[0].item()
 
 
 PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {

@@ -46,6 +46,7 @@ class Compiled:
         self._backend = get_backend(platform)
         self._device = self._backend.local_devices()[0]
         self._sharding = SingleDeviceSharding(self._device)
+        self._device_memory = _device_memory(self._device)
         self._in_types = lowered.input_types
         self._dtypes = tuple(np.dtype(t.dtype) for t in self._in_types)
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
@@ -136,7 +137,7 @@ class Compiled:
         except PassPipelineError as exc:
             detail = _first_diagnostic(str(exc))
             raise ValueError(
-                f"arguments of shapes {', '.join(map(str, shapes))} do not fit the graph: {detail}"
+                f"{_arguments(shapes)} do not fit the graph: {detail}"
             ) from None
 
     def _specialize_and_compile(self, shapes, values):
@@ -169,10 +170,10 @@ class Compiled:
         """Compile, refusing before any allocation what cannot fit in the device's memory."""
         exe = compile_bytecode(module_bytecode(module), self.platform)
         needed = exe.get_compiled_memory_stats().peak_memory_in_bytes
-        available = _device_memory(self._device)
+        available = self._device_memory
         if available and needed > available:
             raise MemoryError(
-                f"arguments of shapes {', '.join(map(str, shapes))} need {_gib(needed)} "
+                f"{_arguments(shapes)} need {_gib(needed)} "
                 f"at peak (outputs and temporaries), more than the {_gib(available)} "
                 f"of {self._device.platform} memory"
             )
@@ -207,6 +208,10 @@ def _device_memory(device) -> int | None:
         return None
 
 
+def _arguments(shapes) -> str:
+    return f"arguments of shapes {', '.join(map(str, shapes))}"
+
+
 def _gib(n: int) -> str:
     return f"{n / 2**30:.3g} GiB"
 
@@ -214,7 +219,7 @@ def _gib(n: int) -> str:
 def _runtime_error(exc: JaxRuntimeError, shapes) -> Exception:
     """XLA's run-time failure as a one-line Python error naming the call's shapes."""
     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    where = f"arguments of shapes {', '.join(map(str, shapes))}"
+    where = _arguments(shapes)
     if "RESOURCE_EXHAUSTED" in message:
         return MemoryError(f"{where}: XLA ran out of memory ({message})")
     return RuntimeError(f"{where}: XLA execution failed ({message})")

@@ -14,7 +14,7 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from lowering.builders import dense_attr
+from lowering.builders import dense_attr, symbol_name
 from lowering.errors import PassPipelineError
 from lowering.passes import FOLD_AND_REFINE, LEGALIZE_CHLO, run_pipeline, specialize_pipeline
 from lowering.types import tensor_type
@@ -83,7 +83,7 @@ def _check_dims_readable(module: ir.Module) -> None:
 
 def main_function(module: ir.Module):
     for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+        if op.operation.name == "func.func" and symbol_name(op) == "main":
             return op
     raise ValueError("module has no @main")
 
