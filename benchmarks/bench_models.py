@@ -40,9 +40,42 @@ def linear_regression():
     return model_graph(model, "linear-regression")
 
 
+def scan_rnn(steps: int = 1000, gradient: bool = False):
+    """A 1,000-step Scan, h_t = tanh(w * h_{t-1} + x_t), and its gradient."""
+    import pytensor.tensor as pt
+
+    from lowering.examples import Graph
+
+    x, w, h0 = pt.dvector("x"), pt.dscalar("w"), pt.dscalar("h0")
+    hs = pytensor.scan(
+        lambda x_t, h: pt.tanh(w * h + x_t), sequences=[x], outputs_info=[h0], return_updates=False
+    )
+    cost = (hs**2).sum()
+    outputs = [cost, *pytensor.grad(cost, [x, w])] if gradient else [hs]
+    rng = np.random.default_rng(0)
+    name = f"scan-{steps}" + ("-grad" if gradient else "")
+    return Graph(name, [x, w, h0], outputs, [rng.normal(size=steps), np.float64(0.7), np.float64(0.1)])
+
+
+def ar_model():
+    """PyMC AR(2) model (a Scan in its logp): logp + dlogp."""
+    import pymc as pm
+
+    rng = np.random.default_rng(0)
+    y = np.cumsum(rng.normal(size=200)) * 0.1
+    with pm.Model() as model:
+        rho = pm.Normal("rho", 0, 0.5, shape=2)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.AR("y", rho=rho, sigma=sigma, init_dist=pm.Normal.dist(0, 1), observed=y)
+    return model_graph(model, "ar2")
+
+
 MODELS = {
     "eight-schools": lambda: example("eight-schools"),
     "linear-regression": linear_regression,
+    "scan-1000": scan_rnn,
+    "scan-1000-grad": lambda: scan_rnn(gradient=True),
+    "ar2": ar_model,
 }
 
 
@@ -65,8 +98,11 @@ def time_mode(graph, mode, repeat):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2000)
+    parser.add_argument("--only", nargs="*", choices=list(MODELS), help="run these workloads only")
     args = parser.parse_args()
     for name, build in MODELS.items():
+        if args.only and name not in args.only:
+            continue
         graph = build()
         rows, reference = {}, None
         for mode in MODES:

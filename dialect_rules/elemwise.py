@@ -78,12 +78,12 @@ def lower_composite(ctx, node, *operands):
         dims = tuple(dim_size(like, i) for i in range(len(dims)))
     env = {
         c: full(c.data, dims, c.type.dtype)
-        for c in _constants(fgraph)
+        for c in inner_constants(fgraph)
     }
     return tuple(ctx.lower_graph(fgraph.inputs, fgraph.outputs, operands, env))
 
 
-def _constants(fgraph):
+def inner_constants(fgraph):
     from pytensor.graph.basic import Constant
 
     seen = {}

@@ -67,6 +67,7 @@ from lowering.builders import (
     dim_sub,
     dim_size,
     dim_value,
+    dynamic_index,
     full,
     full_like,
     ir_constant,
@@ -355,7 +356,7 @@ def _take(x, ranges):
     # 2. run-time integer indices: a static-size dynamic_slice, so no value specialization
     axes = [i for i, r in enumerate(ranges) if r.runtime_index]
     if axes:
-        x = _dynamic_index(x, axes, [ranges[i].start for i in axes])
+        x = dynamic_index(x, axes, [ranges[i].start for i in axes])
     # 3. run-time steps (either sign): gather the visited positions
     for i, r in enumerate(ranges):
         if not isinstance(r.step, int):
@@ -377,24 +378,6 @@ def _slice(x, ranges, shape):
     return hlo.real_dynamic_slice(
         out_type, x, shape_tensor(starts), shape_tensor(limits), shape_tensor(strides)
     )
-
-
-def _dynamic_index(x, axes, starts):
-    """x with the `axes` sliced to size 1 at the run-time `starts` (XLA clamps them into range)."""
-    shape = shape_of(x)
-    sizes = [1 if i in axes else d for i, d in enumerate(shape)]
-    if is_static(sizes):
-        begin = [_i64(0)] * len(shape)
-        for i, s in zip(axes, starts):
-            begin[i] = s
-        return hlo.dynamic_slice(x, begin, ir.DenseI64ArrayAttr.get(sizes))
-    index = hlo.concatenate([reshape(s, [1]) for s in starts], 0)
-    dnums = hlo.GatherDimensionNumbers.get(
-        offset_dims=list(range(len(shape))), collapsed_slice_dims=[], operand_batching_dims=[],
-        start_indices_batching_dims=[], start_index_map=list(axes), index_vector_dim=0,
-    )
-    out_type = result_type(sizes, value_dtype(x))
-    return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
 
 
 def _put(x, ranges, view):

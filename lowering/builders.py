@@ -323,6 +323,24 @@ def slice_axis(x: ir.Value, axis: int, start: Dim, end: Dim) -> ir.Value:
     )
 
 
+def dynamic_index(x, axes, starts):
+    """x with the `axes` sliced to size 1 at the run-time `starts` (XLA clamps them into range)."""
+    shape = shape_of(x)
+    sizes = [1 if i in axes else d for i, d in enumerate(shape)]
+    if is_static(sizes):
+        begin = [ir_constant(np.int64(0))] * len(shape)
+        for i, s in zip(axes, starts):
+            begin[i] = s
+        return hlo.dynamic_slice(x, begin, ir.DenseI64ArrayAttr.get(sizes))
+    index = hlo.concatenate([reshape(s, [1]) for s in starts], 0)
+    dnums = hlo.GatherDimensionNumbers.get(
+        offset_dims=list(range(len(shape))), collapsed_slice_dims=[], operand_batching_dims=[],
+        start_indices_batching_dims=[], start_index_map=list(axes), index_vector_dim=0,
+    )
+    out_type = result_type(sizes, value_dtype(x))
+    return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
+
+
 def vector_element(vector: ir.Value, i: int) -> ir.Value:
     """Element i of a 1-d integer tensor, as a 0-d i64 value."""
     return convert(reshape(static_slice(vector, [i], [i + 1]), ()), I64)

@@ -151,3 +151,22 @@ def reduce_window(
     with ir.InsertionPoint(block):
         hlo.return_([body(block.arguments[0], block.arguments[1])])
     return op.results[0]
+
+
+def while_loop(
+    init: Sequence[ir.Value],
+    cond: Callable[[list[ir.Value]], ir.Value],
+    body: Callable[[list[ir.Value]], Sequence[ir.Value]],
+) -> list[ir.Value]:
+    """`stablehlo.while`: `cond(values)` is a 0-d i1, `body(values)` the next values
+    (same types as `init`)."""
+    types = [v.type for v in init]
+    op = hlo.WhileOp(types, list(init))
+    block = op.cond.blocks.append(*types)
+    with ir.InsertionPoint(block):
+        hlo.return_([cond(list(block.arguments))])
+    block = op.body.blocks.append(*types)
+    with ir.InsertionPoint(block):
+        hlo.return_(list(body(list(block.arguments))))
+    return list(op.results)
+

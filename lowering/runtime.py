@@ -17,7 +17,7 @@ from jax.sharding import SingleDeviceSharding
 from lowering._jax_internal import HostBufferSemantics, batched_device_put, to_numpy as _to_numpy
 from lowering.compile import compile_bytecode, get_backend, module_bytecode
 from lowering.errors import PassPipelineError
-from lowering.specialize import is_fully_static, scalar_arguments
+from lowering.specialize import bind_runtime_dims, is_fully_static, probe_module, runtime_dims, scalar_arguments
 
 
 class _Aval:
@@ -95,6 +95,8 @@ class Compiled:
             exe = self._by_values.get((shapes, values)) or self._compile_for(shapes, values)
         buffers = [self._put(a, dt) for a, dt in zip(args, self._dtypes)]
         buffers += self._constants()
+        if type(exe) is _Measured:
+            exe = self._measure(exe, buffers, shapes)
         # XLA runs asynchronously: its failures surface when results are read.
         try:
             results = exe.execute_sharded(buffers).disassemble_into_single_device_arrays()
@@ -146,25 +148,55 @@ class Compiled:
                 if shapes in self._by_shapes:  # another thread compiled it meanwhile
                     return self._by_shapes[shapes]
                 module = self.lowered.specialized_module(shapes)
-                if not self._scalar_args or is_fully_static(module):
-                    exe = self._compile_checked(module, shapes)
-                    _bounded_put(self._by_shapes, shapes, exe, self.max_signatures)
-                    return exe
-                # Some shape still depends on a value: key on the scalar ints too.
-                _bounded_put(self._by_shapes, shapes, None, self.max_signatures)
-                return None  # the caller retries with values
+                if self._scalar_args and not is_fully_static(module):
+                    # Some shape may depend on a value: key on the scalar ints too.
+                    _bounded_put(self._by_shapes, shapes, None, self.max_signatures)
+                    return None  # the caller retries with values
+                exe = self._executable(module, shapes, strict=False)
+                _bounded_put(self._by_shapes, shapes, exe, self.max_signatures)
+                return exe
             key = (shapes, values)
             if key in self._by_values:
                 return self._by_values[key]
-            module = self.lowered.specialized_module(shapes, values)
-            if not is_fully_static(module):
-                raise ValueError(
-                    "some output shapes could not be determined from the arguments' shapes "
-                    f"and scalar values ({', '.join(map(str, shapes))})"
-                )
-            exe = self._compile_checked(module, shapes)
+            exe = self._executable(self.lowered.specialized_module(shapes, values), shapes)
             _bounded_put(self._by_values, key, exe, self.max_signatures)
             return exe
+
+    def _executable(self, module, shapes, strict=True):
+        """The executable of a specialized module; where shapes are left that the
+        program computes itself, a `_Measured` that runs a probe first. Without
+        `strict`, other `?` types are left to XLA (a result cast to `?`)."""
+        if is_fully_static(module):
+            return self._compile_checked(module, shapes)
+        dims = runtime_dims(module)
+        if dims is None and not strict:
+            return self._compile_checked(module, shapes)
+        if dims is None:
+            raise ValueError(
+                "some output shapes could not be determined from the arguments' shapes "
+                f"and scalar values ({', '.join(map(str, shapes))})"
+            )
+        with self.lowered.lock:
+            probe = probe_module(dims, self.lowered.context)
+        return _Measured(dims, self._compile_checked(probe, shapes))
+
+    def _measure(self, measured: "_Measured", buffers, shapes):
+        """Run the probe, then the executable specialized to the dims it measured."""
+        results = measured.probe.execute_sharded(buffers).disassemble_into_single_device_arrays()
+        values = tuple(tuple(np.asarray(r[0]).tolist()) for r in results)
+        exe = measured.executables.get(values)
+        if exe is None:
+            with self._lock:
+                with self.lowered.lock:
+                    module = bind_runtime_dims(measured.dims, self.lowered.context, values)
+                if not is_fully_static(module):
+                    raise ValueError(
+                        "some output shapes could not be determined, even from the sizes the "
+                        f"program computes ({', '.join(map(str, shapes))})"
+                    )
+                exe = self._compile_checked(module, shapes)
+                _bounded_put(measured.executables, values, exe, self.max_signatures)
+        return exe
 
     def _compile_checked(self, module, shapes):
         """Compile, refusing before any allocation what cannot fit in the device's memory."""
@@ -188,6 +220,16 @@ class Compiled:
     def specialized_text(self, *args) -> str:
         """The module this call signature runs (after refinement), as text."""
         return str(self.lowered.specialize(*[self._filter(i, a) for i, a in enumerate(args)]))
+
+
+class _Measured:
+    """Executables of one signature whose shapes the program computes (a while-Scan's
+    trip count): `probe` returns the sizes, keyed to the executable for them."""
+
+    def __init__(self, dims, probe):
+        self.dims = dims
+        self.probe = probe
+        self.executables: dict = {}
 
 
 def _bounded_put(cache: dict, key, value, limit: int) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import func
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering.builders import dense_attr, symbol_name
@@ -63,6 +64,84 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
             raise
         if reads_dims:
             _check_dims_readable(module)
+        run_pipeline(module, LEGALIZE_CHLO)
+    return module
+
+
+# Dynamic-shape ops and the operands that give their result shape.
+_SHAPE_OPERANDS = {
+    "stablehlo.real_dynamic_slice": (1, 2, 3),
+    "stablehlo.dynamic_broadcast_in_dim": (1,),
+    "stablehlo.dynamic_reshape": (1,),
+    "stablehlo.dynamic_iota": (0,),
+    "stablehlo.dynamic_pad": (2, 3, 4),
+}
+
+
+@dataclass(frozen=True)
+class RuntimeDims:
+    """A specialized module whose last `?` dims are computed by the program itself
+    (the steps a while-Scan took): a probe module returns the shape operands that
+    make them, and a run's values refine the module to static shapes."""
+
+    module_text: str
+    targets: tuple[tuple[int, int], ...]  # (op index in @main's body, operand index)
+
+
+def runtime_dims(module: ir.Module) -> RuntimeDims | None:
+    """The shape operands computed in @main that the remaining `?` dims come from,
+    or None when a `?` dim has no such source (it cannot be made static)."""
+    ops = list(main_function(module).regions[0].blocks[0].operations)
+    targets = []
+    for n, op in enumerate(ops):
+        name = op.operation.name
+        if name not in _SHAPE_OPERANDS or not _DYNAMIC_TYPE.search(str(op.results[0].type)):
+            continue
+        operands = list(op.operands)
+        if any(_DYNAMIC_TYPE.search(str(v.type)) for v in operands):
+            continue  # downstream of another `?` dim: refined once that one is
+        targets += [(n, k) for k in _SHAPE_OPERANDS[name] if not _is_constant(operands[k])]
+    if not targets:
+        return None
+    return RuntimeDims(str(module), tuple(targets))
+
+
+def _is_constant(v: ir.Value) -> bool:
+    return isinstance(v, ir.OpResult) and v.owner.name == "stablehlo.constant"
+
+
+def probe_module(dims: RuntimeDims, context: ir.Context) -> ir.Module:
+    """@main returning only the measured shape operands; the rest is dead code."""
+    with context, ir.Location.unknown():
+        module = ir.Module.parse(dims.module_text)
+        fn = main_function(module)
+        ops = list(fn.regions[0].blocks[0].operations)
+        values = [ops[n].operands[k] for n, k in dims.targets]
+        with ir.InsertionPoint(ops[-1]):
+            func.return_(values)
+        ops[-1].operation.erase()
+        inputs = list(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs)
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, [v.type for v in values]))
+        run_pipeline(module, FOLD_AND_REFINE)
+        if not is_fully_static(module):
+            raise ValueError("a shape computed at run time depends on another one")
+        run_pipeline(module, LEGALIZE_CHLO)
+    return module
+
+
+def bind_runtime_dims(dims: RuntimeDims, context: ir.Context, measured) -> ir.Module:
+    """The module with the measured shape operands as constants, refined again."""
+    with context, ir.Location.unknown():
+        module = ir.Module.parse(dims.module_text)
+        ops = list(main_function(module).regions[0].blocks[0].operations)
+        for (n, k), value in zip(dims.targets, measured, strict=True):
+            op = ops[n]
+            with ir.InsertionPoint(op):
+                op.operands[k] = hlo.constant(dense_attr(np.asarray(value)))
+        for _ in range(_MAX_FOLD_ROUNDS):
+            run_pipeline(module, FOLD_AND_REFINE)
+            if is_fully_static(module):
+                break
         run_pipeline(module, LEGALIZE_CHLO)
     return module
 

@@ -71,12 +71,12 @@ def test_pad(mode):
     compare_with_py([x], [out], [np.arange(12.0).reshape(3, 4)])
 
 
-def test_pad_reflect_needs_scan():
-    x = pt.vector("x")
-    from lowering import unsupported_ops
-
-    missing = unsupported_ops(FunctionGraph([x], [pt.pad(x, 2, mode="reflect")]))
-    assert "Scan" in missing  # a loop: issue 4 (control flow)
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+@pytest.mark.parametrize("width", [2, 7])  # wider than the array: PyTensor's Scan repeats the reflection
+def test_pad_reflect_and_symmetric_through_scan(mode, width):
+    x = pt.matrix("x")
+    out = pt.pad(x, ((width, 1), (0, width)), mode=mode)
+    compare_with_py([x], [out], [np.arange(12.0).reshape(3, 4)])
 
 
 def test_einsum_kron_and_diag():

@@ -190,8 +190,11 @@ def test_complex_construction(dtype):
     part = "float32" if dtype == "complex64" else "float64"
     re, im = pt.vector("re", dtype=part), pt.vector("im", dtype=part)
     values = [np.array([1.0, 2.0, 0.0, 3.5, 0.0], part), np.array([0.5, -2.0, -1.0, np.pi, np.inf], part)]
+    # angle(complex64) is float64 computed in float32: numpy 2.4's float32 arctan2 is
+    # 1 ulp from the correctly rounded value at atan2(0.5, 1).
+    tol = dict(rtol=2e-7) if dtype == "complex64" else {}
     compare_with_py([re, im], [pt.complex(re, im), pt.complex_from_polar(re, im),
-                               abs(pt.complex(re, im)), pt.angle(pt.complex(re, im))], values)
+                               abs(pt.complex(re, im)), pt.angle(pt.complex(re, im))], values, **tol)
     f = pytensor.function([re, im], pt.complex_from_polar(re, im), mode="STABLEHLO")
     with pytest.raises(ValueError, match="polar radius must be non-negative"):
         f(-values[0], values[1])

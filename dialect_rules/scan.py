@@ -1,0 +1,374 @@
+"""Scan as one `stablehlo.while`, with PyTensor's buffers as the loop's state.
+
+The inner graph is lowered once, by the same graph walker, into a private step
+function; the loop body reads each input tap out of its buffer, calls the step, and
+writes each output back with `dynamic_update_slice`. Everything follows
+`Scan.perform`, buffer for buffer:
+
+- every traced output (mit-mot, mit-sot, sit-sot, nit-sot) lives in a buffer of
+  `store` rows used as a ring: step i reads tap t at `(pos + t) mod store` and
+  writes at `pos`, where `pos = (i - mintap) mod store`; mit-mot outputs are
+  written at `pos + out_tap` (their buffer holds every step);
+- after the loop a ring that wrapped is rotated so its oldest row comes first, and
+  rows never written are zero (as `perform` leaves them);
+- untraced sit-sots (shared variables' updates) are plain loop-carried values;
+- a while-Scan (`until`) stops when the condition holds; outputs whose buffer was
+  large enough for every step are trimmed to the steps taken, a length known
+  only once the loop ran (the runtime measures it, see `specialize.py`).
+
+Loop-invariant values (sequences, non-sequences) are read from the enclosing scope.
+Run-time checks raised inside the step (an index out of range) are or-ed into
+loop-carried flags and raised after the loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.scalar.loop import ScalarLoop
+from pytensor.scan.op import Scan
+from pytensor.tensor.type import TensorType
+
+from dialect_rules.elemwise import inner_constants
+from dialect_rules.subtensor import gather_indexed
+from lowering.builders import (
+    broadcast_in_dim,
+    cast_shape,
+    compare,
+    convert,
+    dim_add,
+    dim_size,
+    dim_value,
+    dynamic_index,
+    full,
+    function_type,
+    ir_constant,
+    iota,
+    reshape,
+    result_type,
+    select,
+    shape_of,
+    shape_tensor,
+    slice_axis,
+    splat,
+    value_dtype,
+    with_static_dims,
+)
+from lowering.errors import UnsupportedParameterError
+from lowering.graph import lower_function
+from lowering.regions import any_true, while_loop
+from lowering.registry import register_lowering
+from lowering.types import static_shape
+
+_I64 = "int64"
+
+
+def _i64(v) -> ir.Value:
+    return ir_constant(np.int64(v))
+
+
+def _scalar(x: ir.Value) -> ir.Value:
+    return convert(reshape(x, ()), _I64)
+
+
+def _floor_mod(a: ir.Value, n: ir.Value) -> ir.Value:
+    """a mod n for n > 0, non-negative as Python's `%` (a may be negative)."""
+    r = hlo.remainder(a, n)
+    return select(compare(r, _i64(0), "LT"), hlo.add(r, n), r)
+
+
+def _row(buffer: ir.Value, index: ir.Value) -> ir.Value:
+    """buffer[index] (axis 0 dropped); the buffer has at least one row."""
+    return reshape(dynamic_index(buffer, [0], [index]), shape_of(buffer)[1:])
+
+
+def _nonempty(buffer: ir.Value) -> bool:
+    rows = static_shape(buffer.type)[0]
+    return rows is not None and rows > 0
+
+
+def _with_scratch_row(buffer: ir.Value) -> ir.Value:
+    """A buffer or sequence that may be empty, with one more row at the end, so that
+    the loop body's reads and writes are valid IR whatever the sizes (the loop runs
+    no step then; the row is never part of a result)."""
+    if _nonempty(buffer):
+        return buffer
+    shape = shape_of(buffer)
+    zeros = [0] * len(shape)
+    return hlo.dynamic_pad(
+        result_type([dim_add(shape[0], 1), *shape[1:]], value_dtype(buffer)), buffer,
+        ir_constant(np.zeros((), value_dtype(buffer))), shape_tensor(zeros),
+        shape_tensor([1, *zeros[1:]]), shape_tensor(zeros),
+    )
+
+
+def _put_row(buffer: ir.Value, value: ir.Value, index: ir.Value) -> ir.Value:
+    """buffer with buffer[index] = value."""
+    value = convert(value, value_dtype(buffer))
+    update = reshape(value, [1, *shape_of(value)])
+    update = with_static_dims(update, [1, *static_shape(buffer.type)[1:]])
+    starts = [index] + [_i64(0)] * (len(static_shape(buffer.type)) - 1)
+    return hlo.dynamic_update_slice(buffer, update, starts)
+
+
+def _step_function(ctx, op: Scan):
+    key = ("Scan", op)
+    fn = ctx.memo.get(key)
+    if fn is None:
+        name = "".join(c if c.isalnum() else "_" for c in (op.name or "scan")) + "_step"
+        fn = ctx.memo[key] = lower_function(ctx, op.inner_inputs, op.inner_outputs, name)
+    return fn
+
+
+class _Buffers:
+    """The traced outputs' buffers in `perform`'s order (mit-mot, mit-sot, sit-sot,
+    nit-sot), with their ring sizes and first write positions."""
+
+    def __init__(self, op: Scan, buffers: list[ir.Value], n_steps: ir.Value):
+        self.op = op
+        self.values = buffers
+        self.store = [dim_value(dim_size(b, 0)) for b in buffers]
+        # The divisor of the ring arithmetic: an empty buffer is an error raised after
+        # the run (integer division by zero would stop the process, not raise).
+        self.ring = [hlo.maximum(s, _i64(1)) for s in self.store]
+        self.mintaps = list(op.mintaps)
+        self.start = [_floor_mod(_i64(-m), s) for m, s in zip(self.mintaps, self.ring)]
+        self.n_steps = n_steps
+
+    def position(self, k: int, i: ir.Value) -> ir.Value:
+        return hlo.remainder(hlo.add(self.start[k], i), self.ring[k])
+
+    def read_taps(self, buffers: list[ir.Value], i: ir.Value) -> list[ir.Value]:
+        """Step i's input taps: tap t of buffer k at `(pos + t) mod store`."""
+        rows = []
+        for k, taps in enumerate(self.op.info.tap_array):
+            pos = self.position(k, i)
+            rows += [_row(buffers[k], _floor_mod(hlo.add(pos, _i64(t)), self.ring[k])) for t in taps]
+        return rows
+
+
+@register_lowering(Scan)
+def lower_scan(ctx, node, *operands):
+    op, info = node.op, node.op.info
+    _refuse_untensored(node)
+    outer = list(operands)
+    n_steps = _scalar(outer[0])
+    seqs, non_seqs = op.outer_seqs(outer), op.outer_non_seqs(outer)
+    readable_seqs = [_with_scratch_row(seq) for seq in seqs]
+    untraced = op.outer_untraced_sit_sot(outer)
+    step = _step_function(ctx, op)
+    n_inner_outs = len(op.inner_outputs)
+    checks = ctx.checks_of(step)
+
+    ctx.runtime_check(
+        compare(n_steps, _i64(0), "LT"), IndexError, "Scan was asked to run for a negative number of steps"
+    )
+    for k, seq in enumerate(seqs):
+        ctx.runtime_check(
+            compare(dim_value(dim_size(seq, 0)), n_steps, "LT"), ValueError,
+            f"Sequence {k} is shorter than the Scan's required number of steps",
+        )
+    traced = op.outer_mitmot(outer) + op.outer_mitsot(outer) + op.outer_sitsot(outer)
+    traced += _nit_sot_buffers(ctx, node, step, outer)
+    buffers = _Buffers(op, traced, n_steps)
+    for k, store in enumerate(buffers.store):
+        ctx.runtime_check(
+            hlo.and_(compare(n_steps, _i64(0), "GT"), compare(store, _i64(0), "EQ")), ZeroDivisionError,
+            f"Scan output {k} has an empty buffer",
+        )
+
+    false = ir_constant(False)
+    carried = [_with_scratch_row(b) for b in traced]
+    # The input taps of step i+1 are read at the end of step i, after its writes, and
+    # carried: within a step a buffer is only written, never read, so XLA updates it
+    # in place (reads fused into other outputs' writes made it copy the buffer).
+    taps = buffers.read_taps(carried, _i64(0))
+    init = [_i64(0), ir_constant(True), *carried, *taps, *untraced, *[false] * len(checks)]
+    n_bufs, n_untraced = len(traced) + len(taps), len(untraced)
+
+    def cond(values):
+        i, go = values[0], values[1]
+        return hlo.and_(compare(i, n_steps, "LT"), go)
+
+    def body(values):
+        i, bufs = values[0], list(values[2 : 2 + len(traced)])
+        taps = values[2 + len(traced) : 2 + n_bufs]
+        state = values[2 + n_bufs : 2 + n_bufs + n_untraced]
+        flags = values[2 + n_bufs + n_untraced :]
+        positions = [buffers.position(k, i) for k in range(len(traced))]
+
+        inner = [_row(seq, i) for seq in readable_seqs] + taps + state + non_seqs
+        results = ctx.emit_call(step, inner)
+        outs, step_flags = results[:n_inner_outs], results[n_inner_outs:]
+
+        for k, (group, out_taps) in enumerate(
+            zip(op.inner_mitmot_outs_grouped(outs), info.mit_mot_out_slices, strict=True)
+        ):
+            for value, t in zip(group, out_taps, strict=True):
+                bufs[k] = _put_row(bufs[k], value, hlo.add(positions[k], _i64(t)))
+        written = op.inner_mitsot_outs(outs) + op.inner_sitsot_outs(outs) + op.inner_nitsot_outs(outs)
+        for k, value in enumerate(written, start=info.n_mit_mot):
+            bufs[k] = _put_row(bufs[k], value, positions[k])
+        following = hlo.add(i, _i64(1))
+        taps = buffers.read_taps(bufs, following)
+        state = [
+            cast_shape(convert(v, value_dtype(x)), x.type)
+            for v, x in zip(op.inner_untraced_sit_sot_outs(outs), state, strict=True)
+        ]
+        go = hlo.not_(convert(reshape(outs[-1], ()), "bool")) if info.as_while else ir_constant(True)
+        flags = [hlo.or_(a, b) for a, b in zip(flags, step_flags, strict=True)]
+        return [following, go, *bufs, *taps, *state, *flags]
+
+    results = while_loop(init, cond, body)
+    steps_taken = results[0]
+    bufs = [
+        b if c is t else slice_axis(b, 0, 0, dim_size(t, 0))
+        for b, c, t in zip(results[2 : 2 + len(traced)], carried, traced, strict=True)
+    ]
+    state = results[2 + n_bufs : 2 + n_bufs + n_untraced]
+    for flag, check in zip(results[2 + n_bufs + n_untraced :], checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+
+    outputs = bufs[: info.n_mit_mot]
+    for k in range(info.n_mit_mot, len(traced)):
+        outputs.append(_finish(buffers, k, bufs[k], steps_taken, info.as_while))
+    for k in range(len(traced) - info.n_nit_sot, len(traced)):
+        outputs[k] = _empty_when_no_step(outputs[k], n_steps, node.outputs[k].type.shape)
+    return tuple(outputs + state)
+
+
+def _empty_when_no_step(out: ir.Value, n_steps: ir.Value, shape) -> ir.Value:
+    """perform returns a nit-sot of shape (0, 0, ...) when no step ran (it never
+    learnt the row shape); dims PyTensor's type fixes keep their size."""
+    unknown = [a for a in range(1, len(shape)) if shape[a] is None]
+    if not unknown:
+        return out
+    ran = compare(n_steps, _i64(0), "GT")
+    dims = list(shape_of(out))
+    limits = [select(ran, dim_value(d), _i64(0)) if a in unknown else d for a, d in enumerate(dims)]
+    out_dims = [d if a in unknown else dims[a] for a, d in enumerate(limits)]
+    return hlo.real_dynamic_slice(
+        result_type(out_dims, value_dtype(out)), out, shape_tensor([0] * len(dims)),
+        shape_tensor(limits), shape_tensor([1] * len(dims)),
+    )
+
+
+def _finish(buffers: _Buffers, k: int, buf: ir.Value, steps: ir.Value, as_while: bool) -> ir.Value:
+    """`perform`'s step 6: the ring in order, unwritten rows zero, a while-Scan's
+    outputs trimmed to the steps it took."""
+    store, ring, n_steps = buffers.store[k], buffers.ring[k], buffers.n_steps
+    written = hlo.subtract(steps, _i64(buffers.mintaps[k]))  # rows holding values
+    wrapped = compare(store, written, "LE")
+    rows = iota(shape_of(buf), 0, _I64)
+    # A ring that wrapped is rotated by its next write position; otherwise rows past
+    # the written ones are zero (perform keeps the input untouched when no step ran).
+    shift = select(wrapped, hlo.remainder(written, ring), _i64(0))
+    length = dim_size(buf, 0)
+    positions = iota([length], 0, _I64)
+    index = hlo.remainder(hlo.add(positions, splat(shift, positions)), splat(ring, positions))
+    index = reshape(index, [length, 1])
+    rotated = gather_indexed(buf, [0], index, front=True)
+    keep = hlo.or_(
+        broadcast_in_dim(hlo.or_(wrapped, compare(n_steps, _i64(0), "EQ")), shape_of(rows), ()),
+        compare(rows, splat(written, rows), "LT"),
+    )
+    out = select(keep, rotated, full(0, shape_of(buf), value_dtype(buf)))
+    if as_while:
+        # perform: `buf[:-(n_steps - steps)]` when the loop stopped early and the
+        # buffer was not a ring that wrapped.
+        short = hlo.and_(hlo.not_(wrapped), compare(steps, n_steps, "LT"))
+        length = select(short, hlo.subtract(store, hlo.subtract(n_steps, steps)), store)
+        out = slice_axis(out, 0, 0, length)
+    return out
+
+
+def _nit_sot_buffers(ctx, node, step, outer) -> list[ir.Value]:
+    """Zero buffers of (size, *row shape) for the nit-sot outputs. A row shape the
+    step's result types leave `?` is read off one call of the step on zeros, which
+    is dead once shapes are refined (only its result shapes are used)."""
+    op = node.op
+    info = op.info
+    if not info.n_nit_sot:
+        return []
+    results = list(function_type(step).results)
+    first = op.info.n_mit_mot_outs + info.n_mit_sot + info.n_sit_sot
+    row_types = [ir.RankedTensorType(t) for t in results[first : first + info.n_nit_sot]]
+    probe = None
+    if not all(t.has_static_shape for t in row_types):
+        probe = ctx.emit_call(step, _zero_step_inputs(op, outer))[first : first + info.n_nit_sot]
+    sizes = op.outer_nitsot(outer)
+    buffers = []
+    for j, (t, size) in enumerate(zip(row_types, sizes)):
+        dims = list(t.shape) if t.has_static_shape else list(shape_of(probe[j]))
+        out_var = node.outputs[info.n_mit_mot + info.n_mit_sot + info.n_sit_sot + j]
+        size_var = node.inputs[op.nit_sot_arg_offset + j]
+        size_dim = int(size_var.data) if hasattr(size_var, "data") else _scalar(size)
+        buffers.append(full(0, [size_dim, *dims], out_var.type.dtype))
+    return buffers
+
+
+def _zero_step_inputs(op: Scan, outer) -> list[ir.Value]:
+    """Step inputs shaped as the loop passes them (sequence rows, buffer rows), zero."""
+    def zero_row(x):
+        return full(0, shape_of(x)[1:], value_dtype(x))
+
+    inner = [zero_row(seq) for seq in op.outer_seqs(outer)]
+    bufs = op.outer_mitmot(outer) + op.outer_mitsot(outer) + op.outer_sitsot(outer)
+    for buf, taps in zip(bufs, op.info.tap_array, strict=True):
+        inner += [zero_row(buf)] * len(taps)
+    return inner + op.outer_untraced_sit_sot(outer) + op.outer_non_seqs(outer)
+
+
+def _refuse_untensored(node) -> None:
+    for v in node.inputs[1:] + node.outputs:
+        if not isinstance(v.type, TensorType):
+            raise UnsupportedParameterError(
+                node, f"a {v.type} input or output", "only tensor state is lowered (random generators: issue 5)"
+            )
+
+
+@register_lowering(ScalarLoop)
+def lower_scalar_loop(ctx, node, n_steps, *operands):
+    """ScalarLoop inside an Elemwise (the gradients of gammainc, betainc, ...): one
+    `stablehlo.while` over whole tensors, each element running its own number of steps
+    (its `n_steps`, or until its condition holds); finished elements keep their state.
+    """
+    op = node.op
+    n_state = len(op.outputs) - int(op.is_while)
+    init, constant = list(operands[:n_state]), list(operands[n_state:])
+    steps = convert(n_steps, _I64)
+    like = init[0]
+    if not op.is_while:
+        if not ctx.can_raise():
+            raise UnsupportedParameterError(node, "no `until` condition inside a region", "its n_steps check cannot raise here")
+        ctx.runtime_check(
+            any_true(compare(steps, splat(_i64(0), steps), "LT")), ValueError,
+            "ScalarLoop does not have a termination condition.",
+        )
+    dims = shape_of(like)
+    env = {c: full(c.data, dims, c.type.dtype) for c in inner_constants(op.fgraph)}
+    done = full(False, dims, "bool")
+    init_values = [_i64(0), *init, done]
+
+    def active(i, done_now):
+        running = compare(splat(i, steps), steps, "LT")
+        return hlo.and_(running, hlo.not_(done_now))
+
+    def cond(values):
+        return any_true(active(values[0], values[-1]))
+
+    def body(values):
+        i, *state, done_now = values
+        running = active(i, done_now)
+        results = ctx.lower_graph(op.fgraph.inputs, op.fgraph.outputs, [*state, *constant], env)
+        state = [
+            select(running, cast_shape(convert(new, value_dtype(old)), old.type), old)
+            for new, old in zip(results[:n_state], state, strict=True)
+        ]
+        if op.is_while:
+            done_now = select(running, cast_shape(convert(results[-1], "bool"), done_now.type), done_now)
+        return [hlo.add(i, _i64(1)), *state, done_now]
+
+    _, *state, done_now = while_loop(init_values, cond, body)
+    return tuple(state + [done_now]) if op.is_while else tuple(state)

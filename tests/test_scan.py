@@ -1,0 +1,293 @@
+"""Scan: one stablehlo.while over PyTensor's buffers, against the Python mode.
+
+`compare_with_py` runs each graph with PyTensor's rewrites (which shrink buffers to
+rings, push code out of the loop, ...) and raw, against `Scan.perform`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.graph.fg import FunctionGraph
+from pytensor.scan.utils import until
+
+from lowering import lower
+from tests.helpers import RAW_MODE, compare_with_py
+
+
+def scan(*args, **kwargs):
+    return pytensor.scan(*args, return_updates=False, **kwargs)
+
+
+def f64(value):
+    return pt.constant(np.float64(value))
+
+
+RNG = np.random.default_rng(7)
+
+
+# --- the classic scans of the issue, and their gradients -----------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int8", "complex128"])
+def test_cumulative_sum(dtype):
+    x = pt.vector("x", dtype=dtype)
+    out = scan(lambda xi, acc: acc + xi, sequences=[x], outputs_info=[pt.zeros((), dtype)])
+    values = (np.arange(1, 8) * (1 + 1j if dtype.startswith("complex") else 1)).astype(dtype)
+    compare_with_py([x], [out, out[-1], out[::2]], [values])
+
+
+def test_cumulative_sum_gradient_to_second_order():
+    x = pt.dvector("x")
+    out = scan(lambda xi, acc: acc * pt.sin(xi) + xi**2, sequences=[x], outputs_info=[f64(1.0)])
+    cost = (out**2).sum()
+    g = pytensor.grad(cost, x)
+    hv = pytensor.grad((g * pt.arange(5.0)).sum(), x)  # Hessian-vector product
+    compare_with_py([x], [g, hv], [RNG.normal(size=5)], rtol=1e-9)
+
+
+def test_fibonacci_mit_sot_with_runtime_n_steps():
+    init, n = pt.lvector("init"), pt.lscalar("n")
+    fib = scan(lambda a, b: a + b, outputs_info=[dict(initial=init, taps=[-2, -1])], n_steps=n)
+    for steps in (10, 1, 0):
+        compare_with_py([init, n], [fib, fib.sum()], [np.array([1, 1]), np.array(steps)])
+    compare_with_py([init, n], [fib[-1]], [np.array([0, 1]), np.array(40)])
+
+
+def test_mit_sot_taps_that_skip_and_its_gradient():
+    init, w = pt.dvector("init"), pt.dscalar("w")
+    out = scan(lambda a, c: w * a - 0.5 * c, outputs_info=[dict(initial=init, taps=[-3, -1])], n_steps=6)
+    compare_with_py([init, w], [out, pytensor.grad(out.sum(), [init, w])[0]], [np.array([1.0, 2.0, 3.0]), np.array(0.9)])
+
+
+def _kalman_filter():
+    """Local-level model: the filtered means and the log-likelihood."""
+    y, q, r = pt.dvector("y"), pt.dscalar("q"), pt.dscalar("r")
+
+    def step(y_t, m, p, ll):
+        p_pred = p + q
+        s = p_pred + r
+        k = p_pred / s
+        m_new = m + k * (y_t - m)
+        ll_new = ll - 0.5 * (pt.log(2 * np.pi * s) + (y_t - m) ** 2 / s)
+        return m_new, (1 - k) * p_pred, ll_new
+
+    (m, p, ll) = scan(step, sequences=[y], outputs_info=[f64(0.0), f64(1.0), f64(0.0)])
+    return [y, q, r], m, ll[-1]
+
+
+def test_state_space_filter_and_its_gradient():
+    inputs, m, ll = _kalman_filter()
+    values = [np.cumsum(RNG.normal(size=30)), np.array(0.3), np.array(0.8)]
+    compare_with_py(inputs, [m, ll, *pytensor.grad(ll, inputs[1:])], values, rtol=1e-9)
+
+
+def _rk4(y0, theta, dt, n):
+    def f(y):
+        return pt.stack([y[1], -theta * pt.sin(y[0])])
+
+    def step(y):
+        k1 = f(y)
+        k2 = f(y + dt / 2 * k1)
+        k3 = f(y + dt / 2 * k2)
+        k4 = f(y + dt * k3)
+        return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+    return scan(step, outputs_info=[y0], n_steps=n)
+
+
+def test_rk4_pendulum_and_its_gradient():
+    y0, theta = pt.dvector("y0"), pt.dscalar("theta")
+    ys = _rk4(y0, theta, 0.05, 200)
+    cost = ys[:, 0].sum()
+    compare_with_py([y0, theta], [ys, *pytensor.grad(cost, [y0, theta])], [np.array([1.0, 0.0]), np.array(2.0)], rtol=1e-9)
+
+
+def _power_iteration():
+    a, v0, tol = pt.dmatrix("a"), pt.dvector("v0"), pt.dscalar("tol")
+
+    def step(v):
+        w = pt.dot(a, v)
+        w = w / pt.sqrt((w**2).sum())
+        return w, until(pt.abs(w - v).max() < tol)
+
+    return [a, v0, tol], scan(step, outputs_info=[v0], n_steps=500)
+
+
+@pytest.mark.parametrize("tol", [1e-12, 1e-3, 10.0])
+def test_power_iteration_until_trims_outputs_to_the_steps_taken(tol):
+    inputs, vs = _power_iteration()
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    values = [a, np.array([1.0, 0.0]), np.array(tol)]
+    compare_with_py(inputs, [vs, vs[-1], vs.shape[0]], values)
+    f = pytensor.function(inputs, vs, mode="STABLEHLO")
+    steps = len(f(*values))
+    assert (steps == 1) if tol == 10.0 else (1 < steps < 500)
+
+
+def test_while_scan_nit_sot_and_mit_sot_trimmed():
+    x0, limit = pt.dscalar("x0"), pt.dscalar("limit")
+
+    def step(a, b):
+        c = a + b
+        return [c, c * 2], until(c > limit)
+
+    outs = scan(step, outputs_info=[dict(initial=pt.stack([x0, x0]), taps=[-2, -1]), None], n_steps=50)
+    for lim in (100.0, 1e30, -1.0):
+        compare_with_py([x0, limit], outs, [np.array(1.0), np.array(lim)])
+
+
+def test_while_scan_repeated_calls_measure_each_length():
+    inputs, vs = _power_iteration()
+    f = pytensor.function(inputs, vs, mode="STABLEHLO")
+    ref = pytensor.function(inputs, vs, mode=RAW_MODE)
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    for tol in (1e-2, 1e-6, 1e-2, 1e-9):
+        values = [a, np.array([1.0, 0.0]), np.array(tol)]
+        np.testing.assert_allclose(f(*values), ref(*values))
+
+
+# --- every kind of input and output ---------------------------------------------------
+
+
+def test_nit_sot_with_sequences_and_non_sequences_of_runtime_shape():
+    a, b = pt.dmatrix("a"), pt.dvector("b")
+    rows = scan(lambda row, w: pt.outer(row, w).sum(0) + row[:2].sum(), sequences=[a], non_sequences=[b])
+    compare_with_py([a, b], [rows], [RNG.normal(size=(4, 3)), RNG.normal(size=3)])
+    compare_with_py([a, b], [rows], [np.zeros((0, 3)), RNG.normal(size=3)])
+
+
+def test_several_sequences_with_taps_and_several_outputs():
+    x, y = pt.dvector("x"), pt.dvector("y")
+
+    def step(x_prev, x_next, y_t, acc):
+        return acc + x_prev * y_t, x_next - x_prev
+
+    acc, diff = scan(
+        step, sequences=[dict(input=x, taps=[-1, 1]), y], outputs_info=[f64(0.0), None],
+    )
+    compare_with_py([x, y], [acc, diff], [RNG.normal(size=8), RNG.normal(size=6)])
+
+
+def test_go_backwards_and_its_gradient():
+    x = pt.dvector("x")
+    out = scan(lambda xi, acc: acc * 0.5 + xi, sequences=[x], outputs_info=[f64(0.0)], go_backwards=True)
+    compare_with_py([x], [out, pytensor.grad(out.sum(), x)], [RNG.normal(size=6)])
+
+
+def test_truncate_gradient():
+    x, h0 = pt.dvector("x"), pt.dscalar("h0")
+    hs = scan(lambda xi, h: pt.tanh(h + xi), sequences=[x], outputs_info=[h0], truncate_gradient=3)
+    compare_with_py([x, h0], pytensor.grad(hs.sum(), [x, h0]), [RNG.normal(size=7), np.array(0.2)])
+
+
+def test_shared_variable_updated_inside_the_scan_is_an_untraced_sit_sot():
+    counter = pytensor.shared(np.float64(0.0), name="counter")
+    x = pt.dvector("x")
+
+    def step(xi):
+        return xi * counter, {counter: counter + 1}
+
+    out, updates = pytensor.scan(step, sequences=[x], return_updates=True)
+    f = pytensor.function([x], out, updates=updates, mode="STABLEHLO")
+    np.testing.assert_allclose(f(np.ones(3)), [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(f(np.ones(3)), [3.0, 4.0, 5.0])
+    assert counter.get_value() == 6.0
+
+
+def test_scan_inside_scan_and_its_gradient():
+    a = pt.dmatrix("a")
+
+    def outer_step(row, acc):
+        inner = scan(lambda v, s: s * 0.9 + v, sequences=[row], outputs_info=[f64(0.0)])
+        return acc + inner[-1]
+
+    out = scan(outer_step, sequences=[a], outputs_info=[f64(0.0)])
+    compare_with_py([a], [out, pytensor.grad(out[-1], a)], [RNG.normal(size=(3, 4))])
+
+
+def test_inner_graph_with_indexing_reductions_and_ifelse():
+    from pytensor.ifelse import ifelse
+
+    x, idx = pt.dmatrix("x"), pt.lvector("idx")
+
+    def step(i, acc):
+        row = x[i]
+        return ifelse(row.sum() > 0, acc + row.max(), acc - pt.sort(row)[0])
+
+    out = scan(step, sequences=[idx], outputs_info=[f64(0.0)])
+    compare_with_py([x, idx], [out], [RNG.normal(size=(4, 3)), np.array([0, 3, 1, 1, -1])])
+
+
+# --- errors are the Python mode's, raised at call time -----------------------------------
+
+
+def test_index_out_of_range_inside_the_loop_raises():
+    x, idx = pt.dvector("x"), pt.lvector("idx")
+    out = scan(lambda i, acc: acc + x[i], sequences=[idx], outputs_info=[f64(0.0)])
+    f = pytensor.function([x, idx], out, mode="STABLEHLO")
+    np.testing.assert_allclose(f(np.arange(3.0), np.array([0, 2])), [0.0, 2.0])
+    with pytest.raises(IndexError):
+        f(np.arange(3.0), np.array([0, 3]))
+
+
+def test_negative_n_steps_and_short_sequences_raise():
+    x, n = pt.dvector("x"), pt.lscalar("n")
+    out = scan(lambda xi, acc: acc + xi, sequences=[x], outputs_info=[f64(0.0)], n_steps=n)
+    fg = FunctionGraph([x, n], [out], clone=True)
+    compiled = lower(fg).compile()
+    np.testing.assert_allclose(compiled(np.arange(4.0), np.array(2))[0], [0.0, 1.0])
+    with pytest.raises(IndexError, match="negative number of steps"):
+        compiled(np.arange(4.0), np.array(-1))
+    with pytest.raises(ValueError, match="shorter than the Scan's required number of steps"):
+        compiled(np.arange(4.0), np.array(5))
+
+
+def test_rng_state_inside_a_scan_is_refused_by_name():
+    from lowering.errors import LoweringError
+
+    rng = pytensor.shared(np.random.default_rng(0))
+
+    def step():
+        next_rng, x = pt.random.normal(rng=rng).owner.outputs
+        return x, {rng: next_rng}
+
+    out, updates = pytensor.scan(step, n_steps=3, return_updates=True)
+    fg = FunctionGraph(outputs=[out], clone=True)
+    with pytest.raises(LoweringError, match="RandomGeneratorType"):
+        lower(fg)
+
+
+# --- ScalarLoop: the loops inside PyTensor's special-function gradients -----------------
+
+
+def _scalar_loop(is_while: bool):
+    import pytensor.scalar as ps
+    from pytensor.scalar.loop import ScalarLoop
+
+    x0, c = ps.float64("x0"), ps.float64("c")
+    x = x0 * 0.5 + c
+    until = ps.abs(x - x0) < 1e-6 if is_while else None
+    return pt.elemwise.Elemwise(ScalarLoop(init=[x0], update=[x], constant=[c], until=until))
+
+
+def test_scalar_loop_with_per_element_step_counts():
+    n, x0, c = pt.lvector("n"), pt.dvector("x0"), pt.dscalar("c")
+    out = _scalar_loop(False)(n, x0, c)
+    compare_with_py([n, x0, c], [out], [np.array([0, 1, 5, 40]), np.array([1.0, 2.0, -3.0, 8.0]), np.array(0.25)])
+
+
+def test_scalar_loop_until_stops_each_element_on_its_own():
+    n, x0, c = pt.lvector("n"), pt.dvector("x0"), pt.dvector("c")
+    x, done = _scalar_loop(True)(n, x0, c)
+    values = [np.array([100, 3, 0, 100]), np.array([1.0, 2.0, -3.0, 1e3]), np.array([0.0, 1.0, 2.0, -1.0])]
+    compare_with_py([n, x0, c], [x, done], values)
+
+
+def test_scalar_loop_negative_steps_raise_as_perform_does():
+    n, x0, c = pt.lvector("n"), pt.dvector("x0"), pt.dscalar("c")
+    f = pytensor.function([n, x0, c], _scalar_loop(False)(n, x0, c), mode="STABLEHLO")
+    with pytest.raises(ValueError, match="termination condition"):
+        f(np.array([2, -1]), np.ones(2), np.array(0.0))
