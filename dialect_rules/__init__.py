@@ -10,6 +10,7 @@ from dialect_rules import (  # noqa: F401
     functions,
     jax_op,
     scan,
+    series,
     signal,
     reduction,
     scalar,

@@ -170,3 +170,27 @@ def while_loop(
         hlo.return_(list(body(list(block.arguments))))
     return list(op.results)
 
+
+def converge(
+    init: Sequence[ir.Value],
+    active: ir.Value,
+    step: Callable[[list[ir.Value]], tuple[Sequence[ir.Value], ir.Value]],
+    max_steps: int,
+) -> list[ir.Value]:
+    """Iterate `step(state) -> (next state, done)` elementwise on whole tensors until
+    every `active` element is done, or `max_steps`: an element keeps the state of the
+    step that finished it (series summed until their terms vanish)."""
+    from lowering.builders import ir_constant, select
+
+    def cond(values):
+        i, still = values[0], values[1]
+        more = hlo.compare(i, ir_constant(np.int64(max_steps)), hlo.ComparisonDirectionAttr.get("LT"))
+        return hlo.and_(more, any_true(still))
+
+    def body(values):
+        i, still, *state = values
+        new, done = step(state)
+        state = [select(still, n, s) for n, s in zip(new, state, strict=True)]
+        return [hlo.add(i, ir_constant(np.int64(1))), hlo.and_(still, hlo.not_(done)), *state]
+
+    return while_loop([ir_constant(np.int64(0)), active, *init], cond, body)[2:]

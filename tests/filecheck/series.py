@@ -1,0 +1,30 @@
+# RUN: %PYTHON %s | FileCheck %s
+# Series special functions: each series or continued fraction is one stablehlo.while
+# over whole tensors, carrying the step count, the mask of elements still summing
+# and the series' state; elements whose terms vanished keep their state (select).
+import pytensor.tensor as pt
+
+from ir_printing import print_ir
+
+a, x = pt.dvector("a"), pt.dvector("x")
+
+# gammainc: P's series, Q's continued fraction and Q's small-x series, then the pick.
+# CHECK-LABEL: TEST: gammainc opt
+# CHECK: stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>, tensor<?xf64>, tensor<?xf64>
+# CHECK: stablehlo.reduce
+# CHECK: stablehlo.or
+# CHECK: } do {
+# CHECK: stablehlo.divide
+# CHECK: stablehlo.select
+# CHECK: stablehlo.while
+# CHECK: stablehlo.while
+# CHECK-NOT: stablehlo.while
+print_ir("gammainc", [a, x], [pt.gammainc(a, x)])
+
+# Its gradient wrt a: PyTensor's ScalarLoops, each a while whose elements stop on
+# their own `until` (the carried done mask is updated with a select).
+# CHECK-LABEL: TEST: gammainc_grad raw
+# CHECK: stablehlo.while
+# CHECK: stablehlo.not
+# CHECK: stablehlo.and
+print_ir("gammainc_grad", [a, x], [pt.grad(pt.gammainc(a, x).sum(), a)], raw=True)
