@@ -139,13 +139,24 @@ class _Buffers:
     def position(self, k: int, i: ir.Value) -> ir.Value:
         return hlo.remainder(hlo.add(self.start[k], i), self.ring[k])
 
-    def read_taps(self, buffers: list[ir.Value], i: ir.Value) -> list[ir.Value]:
-        """Step i's input taps: tap t of buffer k at `(pos + t) mod store`."""
+    def read_taps(self, buffers: list[ir.Value], i: ir.Value, written=None) -> list[ir.Value]:
+        """Step i's input taps: tap t of buffer k at `(pos + t) mod store`. With the
+        values step i-1 `written` (per buffer), a sit-sot's one tap is that value."""
+        info = self.op.info
+        first_sit_sot = info.n_mit_mot + info.n_mit_sot
         rows = []
-        for k, taps in enumerate(self.op.info.tap_array):
+        for k, taps in enumerate(info.tap_array):
+            if written is not None and k >= first_sit_sot:
+                rows.append(cast_shape(convert(written[k], value_dtype(buffers[k])), _row_type(buffers[k])))
+                continue
             pos = self.position(k, i)
             rows += [_row(buffers[k], _floor_mod(hlo.add(pos, _i64(t)), self.ring[k])) for t in taps]
         return rows
+
+
+def _row_type(buffer: ir.Value) -> ir.Type:
+    t = ir.RankedTensorType(buffer.type)
+    return ir.RankedTensorType.get(list(t.shape)[1:], t.element_type)
 
 
 @register_lowering(Scan)
@@ -211,7 +222,7 @@ def lower_scan(ctx, node, *operands):
         for k, value in enumerate(written, start=info.n_mit_mot):
             bufs[k] = _put_row(bufs[k], value, positions[k])
         following = hlo.add(i, _i64(1))
-        taps = buffers.read_taps(bufs, following)
+        taps = buffers.read_taps(bufs, following, [None] * info.n_mit_mot + written)
         state = [
             cast_shape(convert(v, value_dtype(x)), x.type)
             for v, x in zip(op.inner_untraced_sit_sot_outs(outs), state, strict=True)
