@@ -57,17 +57,26 @@ def scan_rnn(steps: int = 1000, gradient: bool = False):
     return Graph(name, [x, w, h0], outputs, [rng.normal(size=steps), np.float64(0.7), np.float64(0.1)])
 
 
-def ar_model():
-    """PyMC AR(2) model (a Scan in its logp): logp + dlogp."""
+def garch_model():
+    """PyMC GARCH(1,1) model: its volatilities are a Scan over 500 returns; logp + dlogp."""
     import pymc as pm
+    import pytensor.tensor as pt
 
-    rng = np.random.default_rng(0)
-    y = np.cumsum(rng.normal(size=200)) * 0.1
+    returns = np.random.default_rng(3).normal(scale=0.1, size=500)
     with pm.Model() as model:
-        rho = pm.Normal("rho", 0, 0.5, shape=2)
-        sigma = pm.HalfNormal("sigma", 1)
-        pm.AR("y", rho=rho, sigma=sigma, init_dist=pm.Normal.dist(0, 1), observed=y)
-    return model_graph(model, "ar2")
+        omega = pm.HalfNormal("omega", 0.1)
+        alpha = pm.Beta("alpha", 2, 5)
+        beta = pm.Beta("beta", 5, 2)
+
+        def vol(r_prev, s_prev, omega, alpha, beta):
+            return pt.sqrt(omega + alpha * r_prev**2 + beta * s_prev**2)
+
+        sigmas = pytensor.scan(
+            vol, sequences=[pt.as_tensor(returns[:-1])], outputs_info=[pt.constant(np.float64(0.1))],
+            non_sequences=[omega, alpha, beta], return_updates=False,
+        )
+        pm.Normal("r", 0, sigmas, observed=returns[1:])
+    return model_graph(model, "garch")
 
 
 MODELS = {
@@ -75,7 +84,7 @@ MODELS = {
     "linear-regression": linear_regression,
     "scan-1000": scan_rnn,
     "scan-1000-grad": lambda: scan_rnn(gradient=True),
-    "ar2": ar_model,
+    "garch": garch_model,
 }
 
 

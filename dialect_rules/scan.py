@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.scalar import ScalarType
 from pytensor.scalar.loop import ScalarLoop
 from pytensor.scan.op import Scan
 from pytensor.tensor.type import TensorType
@@ -333,7 +334,7 @@ def _zero_step_inputs(op: Scan, outer) -> list[ir.Value]:
 
 def _refuse_untensored(node) -> None:
     for v in node.inputs[1:] + node.outputs:
-        if not isinstance(v.type, TensorType):
+        if not isinstance(v.type, (TensorType, ScalarType)):
             raise UnsupportedParameterError(
                 node, f"a {v.type} input or output", "only tensor state is lowered (random generators: issue 5)"
             )

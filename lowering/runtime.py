@@ -17,7 +17,7 @@ from jax.sharding import SingleDeviceSharding
 from lowering._jax_internal import HostBufferSemantics, batched_device_put, to_numpy as _to_numpy
 from lowering.compile import compile_bytecode, get_backend, module_bytecode
 from lowering.errors import PassPipelineError
-from lowering.specialize import bind_runtime_dims, is_fully_static, probe_module, runtime_dims, scalar_arguments
+from lowering.specialize import bind_runtime_dims, drop_folded_checks, is_fully_static, probe_module, runtime_dims, scalar_arguments
 
 
 class _Aval:
@@ -99,8 +99,8 @@ class Compiled:
             exe = self._measure(exe, buffers, shapes)
         # XLA runs asynchronously: its failures surface when results are read.
         try:
-            results = exe.execute_sharded(buffers).disassemble_into_single_device_arrays()
-            if self._checks:
+            results = exe.xla.execute_sharded(buffers).disassemble_into_single_device_arrays()
+            if exe.checked:
                 self._raise_failed_check(results[self._n_outputs][0])
                 results = results[: self._n_outputs]
             return [_to_numpy(r[0]) for r in results]
@@ -178,11 +178,11 @@ class Compiled:
             )
         with self.lowered.lock:
             probe = probe_module(dims, self.lowered.context)
-        return _Measured(dims, self._compile_checked(probe, shapes))
+        return _Measured(dims, self._compile_checked(probe, shapes, probe=True))
 
     def _measure(self, measured: "_Measured", buffers, shapes):
         """Run the probe, then the executable specialized to the dims it measured."""
-        results = measured.probe.execute_sharded(buffers).disassemble_into_single_device_arrays()
+        results = measured.probe.xla.execute_sharded(buffers).disassemble_into_single_device_arrays()
         values = tuple(tuple(np.asarray(r[0]).tolist()) for r in results)
         exe = measured.executables.get(values)
         if exe is None:
@@ -198,8 +198,12 @@ class Compiled:
                 _bounded_put(measured.executables, values, exe, self.max_signatures)
         return exe
 
-    def _compile_checked(self, module, shapes):
+    def _compile_checked(self, module, shapes, probe=False):
         """Compile, refusing before any allocation what cannot fit in the device's memory."""
+        checked = bool(self._checks) and not probe
+        if checked:
+            with self.lowered.lock:
+                checked = not drop_folded_checks(module)
         exe = compile_bytecode(module_bytecode(module), self.platform)
         needed = exe.get_compiled_memory_stats().peak_memory_in_bytes
         available = self._device_memory
@@ -209,7 +213,7 @@ class Compiled:
                 f"at peak (outputs and temporaries), more than the {_gib(available)} "
                 f"of {self._device.platform} memory"
             )
-        return exe
+        return _Executable(exe, checked)
 
     def clear_cache(self) -> None:
         """Drop this function's executables (they compile again on the next call)."""
@@ -220,6 +224,16 @@ class Compiled:
     def specialized_text(self, *args) -> str:
         """The module this call signature runs (after refinement), as text."""
         return str(self.lowered.specialize(*[self._filter(i, a) for i, a in enumerate(args)]))
+
+
+class _Executable:
+    """An XLA executable, and whether its last result holds the check flags."""
+
+    __slots__ = ("xla", "checked")
+
+    def __init__(self, xla, checked: bool):
+        self.xla = xla
+        self.checked = checked
 
 
 class _Measured:

@@ -146,6 +146,29 @@ def bind_runtime_dims(dims: RuntimeDims, context: ir.Context, measured) -> ir.Mo
     return module
 
 
+def drop_folded_checks(module: ir.Module) -> bool:
+    """Remove @main's check-flag result when specialization folded every check to
+    false (shape checks, once shapes are known): the runtime then reads nothing back
+    for them. Whether it was removed."""
+    fn = main_function(module)
+    ret = list(fn.regions[0].blocks[0].operations)[-1]
+    flags = ret.operands[len(ret.operands) - 1]
+    if not isinstance(flags, ir.OpResult) or flags.owner.name != "stablehlo.constant":
+        return False
+    attr = ir.DenseElementsAttr(flags.owner.attributes["value"])
+    if not (attr.is_splat and not ir.BoolAttr(attr.get_splat_value()).value):
+        return False
+    with module.context, ir.Location.unknown():
+        with ir.InsertionPoint(ret):
+            func.return_(list(ret.operands)[:-1])
+        ret.erase()
+        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        fn.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(fn_type.inputs), list(fn_type.results)[:-1])
+        )
+    return True
+
+
 def _check_dims_readable(module: ir.Module) -> None:
     """Refuse dims that the module's 32-bit dimension reads would silently wrap."""
     largest = max(

@@ -45,6 +45,21 @@ def test_nested_op_from_graph():
     compare_with_py([x], [outer(x)], [np.arange(4.0)], modes=(RAW_MODE,))
 
 
+@pytest.mark.parametrize("inline", [False, True])
+def test_op_from_graph_with_a_custom_gradient(inline):
+    """lop_overrides: PyTensor builds the gradient as another OpFromGraph (or inlines it)."""
+    a, b = pt.vector("a"), pt.vector("b")
+
+    def lop(inputs, outputs, output_grads):
+        return [output_grads[0] * 10 * inputs[1], pt.zeros_like(inputs[1])]
+
+    op = OpFromGraph([a, b], [a * b], lop_overrides=lop, inline=inline)
+    x, y = pt.dvector("x"), pt.dvector("y")
+    out = op(x, y)
+    grads = pytensor.grad((out**2).sum(), [x, y])
+    compare_with_py([x, y], [out, *grads], [np.arange(3.0), np.array([1.0, -2.0, 0.5])])
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_op_from_graph_dtypes(dtype):
     a = pt.vector("a", dtype=dtype)

@@ -221,6 +221,66 @@ def test_inner_graph_with_indexing_reductions_and_ifelse():
     compare_with_py([x, idx], [out], [RNG.normal(size=(4, 3)), np.array([0, 3, 1, 1, -1])])
 
 
+def test_mit_sot_hessian():
+    init, w = pt.dvector("init"), pt.dvector("w")
+
+    def step(a, b, w0, w1):
+        return w0 * pt.sin(a) + w1 * b
+
+    out = scan(step, outputs_info=[dict(initial=init, taps=[-2, -1])], non_sequences=[w[0], w[1]], n_steps=5)
+    cost = (out**2).sum()
+    hessian = pytensor.gradient.hessian(cost, w)
+    compare_with_py([init, w], [hessian], [np.array([0.3, -0.2]), np.array([0.8, 0.5])], rtol=1e-9)
+
+
+def test_inner_graph_with_blas_cumsum_advanced_indexing_softmax_and_join():
+    a, idx, v0 = pt.dmatrix("a"), pt.lvector("idx"), pt.dvector("v0")
+
+    def step(i, v):
+        w = pt.dot(a, v)
+        w = pt.special.softmax(pt.cumsum(w)[idx], axis=0)
+        return pt.concatenate([w, v[: a.shape[0] - idx.shape[0]]]) + pt.argmax(v)
+
+    vs = scan(step, sequences=[pt.arange(4)], outputs_info=[v0])
+    grad = pytensor.grad(vs[-1].sum(), a)
+    compare_with_py([a, idx, v0], [vs, grad], [RNG.normal(size=(3, 3)), np.array([2, 0]), RNG.normal(size=3)])
+
+
+def test_shared_non_sequence_and_op_from_graph_inside_the_step():
+    from pytensor.compile.builders import OpFromGraph
+
+    scale = pytensor.shared(np.array([1.0, -2.0, 0.5]), name="scale")
+    u = pt.dvector("u")
+    squash = OpFromGraph([u], [pt.tanh(u) * 2])
+    x0 = pt.dvector("x0")
+    xs = scan(lambda x: squash(x * scale), outputs_info=[x0], n_steps=4)
+    compare_with_py([x0], [xs, pytensor.grad(xs.sum(), x0)], [np.array([0.1, 0.2, 0.3])])
+
+
+def test_garch_model_logp_and_gradient_in_pymc():
+    """A PyMC model whose likelihood is a Scan (GARCH(1,1) volatilities)."""
+    import pymc as pm
+
+    returns = np.random.default_rng(3).normal(scale=0.1, size=60)
+    with pm.Model() as model:
+        omega = pm.HalfNormal("omega", 0.1)
+        alpha = pm.Beta("alpha", 2, 5)
+        beta = pm.Beta("beta", 5, 2)
+
+        def vol(r_prev, s_prev, omega, alpha, beta):
+            return pt.sqrt(omega + alpha * r_prev**2 + beta * s_prev**2)
+
+        sigmas = pytensor.scan(
+            vol, sequences=[pt.as_tensor(returns[:-1])], outputs_info=[pt.constant(np.float64(0.1))],
+            non_sequences=[omega, alpha, beta], return_updates=False,
+        )
+        pm.Normal("r", 0, sigmas, observed=returns[1:])
+    point = model.initial_point()
+    for compile_fn in (model.compile_logp, model.compile_dlogp):
+        expected = compile_fn(mode="FAST_COMPILE")(point)
+        np.testing.assert_allclose(compile_fn(mode="STABLEHLO")(point), expected, rtol=1e-10)
+
+
 # --- errors are the Python mode's, raised at call time -----------------------------------
 
 
