@@ -57,34 +57,12 @@ def scan_rnn(steps: int = 1000, gradient: bool = False):
     return Graph(name, [x, w, h0], outputs, [rng.normal(size=steps), np.float64(0.7), np.float64(0.1)])
 
 
-def garch_model():
-    """PyMC GARCH(1,1) model: its volatilities are a Scan over 500 returns; logp + dlogp."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    returns = np.random.default_rng(3).normal(scale=0.1, size=500)
-    with pm.Model() as model:
-        omega = pm.HalfNormal("omega", 0.1)
-        alpha = pm.Beta("alpha", 2, 5)
-        beta = pm.Beta("beta", 5, 2)
-
-        def vol(r_prev, s_prev, omega, alpha, beta):
-            return pt.sqrt(omega + alpha * r_prev**2 + beta * s_prev**2)
-
-        sigmas = pytensor.scan(
-            vol, sequences=[pt.as_tensor(returns[:-1])], outputs_info=[pt.constant(np.float64(0.1))],
-            non_sequences=[omega, alpha, beta], return_updates=False,
-        )
-        pm.Normal("r", 0, sigmas, observed=returns[1:])
-    return model_graph(model, "garch")
-
-
 MODELS = {
     "eight-schools": lambda: example("eight-schools"),
     "linear-regression": linear_regression,
     "scan-1000": scan_rnn,
     "scan-1000-grad": lambda: scan_rnn(gradient=True),
-    "garch": garch_model,
+    "garch": lambda: example("garch"),
 }
 
 

@@ -24,11 +24,15 @@ from lowering.builders import compare, convert, copysign, full_like, is_complex,
 from lowering.registry import register_lowering
 
 
-def _unary(builder):
-    """Compute `builder(x)` in the output dtype."""
+def _unary(builder, work_dtype=None):
+    """Compute `builder(x)` in the output dtype (or in `work_dtype` for real outputs,
+    converted to the output dtype)."""
 
     def rule(ctx, node, x):
-        return builder(convert(x, node.outputs[0].type.dtype))
+        dtype = node.outputs[0].type.dtype
+        if work_dtype is not None and dtype.startswith("float"):
+            return convert(builder(convert(x, work_dtype)), dtype)
+        return builder(convert(x, dtype))
 
     return rule
 
@@ -226,8 +230,13 @@ _UNARY = {
     psm.Log1mexp: _log1mexp,
 }
 
+# scipy.special computes these in double for every real input dtype (its float32 loops
+# cast), so the float32 result is the double result rounded once; XLA's float32
+# lgamma/erf/digamma are several ulps off.
+_SCIPY_IN_DOUBLE = (psm.Erf, psm.Erfc, psm.Erfinv, psm.Erfcinv, psm.Gamma, psm.GammaLn, psm.Psi, psm.TriGamma)
+
 for _op, _builder in _UNARY.items():
-    register_lowering(_op)(_unary(_builder))
+    register_lowering(_op)(_unary(_builder, "float64" if _op in _SCIPY_IN_DOUBLE else None))
 
 register_lowering(ps.ArcTan2)(_binary(hlo.atan2))
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.fg import FunctionGraph
 
@@ -130,6 +131,28 @@ def _eight_schools() -> Graph:
     return model_graph(model, "eight-schools")
 
 
+def _garch(n: int = 500) -> Graph:
+    """PyMC GARCH(1,1): the volatilities are a Scan over the returns."""
+    import pymc as pm
+
+    returns = np.random.default_rng(3).normal(scale=0.1, size=n)
+    with pm.Model() as model:
+        omega = pm.HalfNormal("omega", 0.1)
+        alpha = pm.Beta("alpha", 2, 5)
+        beta = pm.Beta("beta", 5, 2)
+
+        def volatility(r_prev, s_prev, omega, alpha, beta):
+            return pt.sqrt(omega + alpha * r_prev**2 + beta * s_prev**2)
+
+        sigmas = pytensor.scan(
+            volatility, sequences=[pt.as_tensor(returns[:-1])],
+            outputs_info=[pt.constant(np.float64(0.1))], non_sequences=[omega, alpha, beta],
+            return_updates=False,
+        )
+        pm.Normal("r", 0, sigmas, observed=returns[1:])
+    return model_graph(model, "garch")
+
+
 EXAMPLES: dict[str, Example] = {
     "elemwise": Example("exp(x * 2 + y).sum(axis=1): broadcasting and a reduction", _elemwise),
     "softmax": Example("log_softmax and argmax of a matrix along its last axis", _softmax),
@@ -140,6 +163,7 @@ EXAMPLES: dict[str, Example] = {
                         _indexing),
     "eight-schools": Example("PyMC's eight schools model: logp and dlogp (non-centered)",
                              _eight_schools),
+    "garch": Example("PyMC GARCH(1,1) over 500 returns: logp and dlogp through a Scan", _garch),
 }
 
 

@@ -27,6 +27,9 @@ DEFAULT_PIPELINE = (
     # Our own: func.call of private functions (OpFromGraph) inlined into the caller;
     # MLIR's `inline` has no func inliner interface registered in jaxlib's context.
     "inline-private-calls,"
+    # Shapes computed from constants become static first: MHLO's folder turns a
+    # dynamically typed slice it proves empty into an invalid `tensor<?x..>` constant.
+    "stablehlo-refine-shapes,"
     # StableHLO's own `canonicalize` folds nothing in this jaxlib; MHLO's does:
     # constant folding, x+0, x*1, identity transposes/reshapes, splat broadcasts.
     "stablehlo-legalize-to-hlo,"

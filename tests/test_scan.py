@@ -259,26 +259,10 @@ def test_shared_non_sequence_and_op_from_graph_inside_the_step():
 
 def test_garch_model_logp_and_gradient_in_pymc():
     """A PyMC model whose likelihood is a Scan (GARCH(1,1) volatilities)."""
-    import pymc as pm
+    from lowering.examples import _garch
 
-    returns = np.random.default_rng(3).normal(scale=0.1, size=60)
-    with pm.Model() as model:
-        omega = pm.HalfNormal("omega", 0.1)
-        alpha = pm.Beta("alpha", 2, 5)
-        beta = pm.Beta("beta", 5, 2)
-
-        def vol(r_prev, s_prev, omega, alpha, beta):
-            return pt.sqrt(omega + alpha * r_prev**2 + beta * s_prev**2)
-
-        sigmas = pytensor.scan(
-            vol, sequences=[pt.as_tensor(returns[:-1])], outputs_info=[pt.constant(np.float64(0.1))],
-            non_sequences=[omega, alpha, beta], return_updates=False,
-        )
-        pm.Normal("r", 0, sigmas, observed=returns[1:])
-    point = model.initial_point()
-    for compile_fn in (model.compile_logp, model.compile_dlogp):
-        expected = compile_fn(mode="FAST_COMPILE")(point)
-        np.testing.assert_allclose(compile_fn(mode="STABLEHLO")(point), expected, rtol=1e-10)
+    graph = _garch(n=60)
+    compare_with_py(graph.inputs, graph.outputs, graph.values, rtol=1e-10)
 
 
 # --- errors are the Python mode's, raised at call time -----------------------------------
