@@ -168,7 +168,8 @@ class Compiled:
         `strict`, other `?` types are left to XLA (a result cast to `?`)."""
         if is_fully_static(module):
             return self._compile_checked(module, shapes)
-        dims = runtime_dims(module)
+        with self.lowered.lock:
+            dims = runtime_dims(module)
         if dims is None and not strict:
             return self._compile_checked(module, shapes)
         if dims is None:
@@ -181,22 +182,21 @@ class Compiled:
         return _Measured(dims, self._compile_checked(probe, shapes, probe=True))
 
     def _measure(self, measured: "_Measured", buffers, shapes):
-        """Run the probe, then the executable specialized to the dims it measured."""
-        results = measured.probe.xla.execute_sharded(buffers).disassemble_into_single_device_arrays()
-        values = tuple(tuple(np.asarray(r[0]).tolist()) for r in results)
-        exe = measured.executables.get(values)
-        if exe is None:
-            with self._lock:
-                with self.lowered.lock:
-                    module = bind_runtime_dims(measured.dims, self.lowered.context, values)
-                if not is_fully_static(module):
-                    raise ValueError(
-                        "some output shapes could not be determined, even from the sizes the "
-                        f"program computes ({', '.join(map(str, shapes))})"
-                    )
-                exe = self._compile_checked(module, shapes)
-                _bounded_put(measured.executables, values, exe, self.max_signatures)
-        return exe
+        """Run the probe, then the executable specialized to the sizes it measured
+        (or, where those sizes decide further ones, the next round's probe)."""
+        while True:
+            results = measured.probe.xla.execute_sharded(buffers).disassemble_into_single_device_arrays()
+            values = tuple(tuple(np.asarray(r[0]).tolist()) for r in results)
+            exe = measured.executables.get(values)
+            if exe is None:
+                with self._lock:
+                    with self.lowered.lock:
+                        module = bind_runtime_dims(measured.dims, self.lowered.context, values)
+                    exe = self._executable(module, shapes, strict=False)
+                    _bounded_put(measured.executables, values, exe, self.max_signatures)
+            if type(exe) is not _Measured:
+                return exe
+            measured = exe
 
     def _compile_checked(self, module, shapes, probe=False):
         """Compile, refusing before any allocation what cannot fit in the device's memory."""

@@ -89,18 +89,25 @@ class RuntimeDims:
 
 
 def runtime_dims(module: ir.Module) -> RuntimeDims | None:
-    """The shape operands computed in @main that the remaining `?` dims come from,
-    or None when a `?` dim has no such source (it cannot be made static)."""
-    ops = list(main_function(module).regions[0].blocks[0].operations)
+    """The shape operands computed in @main that the remaining `?` dims come from and
+    that a probe can compute (nothing they depend on has a `?` dim); None when there
+    are none. Sizes that depend on other measured sizes are measured in a next round."""
+    block = main_function(module).regions[0].blocks[0]
+    computable = {a: not _DYNAMIC_TYPE.search(str(a.type)) for a in block.arguments}
     targets = []
-    for n, op in enumerate(ops):
-        name = op.operation.name
-        if name not in _SHAPE_OPERANDS or not _DYNAMIC_TYPE.search(str(op.results[0].type)):
-            continue
+    for n, op in enumerate(block.operations):
         operands = list(op.operands)
-        if any(_DYNAMIC_TYPE.search(str(v.type)) for v in operands):
-            continue  # downstream of another `?` dim: refined once that one is
-        targets += [(n, k) for k in _SHAPE_OPERANDS[name] if not _is_constant(operands[k])]
+        ok = all(computable.get(v, False) for v in operands)
+        if ok and len(op.regions):
+            ok = not _DYNAMIC_TYPE.search(str(op))
+        for r in op.results:
+            computable[r] = ok and not _DYNAMIC_TYPE.search(str(r.type))
+        name = op.operation.name
+        if name in _SHAPE_OPERANDS and op.results and not computable[op.results[0]]:
+            targets += [
+                (n, k) for k in _SHAPE_OPERANDS[name]
+                if computable.get(operands[k], False) and not _is_constant(operands[k])
+            ]
     if not targets:
         return None
     return RuntimeDims(str(module), tuple(targets))

@@ -127,6 +127,14 @@ def test_power_iteration_until_trims_outputs_to_the_steps_taken(tol):
     assert (steps == 1) if tol == 10.0 else (1 < steps < 500)
 
 
+@pytest.mark.parametrize("tol", [1e-3, 10.0])
+def test_power_iteration_gradient(tol):
+    inputs, vs = _power_iteration()
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    grads = pytensor.grad((vs[-1] * np.array([1.0, 2.0])).sum() + vs.sum(), inputs[:2])
+    compare_with_py(inputs, grads, [a, np.array([1.0, 0.0]), np.array(tol)])
+
+
 def test_while_scan_nit_sot_and_mit_sot_trimmed():
     x0, limit = pt.dscalar("x0"), pt.dscalar("limit")
 
