@@ -17,7 +17,15 @@ from jax.sharding import SingleDeviceSharding
 from lowering._jax_internal import HostBufferSemantics, batched_device_put, to_numpy as _to_numpy
 from lowering.compile import compile_bytecode, get_backend, module_bytecode
 from lowering.errors import PassPipelineError
-from lowering.specialize import bind_runtime_dims, drop_folded_checks, is_fully_static, probe_module, runtime_dims, scalar_arguments
+from lowering.specialize import (
+    bind_runtime_dims,
+    drop_folded_checks,
+    is_fully_static,
+    pack_small_results,
+    probe_module,
+    runtime_dims,
+    scalar_arguments,
+)
 
 
 class _Aval:
@@ -100,16 +108,19 @@ class Compiled:
         # XLA runs asynchronously: its failures surface when results are read.
         try:
             results = exe.xla.execute_sharded(buffers).disassemble_into_single_device_arrays()
+            if exe.packed is not None:
+                results = _unpack(exe.packed, results)
+            else:
+                results = [r[0] for r in results]
             if exe.checked:
-                self._raise_failed_check(results[self._n_outputs][0])
-                results = results[: self._n_outputs]
-            return [_to_numpy(r[0]) for r in results]
+                self._raise_failed_check(results[self._n_outputs])
+            return [_to_numpy(r) if type(r) is not np.ndarray else r for r in results[: self._n_outputs]]
         except JaxRuntimeError as exc:
             raise _runtime_error(exc, shapes) from None
 
     def _raise_failed_check(self, flags) -> None:
         """@main's last result holds one flag per run-time check: raise the first set."""
-        flags = _to_numpy(flags)
+        flags = flags if type(flags) is np.ndarray else _to_numpy(flags)
         if flags.any():
             check = self._checks[int(flags.argmax())]
             raise check.error(check.message)
@@ -201,9 +212,12 @@ class Compiled:
     def _compile_checked(self, module, shapes, probe=False):
         """Compile, refusing before any allocation what cannot fit in the device's memory."""
         checked = bool(self._checks) and not probe
-        if checked:
-            with self.lowered.lock:
+        packed = None
+        with self.lowered.lock:
+            if checked:
                 checked = not drop_folded_checks(module)
+            if not probe:
+                packed = pack_small_results(module)
         exe = compile_bytecode(module_bytecode(module), self.platform)
         needed = exe.get_compiled_memory_stats().peak_memory_in_bytes
         available = self._device_memory
@@ -213,7 +227,7 @@ class Compiled:
                 f"at peak (outputs and temporaries), more than the {_gib(available)} "
                 f"of {self._device.platform} memory"
             )
-        return _Executable(exe, checked)
+        return _Executable(exe, checked, packed)
 
     def clear_cache(self) -> None:
         """Drop this function's executables (they compile again on the next call)."""
@@ -227,13 +241,43 @@ class Compiled:
 
 
 class _Executable:
-    """An XLA executable, and whether its last result holds the check flags."""
+    """An XLA executable; whether @main's results end with the check flags; where its
+    small results are packed (`specialize.pack_small_results`), if they are."""
 
-    __slots__ = ("xla", "checked")
+    __slots__ = ("xla", "checked", "packed")
 
-    def __init__(self, xla, checked: bool):
+    def __init__(self, xla, checked: bool, packed=None):
         self.xla = xla
         self.checked = checked
+        self.packed = None if packed is None else _Unpacking(packed)
+
+
+class _Unpacking:
+    """How to rebuild the result list from an executable with packed results."""
+
+    __slots__ = ("n", "kept", "views")
+
+    def __init__(self, packed):
+        self.n = len(packed.kept) + len(packed.parts)
+        self.kept = packed.kept
+        self.views = [
+            (i, offset, offset + int(np.prod(shape)), None if dtype == np.float64 else dtype, shape)
+            for i, (offset, dtype, shape) in packed.parts.items()
+        ]
+
+
+def _unpack(unpacking: _Unpacking, results) -> list:
+    """The results in @main's original order: packed float64 ones as views of one host
+    copy (the caller owns it), other packed ones converted back, the rest as device
+    arrays."""
+    out = [None] * unpacking.n
+    for i, r in zip(unpacking.kept, results):
+        out[i] = r[0]
+    host = np.asarray(results[-1][0]).copy()
+    for i, start, stop, dtype, shape in unpacking.views:
+        part = host[start:stop].reshape(shape)
+        out[i] = part if dtype is None else part.astype(dtype)
+    return out
 
 
 class _Measured:

@@ -176,6 +176,62 @@ def drop_folded_checks(module: ir.Module) -> bool:
     return True
 
 
+# Small results whose values float64 holds exactly come back packed into one float64
+# vector: one device-to-host read and one copy instead of one per result (about 7 µs
+# each on CPU). Converting is elementwise; a bitcast to bytes instead changes the index
+# of every element, and XLA then recomputed fused producers per byte (an integer
+# power's 64 squarings took its compiler minutes).
+_PACK_BELOW_ELEMENTS = 1 << 13
+_EXACT_IN_FLOAT64 = frozenset("bool int8 int16 int32 uint8 uint16 uint32 float16 float32 float64".split())
+
+
+@dataclass(frozen=True)
+class PackedResults:
+    """Where @main's small results are in its last result, a float64 vector: per
+    original result index, (element offset, dtype, shape)."""
+
+    parts: dict
+    kept: tuple[int, ...]  # original indices of the results returned as themselves
+
+
+def pack_small_results(module: ir.Module) -> PackedResults | None:
+    """Rewrite @main to return its small results that float64 holds exactly as one
+    float64 vector, after the others. None if fewer than two results qualify."""
+    from lowering.types import dtype_of
+
+    fn = main_function(module)
+    ret = list(fn.regions[0].blocks[0].operations)[-1]
+    values = list(ret.operands)
+    packable = []
+    for i, v in enumerate(values):
+        t = ir.RankedTensorType(v.type)
+        if t.has_static_shape and dtype_of(t) in _EXACT_IN_FLOAT64 and 0 < np.prod(t.shape) <= _PACK_BELOW_ELEMENTS:
+            packable.append(i)
+    if len(packable) < 2:
+        return None
+    parts, pieces, offset = {}, [], 0
+    with module.context, ir.Location.unknown(), ir.InsertionPoint(ret):
+        f64 = ir.F64Type.get()
+        for i in packable:
+            t = ir.RankedTensorType(values[i].type)
+            size = int(np.prod(t.shape))
+            flat = hlo.reshape(ir.RankedTensorType.get([size], t.element_type), values[i])
+            if t.element_type != f64:
+                flat = hlo.convert(ir.RankedTensorType.get([size], f64), flat)
+            pieces.append(flat)
+            parts[i] = (offset, np.dtype(dtype_of(t)), tuple(t.shape))
+            offset += size
+        packed = hlo.concatenate(pieces, 0)
+        kept = [i for i in range(len(values)) if i not in parts]
+        func.return_([values[i] for i in kept] + [packed])
+        ret.erase()
+        fn_type = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        fn.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(fn_type.inputs), [values[i].type for i in kept] + [packed.type])
+        )
+    return PackedResults(parts, tuple(kept))
+
+
 def _check_dims_readable(module: ir.Module) -> None:
     """Refuse dims that the module's 32-bit dimension reads would silently wrap."""
     largest = max(

@@ -397,3 +397,28 @@ def test_executable_cache_is_bounded():
     assert len(cache) == 2 and cache.get("a") is None and cache.get("c") is not None
     cache.clear()
     assert len(cache) == 0
+
+
+def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
+    """Small results are read back as one byte buffer and split into views (one
+    transfer instead of one per result); each output is still a separate, writable
+    array of its own dtype and shape, and checks still raise."""
+    x = pt.dvector("x")
+    i8 = pt.vector("i8", dtype="int8")
+    n = pt.lscalar("n")
+    outputs = [x.sum(), x * 2, i8 + 1, x > 0, pt.cast(x, "float32")[:2], x[n], x.astype("complex128")]
+    fn = pytensor.function([x, i8, n], outputs, mode="STABLEHLO")
+    values = [np.array([1.0, -2.0, 3.0]), np.array([1, 2, 127], dtype="int8"), np.array(1)]
+    got = fn(*values)
+    expected = pytensor.function([x, i8, n], outputs, mode=pytensor.compile.mode.Mode(linker="py", optimizer=None))(*values)
+    for g, e in zip(got, expected):
+        assert_same(g, e)
+        assert g.flags.writeable
+    got[1][:] = 0  # writing one output leaves the others alone
+    assert_same(got[0], expected[0])
+    assert_same(got[2], expected[2])
+    executable = next(iter(fn.vm.jit_fn.compiled._by_shapes.values()))
+    # six outputs and the check flags; the complex output stays apart
+    assert executable.packed is not None and len(executable.packed.views) == 7
+    with pytest.raises(IndexError):
+        fn(values[0], values[1], np.array(5))
