@@ -20,6 +20,7 @@ from lowering.errors import PassPipelineError
 from lowering.specialize import (
     bind_runtime_dims,
     drop_folded_checks,
+    has_dynamic_ops,
     is_fully_static,
     pack_small_results,
     probe_module,
@@ -181,12 +182,13 @@ class Compiled:
             return self._compile_checked(module, shapes)
         with self.lowered.lock:
             dims = runtime_dims(module)
-        if dims is None and not strict:
-            return self._compile_checked(module, shapes)
+        if dims is None and not strict and not has_dynamic_ops(module):
+            return self._compile_checked(module, shapes)  # only a result typed `?` is left
         if dims is None:
             raise ValueError(
                 "some output shapes could not be determined from the arguments' shapes "
-                f"and scalar values ({', '.join(map(str, shapes))})"
+                f"and scalar values ({', '.join(map(str, shapes))}), nor measured at run time "
+                "(a size computed inside a loop, such as a while-Scan's length inside another Scan)"
             )
         with self.lowered.lock:
             probe = probe_module(dims, self.lowered.context)

@@ -40,6 +40,14 @@ def is_fully_static(module: ir.Module) -> bool:
     return _DYNAMIC_TYPE.search(str(module)) is None
 
 
+_DYNAMIC_OP = re.compile(r"stablehlo\.(real_dynamic_slice|dynamic_(broadcast_in_dim|reshape|iota|pad|gather|conv))")
+
+
+def has_dynamic_ops(module: ir.Module) -> bool:
+    """Whether ops whose shapes come from operands are left (XLA cannot compile them)."""
+    return _DYNAMIC_OP.search(str(module)) is not None
+
+
 def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -> ir.Module:
     """Parse a fresh copy of the module and refine it to `signature`."""
     with context, ir.Location.unknown():

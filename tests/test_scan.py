@@ -343,3 +343,18 @@ def test_scalar_loop_negative_steps_raise_as_perform_does():
     f = pytensor.function([n, x0, c], _scalar_loop(False)(n, x0, c), mode="STABLEHLO")
     with pytest.raises(ValueError, match="termination condition"):
         f(np.array([2, -1]), np.ones(2), np.array(0.0))
+
+
+def test_a_while_scan_length_inside_another_scan_is_a_clear_error():
+    """The trimmed length of a while-Scan nested in another loop is known only inside
+    that loop: no probe of @main can measure it, and XLA has no dynamic shapes."""
+    x0 = pt.dvector("x0")
+
+    def outer(v):
+        inner = scan(lambda u: (u * 0.5, until(u.sum() < 0.1)), outputs_info=[v], n_steps=20)
+        return inner[-1] + 1
+
+    out = scan(outer, outputs_info=[x0], n_steps=3)
+    f = pytensor.function([x0], out, mode="STABLEHLO")
+    with pytest.raises(ValueError, match="nor measured at run time"):
+        f(np.ones(2))
