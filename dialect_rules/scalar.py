@@ -360,7 +360,7 @@ def lower_pow(ctx, node, x, y):
     # numpy's bool ** bool runs its int8 loop.
     work = "int8" if kind(dtype) == "b" else dtype
     x, y = convert(x, work), convert(y, work)
-    if kind(work) == "i" and kind(in_dtype(node, 1)) == "i":
+    if kind(work) == "i" and kind(in_dtype(node, 1)) == "i" and not _known_non_negative(node.inputs[1]):
         raise_if_any(ctx, compare(y, full_like(y, 0), "LT"), ValueError,
                      "Integers to negative integer powers are not allowed.")
     if kind(work) in "iu":
@@ -369,6 +369,13 @@ def lower_pow(ctx, node, x, y):
     if kind(work) == "c":
         return _cpow(x, y)
     return hlo.power(x, y)
+
+
+def _known_non_negative(variable) -> bool:
+    """A constant exponent >= 0 (inner graphs of Composite and ScalarLoop keep their
+    constants; a check there may be inside a loop body, where nothing can raise)."""
+    data = getattr(variable, "data", None)
+    return data is not None and bool(np.all(np.asarray(data) >= 0))
 
 
 def raise_if_any(ctx, mask, error, message):

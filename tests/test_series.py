@@ -70,3 +70,42 @@ def test_incomplete_gamma_gradients_are_scalar_loops(name):
     numeric = (reference(values[0] + h, values[1]) - reference(values[0] - h, values[1])) / (2 * h)
     inside = values[1] > 0  # at x = 0 PyTensor's gammaincc gradient is NaN
     np.testing.assert_allclose(got[inside], numeric[inside], rtol=2e-5, atol=1e-9)
+
+
+def test_incomplete_beta_matches_scipy():
+    """Random parameters over five decades and x over (0, 1), and scipy's edges."""
+    rng = np.random.default_rng(0)
+    a, b = 10 ** rng.uniform(-2, 3, 500), 10 ** rng.uniform(-2, 3, 500)
+    x = np.concatenate([rng.uniform(0, 1, 490), [1e-300, 1e-10, 0.5, 0.95, 0.999999, 1 - 1e-16, 0.3, 0.7, 0.1, 0.9]])
+    ta, tb, tx = pt.dvector("a"), pt.dvector("b"), pt.dvector("x")
+    f = pytensor.function([ta, tb, tx], pt.betainc(ta, tb, tx), mode="STABLEHLO")
+    # atol: below 1e-280 scipy (Boost) flushes to zero where we keep the value
+    np.testing.assert_allclose(f(a, b, x), sp.betainc(a, b, x), rtol=5e-12, atol=1e-280)
+    edges = [(0, 1, 0.5), (1, 0, 0.5), (0, 0, 0.5), (2, 3, 0), (2, 3, 1), (2, 3, -0.1), (2, 3, 1.1),
+             (np.inf, 1, 0.5), (1, np.inf, 0.5), (-1, 2, 0.5), (2, 3, np.nan), (1e-300, 1, 0.5)]
+    ea, eb, ex = (np.array(v, dtype=float) for v in zip(*edges))
+    np.testing.assert_array_equal(f(ea, eb, ex), sp.betainc(ea, eb, ex))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
+def test_incomplete_beta_dtypes_match_the_python_mode(dtype):
+    a, b = pt.vector("a", dtype=dtype), pt.vector("b", dtype=dtype)
+    x = pt.vector("x", dtype="float32" if dtype == "int8" else dtype)
+    values = [np.array([1, 2, 5, 30]).astype(dtype), np.array([2, 1, 5, 3]).astype(dtype),
+              np.array([0.2, 0.5, 0.7, 0.99]).astype(x.dtype)]
+    compare_with_py([a, b, x], [pt.betainc(a, b, x)], values)
+
+
+def test_incomplete_beta_gradients_and_pymc_logcdfs():
+    """betainc's gradients (ScalarLoops in PyTensor) and PyMC's Beta, StudentT and
+    Binomial log-CDFs, which are betainc of their parameters."""
+    import pymc as pm
+
+    a, b, x = pt.dvector("a"), pt.dvector("b"), pt.dvector("x")
+    out = pt.betainc(a, b, x).sum()
+    values = [np.array([0.5, 2.0, 5.0]), np.array([1.5, 3.0, 0.7]), np.array([0.3, 0.5, 0.9])]
+    compare_with_py([a, b, x], pytensor.grad(out, [a, b, x]), values, rtol=1e-8)
+    y = pt.dvector("y")
+    logcdfs = [pm.logcdf(pm.Beta.dist(2.0, 3.0), y), pm.logcdf(pm.StudentT.dist(nu=4.0), y * 10 - 5),
+               pm.logcdf(pm.Binomial.dist(n=10, p=0.3), pt.floor(y * 10))]
+    compare_with_py([y], logcdfs, [np.array([0.05, 0.3, 0.5, 0.77, 0.99])], rtol=1e-10)

@@ -28,3 +28,11 @@ print_ir("gammainc", [a, x], [pt.gammainc(a, x)])
 # CHECK: stablehlo.not
 # CHECK: stablehlo.and
 print_ir("gammainc_grad", [a, x], [pt.grad(pt.gammainc(a, x).sum(), a)], raw=True)
+
+# betainc: Cephes' power series and its two continued fractions, three loops.
+b, x = pt.dvector("b"), pt.dvector("x")
+# CHECK-LABEL: TEST: betainc opt
+# CHECK-COUNT-3: stablehlo.while
+# CHECK-NOT: stablehlo.while
+# CHECK: return
+print_ir("betainc", [a, b, x], [pt.betainc(a, b, x)])
