@@ -112,3 +112,29 @@ def test_float32_results_are_scipy_double_rounded_once(name):
     if name == "erfinv":
         values = values / 20
     compare_with_py([x], [getattr(pt, name)(x)], [values], rtol=1.2e-7, atol=0)
+
+
+def test_erfcx_matches_scipy_across_the_line():
+    """exp(x**2) erfc(x): the product up to 10 (with exp(x**2) free of x**2's rounding),
+    a continued fraction beyond, the reflection below 0, scipy's inf and NaN."""
+    import pytensor
+    import scipy.special as sp
+
+    x = pt.dvector("x")
+    f = pytensor.function([x], pt.erfcx(x), mode="STABLEHLO")
+    values = np.concatenate([np.linspace(-26.5, 40, 4001), 10 ** np.linspace(-10, 300, 311),
+                             [-np.inf, -30.0, -26.7, 0.0, -0.0, 9.999999, 10.0, 10.000001, np.inf, np.nan]])
+    np.testing.assert_allclose(f(values), sp.erfcx(values), rtol=4e-15, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])
+def test_erfcx_dtypes_and_pymc_normal_log_cdfs(dtype):
+    import pymc as pm
+
+    x = pt.vector("x", dtype=dtype)
+    values = np.array([-20, -5, -1, 0, 1, 3, 12, 30]).astype(dtype)
+    outputs = [pt.erfcx(x)]
+    if dtype == "float64":
+        normal = pm.Normal.dist(1.0, 2.0)
+        outputs += [pm.logcdf(normal, x * 3), pm.logccdf(normal, x * 3)]
+    compare_with_py([x], outputs, [values], rtol=1e-12 if dtype == "float64" else None)

@@ -31,3 +31,12 @@ print(lower(FunctionGraph([x], [pt.erf(x), pt.gammaln(x)])).specialize(np.ones(3
 # CHECK-DAG: stablehlo.constant dense<1.800000e+01>
 # CHECK: stablehlo.log_plus_one
 print_ir("softplus", [x], pt.softplus(x))
+
+# erfcx: Veltkamp's split of x (the 2**27 + 1 multiplier) for exp(x**2), chlo.erfc below
+# 10, the continued fraction above (ending in 1/sqrt(pi)), and inf below -27.
+# CHECK-LABEL: TEST: erfcx raw
+# CHECK: stablehlo.constant dense<0x41A0000002000000>
+# CHECK: chlo.erfc
+# CHECK: stablehlo.constant dense<0.56418958354775628>
+# CHECK: stablehlo.constant dense<-2.700000e+01>
+print_ir("erfcx", [x], pt.erfcx(x), raw=True)
