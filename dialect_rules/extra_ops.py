@@ -19,6 +19,7 @@ from pytensor.tensor.extra_ops import (
     RavelMultiIndex,
     Repeat,
     SearchsortedOp,
+    Unique,
     UnravelIndex,
 )
 
@@ -219,3 +220,83 @@ def lower_ravel_multi_index(ctx, node, *operands):
     if bad is not None:
         ctx.runtime_check(any_true(bad), ValueError, "ravel_multi_index: invalid entry in coordinates array")
     return flat
+
+
+# --- Unique -----------------------------------------------------------------------------
+
+
+@register_lowering(Unique)
+def lower_unique(ctx, node, x):
+    """np.unique of the flattened input (and its index, inverse and counts): a stable
+    sort, the first element of each run of equal values (all NaNs one run, as numpy's
+    `equal_nan`), and scatters by run number. The number of runs is a size the program
+    computes: the outputs are buffers of the input's size sliced to it, and the runtime
+    measures it before specializing (`specialize.runtime_dims`)."""
+    from dialect_rules.sort import numpy_less
+    from dialect_rules.subtensor import _scatter
+    from lowering.builders import dim_max, dim_min, dim_product, dim_sub, full, is_nan, slice_axis
+    from lowering.regions import sort
+
+    op = node.op
+    if op.axis is not None:
+        raise UnsupportedParameterError(node, f"axis={op.axis}", "only the flattened form is lowered")
+    n = dim_product(shape_of(x))
+    flat = reshape(x, [n])
+    positions = iota([n], 0, "int64")
+    less = numpy_less(value_dtype(flat))
+    values, order = sort([flat, positions], 0, lambda a, b: less(a[0], b[0]))
+    # run starts: the first element, and each element unlike the one before it
+    head, rest = dim_min(n, 1), dim_max(dim_sub(n, 1), 0)  # sizes 1 and n-1, or 0 and 0
+    previous = hlo.concatenate([slice_axis(values, 0, 0, head), slice_axis(values, 0, 0, rest)], 0)
+    differs = compare(values, previous, "NE")
+    if np.dtype(value_dtype(flat)).kind in "fc":
+        differs = hlo.and_(differs, hlo.not_(hlo.and_(is_nan(values), is_nan(previous))))
+    starts = hlo.or_(differs, compare(positions, splat(ir_constant(np.int64(0)), positions), "EQ"))
+    run = hlo.subtract(_cumulative_sum(convert(starts, "int64")), full_like(positions, 1))
+    k = reduce([convert(starts, "int64")], [ir_constant(np.int64(0))], [0], lambda a, b: [hlo.add(a[0], b[0])])[0]
+    at_start = reshape(select(starts, run, splat(dim_value(n), run)), [n, 1])  # others fall out
+
+    def set_(_, update):
+        return update
+
+    def add(current, update):
+        return hlo.add(current, update)
+
+    outputs = [slice_axis(_scatter(full(0, [n], value_dtype(flat)), [0], at_start, values, True, set_), 0, 0, k)]
+    if op.return_index:
+        first = _scatter(full(0, [n], "int64"), [0], at_start, order, True, set_)
+        outputs.append(slice_axis(first, 0, 0, k))
+    if op.return_inverse:
+        inverse = _scatter(full(0, [n], "int64"), [0], reshape(order, [n, 1]), run, True, set_)
+        outputs.append(inverse)
+    if op.return_counts:
+        counts = _scatter(full(0, [n], "int64"), [0], reshape(run, [n, 1]), full(1, [n], "int64"), True, add)
+        outputs.append(slice_axis(counts, 0, 0, k))
+    return tuple(convert(o, out.type.dtype) for o, out in zip(outputs, node.outputs, strict=True))
+
+
+def _cumulative_sum(x):
+    """Inclusive prefix sum of a 1-d int64 vector of any size: log2(n) rounds of adding
+    the vector shifted by 1, 2, 4, ... (a gather, so every shape stays static once the
+    size is known; a reduce_window needs the size as an attribute)."""
+    from dialect_rules.subtensor import gather_indexed
+    from lowering.regions import while_loop
+
+    (n,) = shape_of(x)
+    n = dim_value(n)
+    positions = iota(shape_of(x), 0, "int64")
+    zero = full_like(positions, 0)
+
+    one = ir_constant(np.int64(1))
+
+    def cond(values):  # round i shifts by 2**i; the last needed one is below n
+        return compare(hlo.shift_left(one, values[0]), n, "LT")
+
+    def body(values):
+        i, acc = values
+        source = hlo.subtract(positions, splat(hlo.shift_left(one, i), positions))
+        shifted = gather_indexed(acc, [0], reshape(hlo.maximum(source, zero), [*shape_of(acc), 1]), front=True)
+        acc = hlo.add(acc, select(compare(source, zero, "GE"), shifted, zero))
+        return [hlo.add(i, one), acc]
+
+    return while_loop([ir_constant(np.int64(0)), x], cond, body)[1]

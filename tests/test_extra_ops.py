@@ -5,7 +5,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from tests.helpers import PY_MODE, RAW_MODE, assert_same
+from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_with_py
 from tests.values import ALL_DTYPES
 
 
@@ -107,3 +107,37 @@ def test_unravel_and_ravel_multi_index(order):
     ravel = pytensor.function([a, b, c, d], ravel_multi_index((a, b, c), d, order=order), mode=RAW_MODE)
     with pytest.raises(ValueError, match="invalid entry in coordinates array"):
         ravel(*outside, dims)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "uint8", "bool", "complex128"])
+def test_unique_with_index_inverse_and_counts(dtype):
+    """The number of unique values is known only at run time: measured by a probe."""
+    x = pt.matrix("x", dtype=dtype)
+    values = np.array([[3, 1, 0], [1, 3, 2], [7, 0, 0]]).astype(dtype)
+    if dtype.startswith("float"):
+        values[0, 2] = values[2, 0] = np.nan  # numpy's equal_nan: one NaN in the result
+        values[2, 1] = -0.0
+    outputs = [pt.unique(x), *pt.unique(x, return_index=True, return_inverse=True, return_counts=True)]
+    compare_with_py([x], outputs, [values])
+
+
+def test_unique_of_empty_and_repeated_calls_with_other_counts():
+    x = pt.lvector("x")
+    u = pt.unique(x)
+    compare_with_py([x], [u, u.sum()], [np.array([], dtype="int64")])
+    f = pytensor.function([x], [u, u.shape[0] * 2], mode="STABLEHLO")
+    for values in ([5, 5, 1], [1, 2, 3, 4], [9] * 6, [5, 5, 1]):
+        got, count = f(np.array(values))
+        np.testing.assert_array_equal(got, np.unique(values))
+        assert count == 2 * len(np.unique(values))
+
+
+def test_unique_along_an_axis_is_refused_by_name():
+    from pytensor.graph.fg import FunctionGraph
+
+    from lowering import lower
+    from lowering.errors import UnsupportedParameterError
+
+    x = pt.matrix("x")
+    with pytest.raises(UnsupportedParameterError, match="axis=0"):
+        lower(FunctionGraph([x], [pt.unique(x, axis=0)]))

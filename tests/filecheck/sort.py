@@ -43,3 +43,14 @@ print_ir("searchsorted", [a, v], [pt.searchsorted(a, v)])
 # CHECK: "stablehlo.gather"
 r = pt.matrix("r", shape=(3, 2))
 print_ir("repeat", [r], [pt.repeat(r, [1, 0, 2], axis=0)])
+
+# Unique: a stable sort with positions, run starts, their prefix sum (a while of shifted
+# gathers), a scatter by run number, and a slice to the run count, which the runtime
+# measures (it is computed by the program).
+u = pt.lvector("u")
+# CHECK-LABEL: TEST: unique raw
+# CHECK: "stablehlo.sort"
+# CHECK: stablehlo.while
+# CHECK: "stablehlo.scatter"
+# CHECK: stablehlo.real_dynamic_slice
+print_ir("unique", [u], [pt.unique(u)], raw=True)
