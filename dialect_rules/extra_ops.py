@@ -27,6 +27,7 @@ from lowering.builders import (
     broadcast_in_dim,
     compare,
     convert,
+    dim_product,
     dim_value,
     full_like,
     iota,
@@ -35,6 +36,7 @@ from lowering.builders import (
     select,
     shape_of,
     splat,
+    transpose,
     value_dtype,
     vector_element,
 )
@@ -63,23 +65,37 @@ def lower_cumop(ctx, node, x):
         window = [n if i == axis else 1 for i in range(rank)]
         padding = [(n - 1, 0) if i == axis else (0, 0) for i in range(rank)]
         return reduce_window(x, init, window, padding, combine)
-    return _masked_scan(x, axis, combine, identity)
+    return prefix_scan(x, axis, combine, identity)
 
 
-def _masked_scan(x, axis, combine, identity):
-    """Scan along a dim of unknown size: out[..., i, ...] = reduce over j <= i of x[..., j, ...],
-    as one reduce of an (n, n) masked broadcast (window sizes must be static; this is not)."""
-    dims = list(shape_of(x))
-    # Broadcast x to dims with a new axis `axis` (i) in front of the scanned one (j).
-    wide = dims[:axis] + [dims[axis]] + dims[axis:]
-    keep = list(range(axis)) + list(range(axis + 1, len(wide)))
-    values = broadcast_in_dim(x, wide, keep)
-    i = iota(wide, axis, "int64")
-    j = iota(wide, axis + 1, "int64")
-    masked = select(compare(j, i, "LE"), values, full_like(values, identity))
-    init = ir_constant(np.asarray(identity, dtype=value_dtype(x)))
-    (out,) = reduce([masked], [init], [axis + 1], lambda acc, el: [combine(acc[0], el[0])])
-    return out
+def prefix_scan(x, axis, combine, identity):
+    """Inclusive scan along `axis` of a size known only at run time: log2(n) rounds, round
+    i combining each row with the row 2**i before it (a row gather), so every shape is
+    static once n is (a reduce_window needs n as an attribute)."""
+    from dialect_rules.subtensor import gather_indexed
+    from lowering.regions import while_loop
+
+    rank = len(static_shape(x.type))
+    perm = [axis] + [d for d in range(rank) if d != axis]
+    moved = transpose(x, perm)
+    dims = shape_of(moved)
+    rows = reshape(moved, [dims[0], dim_product(dims[1:])])
+    positions = iota([dims[0]], 0, "int64")
+    zero, one = full_like(positions, 0), dim_value(1)
+    empty = full_like(rows, identity)
+
+    def cond(values):  # the last round needed shifts by less than n
+        return compare(hlo.shift_left(one, values[0]), dim_value(dims[0]), "LT")
+
+    def body(values):
+        i, acc = values
+        source = hlo.subtract(positions, splat(hlo.shift_left(one, i), positions))
+        earlier = gather_indexed(acc, [0], reshape(hlo.maximum(source, zero), [dims[0], 1]), front=True)
+        valid = broadcast_in_dim(compare(source, zero, "GE"), shape_of(acc), [0])
+        return [hlo.add(i, one), combine(acc, select(valid, earlier, empty))]
+
+    out = while_loop([dim_value(0), rows], cond, body)[1]
+    return transpose(reshape(out, dims), list(np.argsort(perm)))
 
 
 @register_lowering(SearchsortedOp)
@@ -234,7 +250,7 @@ def lower_unique(ctx, node, x):
     measures it before specializing (`specialize.runtime_dims`)."""
     from dialect_rules.sort import numpy_less
     from dialect_rules.subtensor import _scatter
-    from lowering.builders import dim_max, dim_min, dim_product, dim_sub, full, is_nan, slice_axis
+    from lowering.builders import dim_max, dim_min, dim_sub, full, is_nan, slice_axis
     from lowering.regions import sort
 
     op = node.op
@@ -252,7 +268,7 @@ def lower_unique(ctx, node, x):
     if np.dtype(value_dtype(flat)).kind in "fc":
         differs = hlo.and_(differs, hlo.not_(hlo.and_(is_nan(values), is_nan(previous))))
     starts = hlo.or_(differs, compare(positions, splat(ir_constant(np.int64(0)), positions), "EQ"))
-    run = hlo.subtract(_cumulative_sum(convert(starts, "int64")), full_like(positions, 1))
+    run = hlo.subtract(prefix_scan(convert(starts, "int64"), 0, hlo.add, 0), full_like(positions, 1))
     k = reduce([convert(starts, "int64")], [ir_constant(np.int64(0))], [0], lambda a, b: [hlo.add(a[0], b[0])])[0]
     at_start = reshape(select(starts, run, splat(dim_value(n), run)), [n, 1])  # others fall out
 
@@ -273,30 +289,3 @@ def lower_unique(ctx, node, x):
         counts = _scatter(full(0, [n], "int64"), [0], reshape(run, [n, 1]), full(1, [n], "int64"), True, add)
         outputs.append(slice_axis(counts, 0, 0, k))
     return tuple(convert(o, out.type.dtype) for o, out in zip(outputs, node.outputs, strict=True))
-
-
-def _cumulative_sum(x):
-    """Inclusive prefix sum of a 1-d int64 vector of any size: log2(n) rounds of adding
-    the vector shifted by 1, 2, 4, ... (a gather, so every shape stays static once the
-    size is known; a reduce_window needs the size as an attribute)."""
-    from dialect_rules.subtensor import gather_indexed
-    from lowering.regions import while_loop
-
-    (n,) = shape_of(x)
-    n = dim_value(n)
-    positions = iota(shape_of(x), 0, "int64")
-    zero = full_like(positions, 0)
-
-    one = ir_constant(np.int64(1))
-
-    def cond(values):  # round i shifts by 2**i; the last needed one is below n
-        return compare(hlo.shift_left(one, values[0]), n, "LT")
-
-    def body(values):
-        i, acc = values
-        source = hlo.subtract(positions, splat(hlo.shift_left(one, i), positions))
-        shifted = gather_indexed(acc, [0], reshape(hlo.maximum(source, zero), [*shape_of(acc), 1]), front=True)
-        acc = hlo.add(acc, select(compare(source, zero, "GE"), shifted, zero))
-        return [hlo.add(i, one), acc]
-
-    return while_loop([ir_constant(np.int64(0)), x], cond, body)[1]

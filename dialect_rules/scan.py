@@ -32,6 +32,7 @@ from pytensor.scan.op import Scan
 from pytensor.tensor.type import TensorType
 
 from dialect_rules.elemwise import inner_constants
+from dialect_rules.scalar import int_divmod
 from dialect_rules.subtensor import gather_indexed
 from lowering.builders import (
     broadcast_in_dim,
@@ -65,18 +66,13 @@ from lowering.types import static_shape
 _I64 = "int64"
 
 
-def _i64(v) -> ir.Value:
-    return ir_constant(np.int64(v))
-
-
 def _scalar(x: ir.Value) -> ir.Value:
     return convert(reshape(x, ()), _I64)
 
 
 def _floor_mod(a: ir.Value, n: ir.Value) -> ir.Value:
-    """a mod n for n > 0, non-negative as Python's `%` (a may be negative)."""
-    r = hlo.remainder(a, n)
-    return select(compare(r, _i64(0), "LT"), hlo.add(r, n), r)
+    """a mod n, non-negative as Python's `%` (a may be negative)."""
+    return int_divmod(a, n)[1]
 
 
 def _row(buffer: ir.Value, index: ir.Value) -> ir.Value:
@@ -109,7 +105,7 @@ def _put_row(buffer: ir.Value, value: ir.Value, index: ir.Value) -> ir.Value:
     value = convert(value, value_dtype(buffer))
     update = reshape(value, [1, *shape_of(value)])
     update = with_static_dims(update, [1, *static_shape(buffer.type)[1:]])
-    starts = [index] + [_i64(0)] * (len(static_shape(buffer.type)) - 1)
+    starts = [index] + [dim_value(0)] * (len(static_shape(buffer.type)) - 1)
     return hlo.dynamic_update_slice(buffer, update, starts)
 
 
@@ -132,9 +128,9 @@ class _Buffers:
         self.store = [dim_value(dim_size(b, 0)) for b in buffers]
         # The divisor of the ring arithmetic: an empty buffer is an error raised after
         # the run (integer division by zero would stop the process, not raise).
-        self.ring = [hlo.maximum(s, _i64(1)) for s in self.store]
+        self.ring = [hlo.maximum(s, dim_value(1)) for s in self.store]
         self.mintaps = list(op.mintaps)
-        self.start = [_floor_mod(_i64(-m), s) for m, s in zip(self.mintaps, self.ring)]
+        self.start = [_floor_mod(dim_value(-m), s) for m, s in zip(self.mintaps, self.ring)]
         self.n_steps = n_steps
 
     def position(self, k: int, i: ir.Value) -> ir.Value:
@@ -151,7 +147,7 @@ class _Buffers:
                 rows.append(cast_shape(convert(written[k], value_dtype(buffers[k])), _row_type(buffers[k])))
                 continue
             pos = self.position(k, i)
-            rows += [_row(buffers[k], _floor_mod(hlo.add(pos, _i64(t)), self.ring[k])) for t in taps]
+            rows += [_row(buffers[k], _floor_mod(hlo.add(pos, dim_value(t)), self.ring[k])) for t in taps]
         return rows
 
 
@@ -174,7 +170,7 @@ def lower_scan(ctx, node, *operands):
     checks = ctx.checks_of(step)
 
     ctx.runtime_check(
-        compare(n_steps, _i64(0), "LT"), IndexError, "Scan was asked to run for a negative number of steps"
+        compare(n_steps, dim_value(0), "LT"), IndexError, "Scan was asked to run for a negative number of steps"
     )
     for k, seq in enumerate(seqs):
         ctx.runtime_check(
@@ -186,7 +182,7 @@ def lower_scan(ctx, node, *operands):
     buffers = _Buffers(op, traced, n_steps)
     for k, store in enumerate(buffers.store):
         ctx.runtime_check(
-            hlo.and_(compare(n_steps, _i64(0), "GT"), compare(store, _i64(0), "EQ")), ZeroDivisionError,
+            hlo.and_(compare(n_steps, dim_value(0), "GT"), compare(store, dim_value(0), "EQ")), ZeroDivisionError,
             f"Scan output {k} has an empty buffer",
         )
 
@@ -195,8 +191,8 @@ def lower_scan(ctx, node, *operands):
     # The input taps of step i+1 are read at the end of step i, after its writes, and
     # carried: within a step a buffer is only written, never read, so XLA updates it
     # in place (reads fused into other outputs' writes made it copy the buffer).
-    taps = buffers.read_taps(carried, _i64(0))
-    init = [_i64(0), ir_constant(True), *carried, *taps, *untraced, *[false] * len(checks)]
+    taps = buffers.read_taps(carried, dim_value(0))
+    init = [dim_value(0), ir_constant(True), *carried, *taps, *untraced, *[false] * len(checks)]
     n_bufs, n_untraced = len(traced) + len(taps), len(untraced)
 
     def cond(values):
@@ -218,11 +214,11 @@ def lower_scan(ctx, node, *operands):
             zip(op.inner_mitmot_outs_grouped(outs), info.mit_mot_out_slices, strict=True)
         ):
             for value, t in zip(group, out_taps, strict=True):
-                bufs[k] = _put_row(bufs[k], value, hlo.add(positions[k], _i64(t)))
+                bufs[k] = _put_row(bufs[k], value, hlo.add(positions[k], dim_value(t)))
         written = op.inner_mitsot_outs(outs) + op.inner_sitsot_outs(outs) + op.inner_nitsot_outs(outs)
         for k, value in enumerate(written, start=info.n_mit_mot):
             bufs[k] = _put_row(bufs[k], value, positions[k])
-        following = hlo.add(i, _i64(1))
+        following = hlo.add(i, dim_value(1))
         taps = buffers.read_taps(bufs, following, [None] * info.n_mit_mot + written)
         state = [
             cast_shape(convert(v, value_dtype(x)), x.type)
@@ -256,9 +252,9 @@ def _empty_when_no_step(out: ir.Value, n_steps: ir.Value, shape) -> ir.Value:
     unknown = [a for a in range(1, len(shape)) if shape[a] is None]
     if not unknown:
         return out
-    ran = compare(n_steps, _i64(0), "GT")
+    ran = compare(n_steps, dim_value(0), "GT")
     dims = list(shape_of(out))
-    limits = [select(ran, dim_value(d), _i64(0)) if a in unknown else d for a, d in enumerate(dims)]
+    limits = [select(ran, dim_value(d), dim_value(0)) if a in unknown else d for a, d in enumerate(dims)]
     out_dims = [d if a in unknown else dims[a] for a, d in enumerate(limits)]
     return hlo.real_dynamic_slice(
         result_type(out_dims, value_dtype(out)), out, shape_tensor([0] * len(dims)),
@@ -270,19 +266,19 @@ def _finish(buffers: _Buffers, k: int, buf: ir.Value, steps: ir.Value, as_while:
     """`perform`'s step 6: the ring in order, unwritten rows zero, a while-Scan's
     outputs trimmed to the steps it took."""
     store, ring, n_steps = buffers.store[k], buffers.ring[k], buffers.n_steps
-    written = hlo.subtract(steps, _i64(buffers.mintaps[k]))  # rows holding values
+    written = hlo.subtract(steps, dim_value(buffers.mintaps[k]))  # rows holding values
     wrapped = compare(store, written, "LE")
     rows = iota(shape_of(buf), 0, _I64)
     # A ring that wrapped is rotated by its next write position; otherwise rows past
     # the written ones are zero (perform keeps the input untouched when no step ran).
-    shift = select(wrapped, hlo.remainder(written, ring), _i64(0))
+    shift = select(wrapped, hlo.remainder(written, ring), dim_value(0))
     length = dim_size(buf, 0)
     positions = iota([length], 0, _I64)
     index = hlo.remainder(hlo.add(positions, splat(shift, positions)), splat(ring, positions))
     index = reshape(index, [length, 1])
     rotated = gather_indexed(buf, [0], index, front=True)
     keep = hlo.or_(
-        broadcast_in_dim(hlo.or_(wrapped, compare(n_steps, _i64(0), "EQ")), shape_of(rows), ()),
+        broadcast_in_dim(hlo.or_(wrapped, compare(n_steps, dim_value(0), "EQ")), shape_of(rows), ()),
         compare(rows, splat(written, rows), "LT"),
     )
     out = select(keep, rotated, full(0, shape_of(buf), value_dtype(buf)))
@@ -355,13 +351,13 @@ def lower_scalar_loop(ctx, node, n_steps, *operands):
         if not ctx.can_raise():
             raise UnsupportedParameterError(node, "no `until` condition inside a region", "its n_steps check cannot raise here")
         ctx.runtime_check(
-            any_true(compare(steps, splat(_i64(0), steps), "LT")), ValueError,
+            any_true(compare(steps, splat(dim_value(0), steps), "LT")), ValueError,
             "ScalarLoop does not have a termination condition.",
         )
     dims = shape_of(like)
     env = {c: full(c.data, dims, c.type.dtype) for c in inner_constants(op.fgraph)}
     done = full(False, dims, "bool")
-    init_values = [_i64(0), *init, done]
+    init_values = [dim_value(0), *init, done]
 
     def active(i, done_now):
         running = compare(splat(i, steps), steps, "LT")
@@ -380,7 +376,7 @@ def lower_scalar_loop(ctx, node, n_steps, *operands):
         ]
         if op.is_while:
             done_now = select(running, cast_shape(convert(results[-1], "bool"), done_now.type), done_now)
-        return [hlo.add(i, _i64(1)), *state, done_now]
+        return [hlo.add(i, dim_value(1)), *state, done_now]
 
     _, *state, done_now = while_loop(init_values, cond, body)
     return tuple(state + [done_now]) if op.is_while else tuple(state)
