@@ -9,6 +9,7 @@ from dialect_rules import (  # noqa: F401
     extra_ops,
     functions,
     jax_op,
+    linalg,
     scan,
     series,
     signal,

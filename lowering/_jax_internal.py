@@ -113,3 +113,12 @@ def make_jax_exported(artifact: bytes, in_avals, out_avals, platform: str):
         uses_global_constants=False,
         _get_vjp=None,
     )
+
+
+def lapack_target(routine: str, dtype) -> str:
+    """The typed-FFI LAPACK target jaxlib registers with the CPU client for `routine`
+    (potrf, getrf, ...) in `dtype`, with jaxlib's LAPACK loaded."""
+    from jax._src.lax import linalg  # noqa: F401  (registers the targets with XLA)
+    from jax._src.lib import lapack
+
+    return lapack.prepare_lapack_call(f"{routine}_ffi", np.dtype(dtype))

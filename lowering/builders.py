@@ -423,3 +423,60 @@ def dot_general(
     highest = ir.ArrayAttr.get([hlo.PrecisionAttr.get("HIGHEST")] * 2)
     out = hlo.dot_general(result_type(dims, compute), lhs, rhs, numbers, precision_config=highest)
     return convert(out, dtype)
+
+
+# --- foreign functions ------------------------------------------------------------
+
+
+def custom_call(
+    target: str,
+    operands: Sequence[ir.Value],
+    results: Sequence[tuple[Sequence[Dim], object]],
+    *,
+    config: dict[str, ir.Attribute] | None = None,
+    operand_layouts: Sequence[Sequence[int]] | None = None,
+    result_layouts: Sequence[Sequence[int]] | None = None,
+    aliases: dict[int, int] | None = None,
+) -> list[ir.Value]:
+    """A typed-FFI `stablehlo.custom_call` (api_version 4, attributes in a dictionary).
+
+    `results` are (dims, dtype) pairs. When a dim is only known at run time, every
+    result's shape travels as an extra operand named by `indices_of_shape_operands`:
+    `stablehlo-refine-shapes` reads them, and `canonicalize-dynamism` drops them once
+    the call's shapes are constants, so XLA sees the plain call.
+    """
+    operands = list(operands)
+    types = [result_type(dims, dtype) for dims, dtype in results]
+    shaped = not all(is_static(dims) for dims, _ in results)
+    if shaped:
+        first = len(operands)
+        operands += [shape_tensor(dims) for dims, _ in results]
+        if operand_layouts is not None:
+            operand_layouts = list(operand_layouts) + [(0,)] * len(results)
+
+    def layouts(values):
+        return ir.ArrayAttr.get([
+            ir.DenseIntElementsAttr.get(np.asarray(v, dtype=np.int64).reshape(-1), type=ir.IndexType.get())
+            for v in values
+        ])
+
+    op = hlo.CustomCallOp(
+        types, operands, target,
+        has_side_effect=False,
+        backend_config=ir.DictAttr.get(dict(config or {})),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+        operand_layouts=None if operand_layouts is None else layouts(operand_layouts),
+        result_layouts=None if result_layouts is None else layouts(result_layouts),
+        output_operand_aliases=None if not aliases else ir.ArrayAttr.get([
+            hlo.OutputOperandAlias.get(
+                output_tuple_indices=[out] if len(types) > 1 else [], operand_index=arg,
+                operand_tuple_indices=[],
+            )
+            for arg, out in aliases.items()
+        ]),
+    )
+    if shaped:
+        op.operation.attributes["indices_of_shape_operands"] = ir.DenseIntElementsAttr.get(
+            np.arange(first, first + len(results), dtype=np.int64)
+        )
+    return list(op.results)

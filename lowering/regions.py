@@ -194,3 +194,19 @@ def converge(
         return [hlo.add(i, ir_constant(np.int64(1))), hlo.and_(still, hlo.not_(done)), *state]
 
     return while_loop([ir_constant(np.int64(0)), active, *init], cond, body)[2:]
+
+
+def if_else(
+    pred: ir.Value,
+    types: Sequence[ir.Type],
+    then_fn: Callable[[], Sequence[ir.Value]],
+    else_fn: Callable[[], Sequence[ir.Value]],
+) -> list[ir.Value]:
+    """`stablehlo.if` on a 0-d i1; each branch returns values of `types`."""
+    from lowering.builders import cast_shape
+
+    op = hlo.IfOp(list(types), pred)
+    for region, branch in ((op.true_branch, then_fn), (op.false_branch, else_fn)):
+        with ir.InsertionPoint(region.blocks.append()):
+            hlo.return_([cast_shape(v, t) for v, t in zip(branch(), types)])
+    return list(op.results)

@@ -6,10 +6,12 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor.blas import BatchedDot, Dot22, Dot22Scalar, Gemm, Gemv, Ger
+from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.math import Dot
 
 from lowering import UnsupportedOpsError, lower, unsupported_ops
 from tests.helpers import RAW_MODE, compare_with_py
+from tests.test_core import NoRuleA
 from tests.values import ALL_DTYPES
 
 FLOAT_AND_COMPLEX = ["float32", "float64", "complex64", "complex128"]
@@ -134,11 +136,15 @@ def test_blockwise_matmul_broadcasts_static_batch_dims():
                                                 rng.normal(size=(5, 1, 4, 2)), rng.normal(size=(2, 4, 2))])
 
 
+class _NoBatchedRule(NoRuleA):
+    gufunc_signature = "(m,m)->(m,m)"
+
+
 def test_blockwise_without_batched_rule_is_reported():
     x = pt.tensor3("x")
-    fgraph = FunctionGraph([x], [pt.linalg.cholesky(x)])
-    assert list(unsupported_ops(fgraph)) == ["Blockwise(Cholesky)"]
-    with pytest.raises(UnsupportedOpsError, match=r"Blockwise\(Cholesky\)"):
+    fgraph = FunctionGraph([x], [Blockwise(_NoBatchedRule())(x)])
+    assert list(unsupported_ops(fgraph)) == ["Blockwise(_NoBatchedRule)"]
+    with pytest.raises(UnsupportedOpsError, match=r"Blockwise\(_NoBatchedRule\)"):
         lower(fgraph)
 
 

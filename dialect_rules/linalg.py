@@ -1,0 +1,709 @@
+"""Linear algebra (nlinalg, slinalg): LAPACK through the typed-FFI targets jaxlib
+registers with XLA's CPU client, StableHLO's own `triangular_solve`, and small graphs
+between them.
+
+Every rule is batched: the plain Op is the `batch_ndim == 0` case of its Blockwise
+rule, and one LAPACK call factors the whole batch. LAPACK works on column-major
+matrices; the custom calls' layouts say so and XLA inserts the transposes.
+
+Failures follow `Op.perform`: NaN where PyTensor's perform fills NaN (Cholesky,
+LUFactor, the solves), numpy's `LinAlgError` where numpy raises (inv, eigh, svd, eig),
+as a run-time check of the function; inside a loop body, where nothing can raise, the
+result is NaN instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.tensor.nlinalg import (
+    SVD,
+    Det,
+    Eig,
+    Eigh,
+    EighGrad,
+    MatrixInverse,
+    MatrixPinv,
+    SLogDet,
+)
+from pytensor.tensor.slinalg import (
+    LU,
+    BlockDiagonal,
+    Cholesky,
+    CholeskySolve,
+    Eigvalsh,
+    EigvalshGrad,
+    LUFactor,
+    PivotToPermutations,
+    QR,
+    Solve,
+    SolveTriangular,
+)
+
+from lowering._jax_internal import lapack_target
+from lowering.builders import (
+    broadcast_in_dim,
+    compare,
+    convert,
+    custom_call,
+    dim_add,
+    dim_min,
+    dim_product,
+    dim_size,
+    dim_sub,
+    dim_value,
+    dot_general,
+    full,
+    full_like,
+    iota,
+    is_complex,
+    reshape,
+    result_type,
+    select,
+    shape_of,
+    slice_axis,
+    transpose,
+    value_dtype,
+)
+from lowering.errors import UnsupportedParameterError
+from lowering.regions import any_true, if_else, reduce, while_loop
+from lowering.registry import register_batched, register_lowering
+from lowering.types import static_shape
+
+
+def linalg_rule(*op_classes):
+    """Register a batched rule `fn(ctx, node, batch_ndim, *operands)` for the Op's
+    Blockwise form, and the same rule with no batch dims for the plain Op."""
+
+    def decorate(fn):
+        register_batched(*op_classes)(fn)
+        register_lowering(*op_classes)(lambda ctx, node, *operands: fn(ctx, node, 0, *operands))
+        return fn
+
+    return decorate
+
+
+def core_op(node):
+    """The linear-algebra Op itself, under a Blockwise or not."""
+    return getattr(node.op, "core_op", node.op)
+
+
+# --- dtypes and LAPACK calls ------------------------------------------------------
+
+
+def _lapack_dtype(dtype) -> str:
+    """The precision LAPACK computes a result of `dtype` in (s, d, c or z)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return "complex64" if dtype == np.complex64 else "complex128"
+    return "float32" if dtype.kind == "f" and dtype.itemsize <= 4 else "float64"
+
+
+def _real_dtype(dtype) -> str:
+    return {"complex64": "float32", "complex128": "float64"}.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
+def _in_precision(node, *operands, out=0):
+    """Operands converted to the LAPACK precision of output `out`, and that precision."""
+    dtype = np.dtype(node.outputs[out].type.dtype)
+    if any(is_complex(x) for x in operands):  # eigh, eigvalsh: real results of complex input
+        dtype = np.promote_types(dtype, np.complex64)
+    dtype = _lapack_dtype(dtype)
+    return [convert(x, dtype) for x in operands], dtype
+
+
+def _layout(rank: int, matrix_rank: int) -> tuple[int, ...]:
+    """Column-major for matrices (batch dims slowest), row-major for the rest."""
+    if rank == matrix_rank:
+        return (rank - 2, rank - 1, *range(rank - 3, -1, -1))
+    return tuple(range(rank - 1, -1, -1))
+
+
+def _char(c: str) -> ir.Attribute:
+    return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(c))
+
+
+def lapack(routine: str, dtype, operands, results, aliases=None, identity=(), **chars) -> list[ir.Value]:
+    """One batched LAPACK call; `chars` are its one-letter options (uplo="L", ...).
+
+    jaxlib's handlers divide by the matrix size, so a call with an empty operand never
+    runs: its results are zeros, or identity matrices for the results listed in
+    `identity` (numpy's U and Vh of an empty SVD, Q of an empty QR). When sizes are
+    only known at run time, a `stablehlo.if` picks, and folds away once they are.
+    """
+    rank = max(len(static_shape(x.type)) for x in operands)
+
+    def call():
+        return custom_call(
+            lapack_target(routine, dtype), operands, results,
+            config={k: _char(v) for k, v in chars.items()},
+            operand_layouts=[_layout(len(static_shape(x.type)), rank) for x in operands],
+            result_layouts=[_layout(len(dims), rank) for dims, _ in results],
+            aliases=aliases,
+        )
+
+    def empty():
+        return [_eye(dims, dt) if i in identity else full(0, dims, dt) for i, (dims, dt) in enumerate(results)]
+
+    sizes = [dim_product(shape_of(x)) for x in operands]
+    if all(isinstance(s, int) for s in sizes):
+        return call() if all(sizes) else empty()
+    nonempty = None
+    for size in sizes:
+        if isinstance(size, int):
+            if size == 0:
+                return empty()
+            continue
+        positive = compare(size, full_like(size, 0), "GT")
+        nonempty = positive if nonempty is None else hlo.and_(nonempty, positive)
+    return if_else(nonempty, [result_type(dims, dt) for dims, dt in results], call, empty)
+
+
+def _info_ok(info: ir.Value) -> ir.Value:
+    return compare(info, full_like(info, 0), "EQ")
+
+
+def _nan_unless(ok: ir.Value, x: ir.Value) -> ir.Value:
+    """x where the batch entry's `ok` holds, NaN (in every element) elsewhere."""
+    dims = shape_of(x)
+    ok = broadcast_in_dim(ok, dims, range(len(static_shape(ok.type))))
+    return select(ok, x, full_like(x, np.nan))
+
+
+def _failed(ctx, ok: ir.Value, values, message: str):
+    """numpy raises LinAlgError(message) unless every batch entry is `ok`; inside a
+    loop body, where nothing can raise, the failed entries become NaN."""
+    if ctx.can_raise():
+        ctx.runtime_check(any_true(hlo.not_(ok)), np.linalg.LinAlgError, message)
+        return values
+    return [_nan_unless(ok, v) for v in values]
+
+
+# --- matrix helpers ---------------------------------------------------------------
+
+
+def _positions(dims):
+    rank = len(dims)
+    return iota(dims, rank - 2, "int64"), iota(dims, rank - 1, "int64")
+
+
+def _triangle(x: ir.Value, lower: bool, k: int = 0) -> ir.Value:
+    """np.tril(x, k) / np.triu(x, k) over the last two axes."""
+    rows, cols = _positions(shape_of(x))
+    shifted = rows if k == 0 else hlo.add(rows, full_like(rows, k))
+    keep = compare(cols, shifted, "LE" if lower else "GE")
+    return select(keep, x, full_like(x, 0))
+
+
+def _eye(dims, dtype) -> ir.Value:
+    rows, cols = _positions(dims)
+    return convert(compare(rows, cols, "EQ"), dtype)
+
+
+def _mT(x: ir.Value) -> ir.Value:
+    rank = len(static_shape(x.type))
+    return transpose(x, [*range(rank - 2), rank - 1, rank - 2])
+
+
+def _mH(x: ir.Value) -> ir.Value:
+    x = _mT(x)
+    return hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x))) if is_complex(x) else x
+
+
+def _diagonal(x: ir.Value) -> ir.Value:
+    """The main diagonal of (batched) square matrices, shape (*batch, n)."""
+    rank = len(static_shape(x.type))
+    mask = compare(*_positions(shape_of(x)), "EQ")
+    return _sum(select(mask, x, full_like(x, 0)), [rank - 1])
+
+
+def _sum(x: ir.Value, axes) -> ir.Value:
+    return reduce([x], [full(0, (), value_dtype(x))], axes, lambda acc, el: [hlo.add(acc[0], el[0])])[0]
+
+
+def _prod(x: ir.Value, axes) -> ir.Value:
+    return reduce([x], [full(1, (), value_dtype(x))], axes, lambda acc, el: [hlo.multiply(acc[0], el[0])])[0]
+
+
+def _matmul(a: ir.Value, b: ir.Value, batch_ndim: int) -> ir.Value:
+    batch = tuple(range(batch_ndim))
+    return dot_general(a, b, ((batch_ndim + 1,), (batch_ndim,)), (batch, batch))
+
+
+def _solve_triangular(a, b, *, lower, unit=False, transpose="NO_TRANSPOSE"):
+    """op(a) x = b for (batched) matrices b; op is a, a.T or a.H."""
+    return hlo.triangular_solve(
+        a, b, True, lower, unit, hlo.TransposeAttr.get(transpose), results=[b.type]
+    )
+
+
+def _as_matrix(b, b_ndim):
+    """A b of b_ndim 1 as a one-column matrix (and the inverse)."""
+    if b_ndim == 2:
+        return b, lambda x: x
+    dims = shape_of(b)
+    return reshape(b, [*dims, 1]), lambda x: reshape(x, dims)
+
+
+def _hermitian_from(a, lower: bool, conjugate: bool):
+    """The symmetric (Hermitian) matrix whose `lower` (or upper) triangle is a's."""
+    tri = _triangle(a, lower)
+    strict = _triangle(a, lower, -1 if lower else 1)
+    other = _mH(strict) if conjugate else _mT(strict)
+    full_matrix = hlo.add(tri, other)
+    if conjugate and is_complex(a):  # LAPACK's he* routines read only the real diagonal
+        rows, cols = _positions(shape_of(a))
+        real = hlo.complex(hlo.real(full_matrix), full_like(hlo.real(full_matrix), 0))
+        full_matrix = select(compare(rows, cols, "EQ"), real, full_matrix)
+    return full_matrix
+
+
+# --- factorizations ---------------------------------------------------------------
+
+
+def _potrf(a, lower: bool):
+    """Cholesky factor (other triangle zeroed) and whether each factorization worked."""
+    dtype = value_dtype(a)
+    dims = shape_of(a)
+    factor, info = lapack("potrf", dtype, [a], [(dims, dtype), (dims[:-2], "int32")],
+                          aliases={0: 0}, uplo="L" if lower else "U")
+    return _triangle(factor, lower), _info_ok(info)
+
+
+def _getrf(a):
+    """LU factors in one matrix, 0-based pivots (int32) and LAPACK's info (> 0 where
+    U has an exact zero on its diagonal)."""
+    dtype = value_dtype(a)
+    dims = shape_of(a)
+    k = dim_min(dims[-2], dims[-1])
+    lu, pivots, info = lapack("getrf", dtype, [a], [(dims, dtype), ([*dims[:-2], k], "int32"),
+                                                    (dims[:-2], "int32")], aliases={0: 0})
+    return lu, hlo.subtract(pivots, full_like(pivots, 1)), info
+
+
+def _lu_solve_augmented(a, b):
+    """Solve a x = b by eliminating [a | b]: LAPACK's row swaps and multipliers act on
+    b's columns as on a's, so the right block ends up as L^-1 P^T b and no
+    permutation is ever built. Returns x and whether a was nonsingular."""
+    rank = len(static_shape(a.type))
+    n = dim_size(a, rank - 1)
+    width = dim_size(b, rank - 1)
+    lu, _, info = _getrf(hlo.concatenate([a, b], rank - 1))
+    u = slice_axis(lu, rank - 1, 0, n)
+    y = slice_axis(lu, rank - 1, n, dim_add(n, width))
+    return _solve_triangular(u, y, lower=False), _info_ok(info)
+
+
+def _pivot_permutation(pivots, m) -> ir.Value:
+    """LAPACK's row interchanges as the permutation `perm` with a[perm] == L @ U
+    (int64, shape (*batch, m)): the swaps applied one after another to arange(m)."""
+    batch = list(shape_of(pivots)[:-1])
+    axis = len(batch)
+    k = dim_size(pivots, axis)
+    dims = [*batch, m]
+    pivots = convert(pivots, "int64")
+
+    def cond(values):
+        return compare(values[0], dim_value(k), "LT")
+
+    def body(values):
+        i, perm = values
+        steps = iota([*batch, k], axis, "int64")
+        at_step = compare(steps, broadcast_in_dim(i, [*batch, k], []), "EQ")
+        target = _sum(select(at_step, pivots, full_like(pivots, 0)), [axis])  # pivots[..., i]
+        positions = iota(dims, axis, "int64")
+        at_i = compare(positions, broadcast_in_dim(i, dims, []), "EQ")
+        at_target = compare(positions, broadcast_in_dim(target, dims, range(axis)), "EQ")
+        from_i = _sum(select(at_i, perm, full_like(perm, 0)), [axis])
+        from_target = _sum(select(at_target, perm, full_like(perm, 0)), [axis])
+        swapped = select(at_i, broadcast_in_dim(from_target, dims, range(axis)),
+                         select(at_target, broadcast_in_dim(from_i, dims, range(axis)), perm))
+        return [hlo.add(i, full_like(i, 1)), swapped]
+
+    start = [full(0, (), "int64"), iota(dims, axis, "int64")]
+    return while_loop(start, cond, body)[1]
+
+
+def _inverse_permutation(perm) -> ir.Value:
+    """argsort of a permutation: inv[perm[i]] = i."""
+    dims = shape_of(perm)
+    axis = len(dims) - 1
+    expanded = [*dims, dims[-1]]
+    # one[..., i, j] = perm[..., i] == j ; inv[..., j] = sum_i i * one[..., i, j]
+    onehot = compare(broadcast_in_dim(perm, expanded, range(axis + 1)), iota(expanded, axis + 1, "int64"), "EQ")
+    rows = iota(expanded, axis, "int64")
+    return _sum(select(onehot, rows, full_like(rows, 0)), [axis])
+
+
+@linalg_rule(Cholesky)
+def lower_cholesky(ctx, node, batch_ndim, x):
+    [x], _ = _in_precision(node, x)
+    factor, ok = _potrf(x, core_op(node).lower)
+    return convert(_nan_unless(ok, factor), node.outputs[0].type.dtype)
+
+
+@linalg_rule(LUFactor)
+def lower_lu_factor(ctx, node, batch_ndim, a):
+    [a], _ = _in_precision(node, a)
+    lu, pivots, info = _getrf(a)
+    return convert(_nan_unless(_info_ok(info), lu), node.outputs[0].type.dtype), pivots
+
+
+@linalg_rule(PivotToPermutations)
+def lower_pivot_to_permutations(ctx, node, batch_ndim, pivots):
+    perm = _pivot_permutation(pivots, dim_size(pivots, batch_ndim))
+    return perm if core_op(node).inverse else _inverse_permutation(perm)
+
+
+@linalg_rule(LU)
+def lower_lu(ctx, node, batch_ndim, a):
+    """scipy.linalg.lu: a = P @ L @ U with unit lower L."""
+    op = core_op(node)
+    [a], dtype = _in_precision(node, a, out=len(node.outputs) - 1)
+    dims = shape_of(a)
+    lu, pivots, _ = _getrf(a)
+    lower = hlo.add(_triangle(lu, True, -1), _eye(dims, dtype))
+    upper = _triangle(lu, False)
+    perm = _pivot_permutation(pivots, dims[-2])
+    out_dtypes = [o.type.dtype for o in node.outputs]
+    rank = batch_ndim + 2
+    # P[r, c] = 1 where perm[c] == r, so (P @ L)[r] = L[inv[r]].
+    p_matrix = compare(iota(dims, rank - 2, "int64"), broadcast_in_dim(perm, dims, [*range(batch_ndim), rank - 1]), "EQ")
+    if op.permute_l:
+        return convert(dot_general(convert(p_matrix, dtype), lower, ((rank - 1,), (rank - 2,)),
+                                   (tuple(range(batch_ndim)),) * 2), out_dtypes[0]), convert(upper, out_dtypes[1])
+    first = convert(_inverse_permutation(perm), out_dtypes[0]) if op.p_indices else convert(p_matrix, out_dtypes[0])
+    return first, convert(lower, out_dtypes[1]), convert(upper, out_dtypes[2])
+
+
+# --- solves -----------------------------------------------------------------------
+
+
+@linalg_rule(SolveTriangular)
+def lower_solve_triangular(ctx, node, batch_ndim, a, b):
+    op = core_op(node)
+    (a, b), _ = _in_precision(node, a, b)
+    b, back = _as_matrix(b, op.b_ndim)
+    x = _solve_triangular(a, b, lower=op.lower, unit=op.unit_diagonal)
+    if not op.unit_diagonal:  # trtrs reports an exact zero on the diagonal: NaN
+        diag = _diagonal(a)
+        singular = reduce([compare(diag, full_like(diag, 0), "EQ")], [full(False, (), "bool")],
+                          [batch_ndim], lambda acc, el: [hlo.or_(acc[0], el[0])])[0]
+        x = _nan_unless(hlo.not_(singular), x)
+    return convert(back(x), node.outputs[0].type.dtype)
+
+
+@linalg_rule(CholeskySolve)
+def lower_cholesky_solve(ctx, node, batch_ndim, c, b):
+    """potrs: (c c^H) x = b with c lower, (c^H c) x = b with c upper."""
+    op = core_op(node)
+    (c, b), _ = _in_precision(node, c, b)
+    b, back = _as_matrix(b, op.b_ndim)
+    c = _triangle(c, op.lower)
+    first, second = ("NO_TRANSPOSE", "ADJOINT") if op.lower else ("ADJOINT", "NO_TRANSPOSE")
+    y = _solve_triangular(c, b, lower=op.lower, transpose=first)
+    x = _solve_triangular(c, y, lower=op.lower, transpose=second)
+    return convert(back(x), node.outputs[0].type.dtype)
+
+
+@linalg_rule(Solve)
+def lower_solve(ctx, node, batch_ndim, a, b):
+    """scipy.linalg.solve for each `assume_a`; a singular (or, for "pos", indefinite)
+    a gives NaN, as PyTensor's perform does when scipy raises."""
+    op = core_op(node)
+    (a, b), _ = _in_precision(node, a, b)
+    b, back = _as_matrix(b, op.b_ndim)
+    kind = op.assume_a
+    if kind == "pos":
+        factor, ok = _potrf(a, op.lower)
+        first, second = ("NO_TRANSPOSE", "ADJOINT") if op.lower else ("ADJOINT", "NO_TRANSPOSE")
+        y = _solve_triangular(factor, b, lower=op.lower, transpose=first)
+        x = _solve_triangular(factor, y, lower=op.lower, transpose=second)
+    else:
+        if kind in ("sym", "her"):
+            a = _hermitian_from(a, op.lower, conjugate=kind == "her")
+        elif kind == "tridiagonal":  # scipy reads the three diagonals only
+            rows, cols = _positions(shape_of(a))
+            offset = hlo.subtract(cols, rows)
+            band = hlo.and_(compare(offset, full_like(offset, -1), "GE"), compare(offset, full_like(offset, 1), "LE"))
+            a = select(band, a, full_like(a, 0))
+        elif kind not in ("gen", "banded"):
+            raise UnsupportedParameterError(node, f"assume_a={kind!r}", "not a scipy.linalg.solve option")
+        x, ok = _lu_solve_augmented(a, b)
+    return convert(back(_nan_unless(ok, x)), node.outputs[0].type.dtype)
+
+
+@linalg_rule(MatrixInverse)
+def lower_matrix_inverse(ctx, node, batch_ndim, x):
+    [x], dtype = _in_precision(node, x)
+    inverse, ok = _lu_solve_augmented(x, _eye(shape_of(x), dtype))
+    [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
+    return convert(inverse, node.outputs[0].type.dtype)
+
+
+# --- determinants -----------------------------------------------------------------
+
+
+def _lu_diagonal_and_parity(x, batch_ndim):
+    """diag(U) of x's LU factors and whether the row swaps are an odd permutation."""
+    lu, pivots, _ = _getrf(x)
+    steps = iota(shape_of(pivots), batch_ndim, "int32")
+    swaps = _sum(convert(compare(pivots, steps, "NE"), "int32"), [batch_ndim])
+    odd = compare(hlo.and_(swaps, full_like(swaps, 1)), full_like(swaps, 1), "EQ")
+    return _diagonal(lu), odd
+
+
+def _flip_if(odd, x):
+    return select(odd, hlo.negate(x), x)
+
+
+@linalg_rule(Det)
+def lower_det(ctx, node, batch_ndim, x):
+    [x], _ = _in_precision(node, x)
+    diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
+    return convert(_flip_if(odd, _prod(diag, [batch_ndim])), node.outputs[0].type.dtype)
+
+
+@linalg_rule(SLogDet)
+def lower_slogdet(ctx, node, batch_ndim, x):
+    """numpy's slogdet: sign (a unit complex number for complex x, 0 when singular)
+    and log|det|."""
+    [x], _ = _in_precision(node, x)
+    diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
+    magnitude = hlo.abs(diag)
+    log_abs = _sum(hlo.log(magnitude), [batch_ndim])
+    if is_complex(diag):
+        unit = hlo.divide(diag, hlo.complex(magnitude, full_like(magnitude, 0)))
+        unit = select(compare(magnitude, full_like(magnitude, 0), "EQ"), full_like(diag, 0), unit)
+    else:
+        unit = hlo.sign(diag)
+    sign = _flip_if(odd, _prod(unit, [batch_ndim]))
+    return convert(sign, node.outputs[0].type.dtype), convert(log_abs, node.outputs[1].type.dtype)
+
+
+# --- eigen- and singular values ---------------------------------------------------
+
+
+def _syevd(a, lower: bool, vectors: bool):
+    dtype = value_dtype(a)
+    dims = shape_of(a)
+    routine = "heevd" if is_complex(a) else "syevd"
+    v, w, info = lapack(routine, dtype, [a], [(dims, dtype), (dims[:-1], _real_dtype(dtype)),
+                                              (dims[:-2], "int32")],
+                        aliases={0: 0}, mode="V" if vectors else "N", uplo="L" if lower else "U")
+    return w, v, _info_ok(info)
+
+
+@linalg_rule(Eigh)
+def lower_eigh(ctx, node, batch_ndim, x):
+    [x], _ = _in_precision(node, x)
+    w, v, ok = _syevd(x, core_op(node).UPLO == "L", vectors=True)
+    w, v = _failed(ctx, ok, [w, v], "Eigenvalues did not converge")
+    return convert(w, node.outputs[0].type.dtype), convert(v, node.outputs[1].type.dtype)
+
+
+def _generalized_to_standard(a, b, lower):
+    """scipy's eigh(a, b): with b = L L^H, the eigenvalues of L^-1 A L^-H; returns that
+    matrix and L (eigenvectors of the pair are L^-H times the standard ones)."""
+    a = _hermitian_from(a, lower, conjugate=True)
+    factor, ok = _potrf(b, lower)
+    if not lower:
+        factor = _mH(factor)
+    left = _solve_triangular(factor, a, lower=True)
+    standard = _mH(_solve_triangular(factor, _mH(left), lower=True))
+    return standard, factor, ok
+
+
+@linalg_rule(Eigvalsh)
+def lower_eigvalsh(ctx, node, batch_ndim, a, b=None):
+    lower = core_op(node).lower
+    if b is None:
+        [a], _ = _in_precision(node, a)
+        w, _, ok = _syevd(a, lower, vectors=False)
+    else:
+        (a, b), _ = _in_precision(node, a, b)
+        standard, _, chol_ok = _generalized_to_standard(a, b, lower)
+        w, _, ok = _syevd(standard, True, vectors=False)
+        ok = hlo.and_(ok, chol_ok)
+    [w] = _failed(ctx, ok, [w], "the eigenvalue problem did not converge or b is not positive definite")
+    return convert(w, node.outputs[0].type.dtype)
+
+
+def _fold_triangles(g, lower: bool):
+    """tri0(g) + tri1(g).T: a gradient with respect to the triangle eigh reads."""
+    return hlo.add(_triangle(g, lower), _mT(_triangle(g, not lower, 1 if lower else -1)))
+
+
+@linalg_rule(EighGrad)
+def lower_eigh_grad(ctx, node, batch_ndim, x, w, v, gw, gv):
+    """g = v (diag(gw) + (C * F)^T) v^T with C = v^T gv, F[m, n] = 1 / (w[n] - w[m])
+    off the diagonal: PyTensor's perform, as matrix products."""
+    dtype = node.outputs[0].type.dtype
+    w, v, gw, gv = (convert(t, dtype) for t in (w, v, gw, gv))
+    dims = shape_of(v)
+    rank = batch_ndim + 2
+    wm = broadcast_in_dim(w, dims, [*range(batch_ndim), rank - 2])
+    wn = broadcast_in_dim(w, dims, [*range(batch_ndim), rank - 1])
+    rows, cols = _positions(dims)
+    off = compare(rows, cols, "NE")
+    f = select(off, hlo.divide(full_like(wm, 1), hlo.subtract(wn, wm)), full_like(wm, 0))
+    c = _matmul(_mT(v), gv, batch_ndim)
+    inner = hlo.add(select(off, full_like(f, 0), broadcast_in_dim(gw, dims, [*range(batch_ndim), rank - 1])),
+                    _mT(hlo.multiply(c, f)))
+    g = _matmul(_matmul(v, inner, batch_ndim), _mT(v), batch_ndim)
+    return _fold_triangles(g, core_op(node).UPLO == "L")
+
+
+@linalg_rule(EigvalshGrad)
+def lower_eigvalsh_grad(ctx, node, batch_ndim, a, b, gw):
+    """gA = v diag(gw) v^T, gB = -v diag(gw w) v^T with v the pair's eigenvectors."""
+    lower = core_op(node).lower
+    (a, b), dtype = _in_precision(node, a, b)
+    gw = convert(gw, dtype)
+    standard, factor, _ = _generalized_to_standard(a, b, lower)
+    w, u, _ = _syevd(standard, True, vectors=True)
+    v = _solve_triangular(factor, u, lower=True, transpose="ADJOINT")
+    dims = shape_of(v)
+    columns = [*range(batch_ndim), batch_ndim + 1]
+
+    def weighted(weights):
+        return _matmul(hlo.multiply(v, broadcast_in_dim(weights, dims, columns)), _mT(v), batch_ndim)
+
+    grad_a = weighted(gw)
+    grad_b = hlo.negate(weighted(hlo.multiply(gw, convert(w, dtype))))
+    return tuple(convert(_fold_triangles(g, lower), out.type.dtype) for g, out in zip((grad_a, grad_b), node.outputs))
+
+
+def _gesdd(x, mode: str):
+    """s, u, vt and ok of x = u diag(s) vt; mode "A" full, "S" reduced, "N" values only."""
+    dtype = value_dtype(x)
+    dims = shape_of(x)
+    batch, (m, n) = list(dims[:-2]), dims[-2:]
+    k = dim_min(m, n)
+    u_cols, vt_rows = (m, n) if mode == "A" else (k, k)
+    _, s, u, vt, info = lapack(
+        "gesdd", dtype, [x],
+        [(dims, dtype), ([*batch, k], _real_dtype(dtype)), ([*batch, m, u_cols], dtype),
+         ([*batch, vt_rows, n], dtype), (batch, "int32")],
+        aliases={0: 0}, identity=(2, 3), mode=mode,
+    )
+    return s, u, vt, _info_ok(info)
+
+
+@linalg_rule(SVD)
+def lower_svd(ctx, node, batch_ndim, x):
+    op = core_op(node)
+    [x], _ = _in_precision(node, x)
+    mode = "N" if not op.compute_uv else ("A" if op.full_matrices else "S")
+    s, u, vt, ok = _gesdd(x, mode)
+    outs = [u, s, vt] if op.compute_uv else [s]
+    outs = _failed(ctx, ok, outs, "SVD did not converge")
+    return tuple(convert(v, o.type.dtype) for v, o in zip(outs, node.outputs))
+
+
+@linalg_rule(MatrixPinv)
+def lower_matrix_pinv(ctx, node, batch_ndim, x):
+    """numpy.linalg.pinv: reduced SVD (eigh when hermitian), singular values at most
+    1e-15 times the largest dropped."""
+    [x], dtype = _in_precision(node, x)
+    rank = batch_ndim + 2
+    if core_op(node).hermitian:
+        w, u, ok = _syevd(x, True, vectors=True)
+        s = hlo.abs(w)
+        signs = convert(hlo.sign(w), dtype)
+        vh = _mH(hlo.multiply(u, broadcast_in_dim(signs, shape_of(u), [*range(batch_ndim), rank - 1])))
+    else:
+        s, u, vh, ok = _gesdd(x, "S")
+    largest = reduce([s], [full(-np.inf, (), value_dtype(s))], [batch_ndim],
+                     lambda acc, el: [hlo.maximum(acc[0], el[0])])[0]
+    cutoff = hlo.multiply(broadcast_in_dim(largest, shape_of(s), range(batch_ndim)), full_like(s, 1e-15))
+    kept = compare(s, cutoff, "GT")
+    inv_s = select(kept, hlo.divide(full_like(s, 1), s), full_like(s, 0))
+    scaled = hlo.multiply(_mH(u), broadcast_in_dim(convert(inv_s, dtype), shape_of(_mH(u)), [*range(batch_ndim), rank - 2]))
+    pinv = _matmul(_mH(vh), scaled, batch_ndim)
+    [pinv] = _failed(ctx, ok, [pinv], "SVD did not converge")
+    return convert(pinv, node.outputs[0].type.dtype)
+
+
+@linalg_rule(Eig)
+def lower_eig(ctx, node, batch_ndim, x):
+    """numpy.linalg.eig: geev's eigenvalues and unit-norm right eigenvectors, complex."""
+    out_dtype = node.outputs[0].type.dtype
+    # A real matrix goes to the real geev (complex results built from wr, wi).
+    dtype = _lapack_dtype(out_dtype) if is_complex(x) else _real_dtype(_lapack_dtype(out_dtype))
+    x = convert(x, dtype)
+    dims = shape_of(x)
+    batch = list(dims[:-2])
+    complex_dtype = {"float32": "complex64", "float64": "complex128"}.get(dtype, dtype)
+    vectors = [(dims, complex_dtype), (dims, complex_dtype), (batch, "int32")]
+    if is_complex(x):
+        w, _, vr, info = lapack("geev", dtype, [x], [(dims[:-1], dtype), *vectors],
+                                compute_left="N", compute_right="V")
+    else:
+        wr, wi, _, vr, info = lapack("geev", dtype, [x], [(dims[:-1], dtype), (dims[:-1], dtype), *vectors],
+                                     compute_left="N", compute_right="V")
+        w = hlo.complex(wr, wi)
+    w, vr = _failed(ctx, _info_ok(info), [w, vr], "Eigenvalues did not converge")
+    return convert(w, out_dtype), convert(vr, node.outputs[1].type.dtype)
+
+
+# --- QR ---------------------------------------------------------------------------
+
+
+@linalg_rule(QR)
+def lower_qr(ctx, node, batch_ndim, x):
+    """scipy.linalg.qr: geqrf (geqp3 with pivoting), Q from orgqr/ungqr."""
+    op = core_op(node)
+    [x], dtype = _in_precision(node, x)
+    dims = shape_of(x)
+    batch, (m, n) = list(dims[:-2]), dims[-2:]
+    k = dim_min(m, n)
+    rank = batch_ndim + 2
+    if op.pivoting:
+        jpvt = full(0, [*batch, n], "int32")
+        qr, jpvt, tau = lapack("geqp3", dtype, [x, jpvt], [(dims, dtype), ([*batch, n], "int32"),
+                                                           ([*batch, k], dtype)], aliases={0: 0, 1: 1})
+        extra = [hlo.subtract(jpvt, full_like(jpvt, 1))]
+    else:
+        qr, tau = lapack("geqrf", dtype, [x], [(dims, dtype), ([*batch, k], dtype)], aliases={0: 0})
+        extra = []
+    r_full = _triangle(qr, False)
+    economic = op.mode in ("economic", "raw")
+    r = slice_axis(r_full, rank - 2, 0, k) if economic else r_full
+    if op.mode == "r":
+        outs = [r]
+    elif op.mode == "raw":
+        outs = [qr, tau, r]
+    else:
+        # Q's first columns: the reflectors stored below qr's diagonal, k columns (m
+        # for the full Q, padded with zero columns that orgqr turns into identity ones).
+        cols = k if op.mode == "economic" else m
+        basis = slice_axis(qr, rank - 1, 0, dim_min(n, cols))
+        if op.mode == "full":
+            pad = dim_sub(m, dim_min(n, m))
+            basis = hlo.concatenate([basis, full(0, [*batch, m, pad], dtype)], rank - 1)
+        routine = "ungqr" if is_complex(x) else "orgqr"
+        [q] = lapack(routine, dtype, [basis, tau], [([*batch, m, cols], dtype)], aliases={0: 0}, identity=(0,))
+        outs = [q, r]
+    outs = [*outs, *extra]
+    return tuple(convert(v, o.type.dtype) for v, o in zip(outs, node.outputs))
+
+
+# --- block diagonal ---------------------------------------------------------------
+
+
+@linalg_rule(BlockDiagonal)
+def lower_block_diagonal(ctx, node, batch_ndim, *blocks):
+    """scipy.linalg.block_diag: each block padded with zeros to its place."""
+    dtype = node.outputs[0].type.dtype
+    rank = batch_ndim + 2
+    blocks = [convert(b, dtype) for b in blocks]
+    batch = list(shape_of(blocks[0]))[:batch_ndim]
+    widths = [dim_size(b, rank - 1) for b in blocks]
+    rows = []
+    for i, block in enumerate(blocks):
+        height = dim_size(block, rank - 2)
+        parts = [full(0, [*batch, height, w], dtype) if j != i else block for j, w in enumerate(widths)]
+        rows.append(hlo.concatenate(parts, rank - 1))
+    return hlo.concatenate(rows, rank - 2)

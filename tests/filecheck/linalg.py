@@ -1,0 +1,78 @@
+# RUN: %PYTHON %s | FileCheck %s
+# Linear algebra: LAPACK through jaxlib's typed-FFI CPU targets (column-major layouts),
+# StableHLO's triangular_solve, and no LAPACK call on an empty matrix.
+import pytensor.tensor as pt
+from pytensor.tensor import nlinalg as nl
+from pytensor.tensor import slinalg as sl
+
+from ir_printing import print_ir
+
+x, y = pt.matrix("x"), pt.matrix("y")
+s = pt.tensor("s", shape=(4, 4))
+t = pt.tensor("t", shape=(2, 3, 3), dtype="float32")
+
+# Unknown sizes: the result shapes travel as operands until specialization; the call
+# sits in an `if` that skips it for an empty matrix.
+# CHECK-LABEL: TEST: cholesky raw
+# CHECK: stablehlo.if
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi({{.*}}) {api_version = 4 : i32, backend_config = {uplo = 76 : ui8}, indices_of_shape_operands = dense<[1, 2]> : tensor<2xi64>
+# CHECK-SAME: operand_layouts = [dense<[0, 1]> : tensor<2xindex>
+# CHECK: stablehlo.select
+print_ir("cholesky", [x], [sl.cholesky(x)], raw=True)
+
+# Static sizes: the plain call, no shape operands and no `if`.
+# CHECK-LABEL: TEST: cholesky_static opt
+# CHECK-NOT: stablehlo.if
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi(%arg0) {api_version = 4 : i32, backend_config = {uplo = 85 : ui8}
+# CHECK-SAME: (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<i32>)
+print_ir("cholesky_static", [s], [sl.cholesky(s, lower=False)])
+
+# A batch is one call: batch dims slowest in the layout.
+# CHECK-LABEL: TEST: cholesky_batched opt
+# CHECK: stablehlo.custom_call @lapack_spotrf_ffi(%arg0)
+# CHECK-SAME: operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>]
+# CHECK-SAME: (tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2xi32>)
+print_ir("cholesky_batched", [t], [sl.cholesky(t)])
+
+# CHECK-LABEL: TEST: solve_triangular opt
+# CHECK: "stablehlo.triangular_solve"(%arg0, %arg1) <{left_side = true, lower = true, transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false}>
+print_ir("solve_triangular", [x, y], [sl.solve_triangular(x, y, lower=True)])
+
+# solve: one getrf of [a | b] (its row swaps and multipliers reach b), then U x = y.
+# CHECK-LABEL: TEST: solve opt
+# CHECK: stablehlo.concatenate %arg0, %arg1, dim = 1
+# CHECK: stablehlo.custom_call @lapack_dgetrf_ffi
+# CHECK: "stablehlo.triangular_solve"({{.*}}lower = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false
+print_ir("solve", [x, y], [sl.solve(x, y)])
+
+# assume_a="pos": potrf, then L y = b and L^H x = y.
+# CHECK-LABEL: TEST: solve_pos opt
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi
+# CHECK: transpose_a = #stablehlo<transpose NO_TRANSPOSE>
+# CHECK: transpose_a = #stablehlo<transpose ADJOINT>
+print_ir("solve_pos", [x, y], [sl.solve(x, y, assume_a="pos", lower=True)])
+
+# inv: a run-time check (an extra flag result) raises numpy's LinAlgError for a
+# singular matrix.
+# CHECK-LABEL: TEST: inverse opt
+# CHECK: func.func public @main(%arg0: tensor<?x?xf64>) -> (tensor<?x?xf64>, tensor<1xi1>)
+# CHECK: stablehlo.custom_call @lapack_dgetrf_ffi
+print_ir("inverse", [x], [nl.matrix_inverse(x)])
+
+# CHECK-LABEL: TEST: eigh opt
+# CHECK: stablehlo.custom_call @lapack_dsyevd_ffi({{.*}}backend_config = {mode = 86 : ui8, uplo = 76 : ui8}
+print_ir("eigh", [x], list(nl.eigh(x)))
+
+# CHECK-LABEL: TEST: svd_values opt
+# CHECK: stablehlo.custom_call @lapack_dgesdd_ffi({{.*}}backend_config = {mode = 78 : ui8}
+print_ir("svd_values", [x], [nl.svd(x, compute_uv=False)])
+
+# CHECK-LABEL: TEST: qr opt
+# CHECK: stablehlo.custom_call @lapack_dgeqrf_ffi
+# CHECK: stablehlo.custom_call @lapack_dorgqr_ffi
+print_ir("qr", [x], list(sl.qr(x)))
+
+# CHECK-LABEL: TEST: eig opt
+# CHECK: stablehlo.custom_call @lapack_dgeev_ffi({{.*}}backend_config = {compute_left = 78 : ui8, compute_right = 86 : ui8}
+# CHECK: stablehlo.complex
+print_ir("eig", [x], list(nl.eig(x)))

@@ -1,0 +1,426 @@
+"""nlinalg/slinalg Ops (LAPACK custom calls, triangular_solve) against the Python mode.
+
+Decompositions that are unique only up to sign or phase (SVD, eigenvectors, QR) are
+compared through what is unique: values, reconstructions, |columns| up to phase.
+"""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.tensor import nlinalg as nl
+from pytensor.tensor import slinalg as sl
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.type_other import NoneConst
+
+from tests.helpers import PY_MODE, TOLERANCES, compare_with_py
+
+FLOATS = ["float32", "float64", "complex64", "complex128"]
+# Results of a factorization are as accurate as the matrix's conditioning allows.
+LOOSE = {
+    "float32": dict(rtol=2e-4, atol=2e-5), "complex64": dict(rtol=2e-4, atol=2e-5),
+    "float64": dict(rtol=1e-9, atol=1e-11), "complex128": dict(rtol=1e-9, atol=1e-11),
+}
+
+
+def _general(rng, shape, dtype):
+    a = rng.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.normal(size=shape)
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        a = a + shape[-1] * np.eye(shape[-1])
+    return a.astype(dtype)
+
+
+def _spd(rng, shape, dtype):
+    a = _general(rng, shape, dtype)
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
+
+
+def _tensor(name, value):
+    return pt.tensor(name, dtype=value.dtype.name, shape=(None,) * value.ndim)
+
+
+def _same_up_to_phase(got, expected, tol, axis=-2):
+    """Columns (axis=-2) or rows (axis=-1) equal up to a unit factor each."""
+    inner = np.sum(np.conj(expected) * got, axis=axis, keepdims=True)
+    phase = inner / np.abs(inner)
+    np.testing.assert_allclose(got, expected * phase, **tol)
+
+
+# --- Cholesky and the solves ------------------------------------------------------
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cholesky(dtype, lower):
+    rng = np.random.default_rng(0)
+    a = _spd(rng, (5, 5), dtype)
+    x = _tensor("x", a)
+    compare_with_py([x], [sl.cholesky(x, lower=lower)], [a], **LOOSE[dtype])
+
+
+def test_cholesky_of_an_indefinite_matrix_is_nan_per_batch_entry():
+    # PyTensor's perform fills NaN when potrf fails; a batch keeps its good entries.
+    x = pt.tensor3("x")
+    values = np.stack([np.eye(3) * 4, -np.eye(3), np.eye(3)])
+    [got] = compare_with_py([x], [sl.cholesky(x)], [values])
+    assert np.isnan(got[1]).all() and not np.isnan(got[[0, 2]]).any()
+
+
+@pytest.mark.parametrize("b_ndim", [1, 2])
+@pytest.mark.parametrize("unit_diagonal", [False, True])
+@pytest.mark.parametrize("trans", [0, 1, 2])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_solve_triangular(dtype, lower, trans, unit_diagonal, b_ndim):
+    rng = np.random.default_rng(1)
+    a = _general(rng, (4, 4), dtype)
+    b = _general(rng, (4, 3)[:b_ndim], dtype)
+    x, y = _tensor("a", a), _tensor("b", b)
+    out = sl.solve_triangular(x, y, lower=lower, trans=trans, unit_diagonal=unit_diagonal, b_ndim=b_ndim)
+    compare_with_py([x, y], [out], [a, b], **LOOSE[dtype])
+
+
+def test_solve_triangular_with_a_zero_on_the_diagonal_is_nan():
+    a, b = pt.matrix("a"), pt.matrix("b")
+    [got] = compare_with_py([a, b], [sl.solve_triangular(a, b)], [np.triu(np.ones((3, 3))) - np.eye(3), np.eye(3)])
+    assert np.isnan(got).all()
+
+
+@pytest.mark.parametrize("b_ndim", [1, 2])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("assume_a", ["gen", "sym", "her", "pos", "tridiagonal", "banded"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_solve(dtype, assume_a, lower, b_ndim):
+    rng = np.random.default_rng(2)
+    # sym/her/pos read one triangle only: the other holds noise that must be ignored.
+    a = _spd(rng, (5, 5), dtype)
+    noise = _general(rng, (5, 5), dtype)
+    strict_lower = np.tri(5, k=-1, dtype=bool)
+    a = np.where(strict_lower.T if lower else strict_lower, noise, a)
+    if assume_a in ("gen", "banded"):
+        a = _general(rng, (5, 5), dtype)
+    b = _general(rng, (5, 2)[:b_ndim], dtype)
+    x, y = _tensor("a", a), _tensor("b", b)
+    out = sl.solve(x, y, assume_a=assume_a, lower=lower, b_ndim=b_ndim)
+    compare_with_py([x, y], [out], [a, b], **LOOSE[dtype])
+
+
+@pytest.mark.parametrize("assume_a", ["gen", "pos"])
+def test_solve_fails_to_nan(assume_a):
+    # scipy raises LinAlgError (singular, not positive definite); PyTensor's perform
+    # catches it and returns NaN.
+    a, b = pt.matrix("a"), pt.matrix("b")
+    fn = pytensor.function([a, b], sl.solve(a, b, assume_a=assume_a), mode="STABLEHLO")
+    assert np.isnan(fn(np.ones((3, 3)), np.eye(3))).all()
+    np.testing.assert_allclose(fn(np.eye(3) * 2, np.eye(3)), np.eye(3) / 2)
+
+
+@pytest.mark.parametrize("b_ndim", [1, 2])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_cho_solve(dtype, lower, b_ndim):
+    rng = np.random.default_rng(3)
+    factor = np.linalg.cholesky(_spd(rng, (4, 4), dtype))
+    if not lower:
+        factor = np.conj(factor.T)
+    factor = factor + np.triu(_general(rng, (4, 4), dtype), 1) * (1 if lower else 0)  # ignored triangle
+    b = _general(rng, (4, 3)[:b_ndim], dtype)
+    c, y = _tensor("c", factor.astype(dtype)), _tensor("b", b)
+    out = sl.cho_solve((c, lower), y, b_ndim=b_ndim)
+    compare_with_py([c, y], [out], [factor.astype(dtype), b], **LOOSE[dtype])
+
+
+# --- inverse and determinants -----------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_inverse_and_determinants(dtype):
+    rng = np.random.default_rng(4)
+    a = _general(rng, (5, 5), dtype)
+    a[[0, 3]] = a[[3, 0]]  # an odd permutation for the determinant's sign
+    x = _tensor("x", a)
+    outputs = [nl.matrix_inverse(x), nl.det(x), *Blockwise(nl.SLogDet())(x)]
+    if dtype.startswith("complex"):
+        # PyTensor declares SLogDet's log|det| complex (numpy's is real): compare values.
+        got = pytensor.function([x], outputs, mode="STABLEHLO")(a)
+        expected = [np.linalg.inv(a), np.linalg.det(a), *np.linalg.slogdet(a)]
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, **LOOSE[dtype])
+    else:
+        compare_with_py([x], outputs, [a], **LOOSE[dtype])
+
+
+def test_singular_matrix():
+    x = pt.matrix("x")
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    got = compare_with_py([x], [nl.det(x), *Blockwise(nl.SLogDet())(x)], [singular])
+    assert got[0] == 0 and got[1] == 0 and got[2] == -np.inf
+    fn = pytensor.function([x], nl.matrix_inverse(x), mode="STABLEHLO")
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        fn(singular)  # as numpy.linalg.inv, which PyTensor's perform calls
+    np.testing.assert_allclose(fn(np.eye(2) * 4), np.eye(2) / 4)  # and the function still works
+
+
+def test_singular_matrix_inside_scan_raises_too():
+    t = pt.tensor3("t")
+    out = pytensor.scan(nl.matrix_inverse, sequences=[t], return_updates=False)
+    fn = pytensor.function([t], out, mode="STABLEHLO")
+    np.testing.assert_allclose(fn(np.stack([np.eye(2) * 2, np.eye(2)])), np.stack([np.eye(2) / 2, np.eye(2)]))
+    with pytest.raises(np.linalg.LinAlgError):
+        fn(np.stack([np.eye(2), np.ones((2, 2))]))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8"])
+def test_integer_matrices_are_factored_in_floating_point(dtype):
+    rng = np.random.default_rng(5)
+    a = (np.round(rng.normal(size=(4, 4)) * 3) + 8 * np.eye(4)).astype(dtype)
+    s = (a.astype(np.int64) @ a.T.astype(np.int64)).astype(dtype) if dtype != "int8" else np.diag([4, 5, 6, 7]).astype(dtype)
+    x, y = _tensor("x", a), _tensor("s", s)
+    outputs = [nl.matrix_inverse(x), nl.det(x), sl.cholesky(y), sl.solve(x, y), nl.eigh(y)[0], nl.pinv(x)]
+    compare_with_py([x, y], outputs, [a, s], rtol=1e-5, atol=1e-6)
+
+
+# --- LU -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_lu_factorizations(dtype):
+    rng = np.random.default_rng(6)
+    a = _general(rng, (5, 5), dtype) - 5 * np.eye(5).astype(dtype)  # pivoting happens
+    x = _tensor("x", a)
+    lu_factor, pivots = sl.lu_factor(x)
+    outputs = [
+        *sl.lu(x), *sl.lu(x, p_indices=True), *sl.lu(x, permute_l=True), lu_factor, pivots,
+        sl.pivot_to_permutation(pivots), sl.pivot_to_permutation(pivots, inverse=True),
+    ]
+    compare_with_py([x], outputs, [a], **LOOSE[dtype])
+
+
+def test_lu_factor_of_a_singular_matrix_is_nan():
+    x = pt.matrix("x")
+    lu, _ = compare_with_py([x], list(sl.lu_factor(x)), [np.ones((3, 3))])
+    assert np.isnan(lu).all()
+
+
+# --- QR, SVD, eigen ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pivoting", [False, True])
+@pytest.mark.parametrize("mode", ["full", "economic", "r", "raw"])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])  # PyTensor types complex QR as real
+def test_qr(dtype, shape, mode, pivoting):
+    a = _general(np.random.default_rng(7), shape, dtype)
+    x = _tensor("x", a)
+    outputs = sl.qr(x, mode=mode, pivoting=pivoting)
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    compare_with_py([x], outputs, [a], **LOOSE[dtype])
+
+
+@pytest.mark.parametrize("full_matrices", [True, False])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_svd(dtype, shape, full_matrices):
+    a = _general(np.random.default_rng(8), shape, dtype)
+    x = _tensor("x", a)
+    u, s, vt = nl.svd(x, full_matrices=full_matrices)
+    got = pytensor.function([x], [u, s, vt, nl.svd(x, compute_uv=False)], mode="STABLEHLO")(a)
+    eu, es, evt = np.linalg.svd(a, full_matrices=full_matrices)
+    tol = LOOSE[dtype]
+    k = min(shape)
+    for g, e in zip(got, [eu, es, evt, es]):
+        assert g.shape == e.shape
+    np.testing.assert_allclose(got[1], es.astype(got[1].dtype), **tol)
+    np.testing.assert_allclose(got[3], got[1], **tol)
+    _same_up_to_phase(got[0][:, :k], eu[:, :k], tol)
+    np.testing.assert_allclose((got[0][:, :k] * got[1]) @ got[2][:k], a, **tol)
+    # The full bases' extra vectors are unique only as a subspace: check orthonormality.
+    np.testing.assert_allclose(np.conj(got[0].T) @ got[0], np.eye(got[0].shape[1]), **tol)
+    np.testing.assert_allclose(got[2] @ np.conj(got[2].T), np.eye(got[2].shape[0]), **tol)
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_eigh(dtype, uplo):
+    rng = np.random.default_rng(9)
+    a = _spd(rng, (5, 5), dtype)
+    a = np.where(np.tri(5, dtype=bool) if uplo == "U" else np.tri(5, dtype=bool).T, a, rng.normal(size=(5, 5)))
+    a = a.astype(dtype)
+    x = _tensor("x", a)
+    w, v = nl.eigh(x, UPLO=uplo)
+    got_w, got_v = pytensor.function([x], [w, v], mode="STABLEHLO")(a)
+    ew, ev = np.linalg.eigh(a, UPLO=uplo)
+    assert got_w.dtype == ew.dtype and got_v.dtype == ev.dtype
+    np.testing.assert_allclose(got_w, ew, **LOOSE[dtype])
+    _same_up_to_phase(got_v, ev, LOOSE[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])  # PyTensor types complex eigenvalues as complex
+def test_eigvalsh_standard_and_generalized(dtype):
+    rng = np.random.default_rng(10)
+    a, b = _spd(rng, (4, 4), dtype), _spd(rng, (4, 4), dtype)
+    x, y = _tensor("a", a), _tensor("b", b)
+    for lower in (True, False):
+        outputs = [sl.eigvalsh(x, NoneConst, lower=lower), sl.eigvalsh(x, y, lower=lower)]
+        compare_with_py([x, y], outputs, [a, b], **LOOSE[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_eig(dtype):
+    a = _general(np.random.default_rng(11), (5, 5), dtype) - 5 * np.eye(5).astype(dtype)
+    x = _tensor("x", a)
+    w, v = pytensor.function([x], list(nl.eig(x)), mode="STABLEHLO")(a)
+    ew, ev = pytensor.function([x], list(nl.eig(x)), mode=PY_MODE)(a)
+    assert w.dtype == ew.dtype and v.dtype == ev.dtype
+    tol = LOOSE[dtype]
+    # Conjugate pairs may come in either order: sort by (real part, rounded; imaginary part).
+    order = np.lexsort((w.imag, np.round(w.real, 4)))
+    expected_order = np.lexsort((ew.imag, np.round(ew.real, 4)))
+    np.testing.assert_allclose(w[order], ew[expected_order], **tol)
+    _same_up_to_phase(v[:, order], ev[:, expected_order], tol)
+
+
+@pytest.mark.parametrize("shape, hermitian", [((5, 3), False), ((3, 5), False), ((4, 4), False), ((4, 4), True)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_pinv(dtype, shape, hermitian):
+    rng = np.random.default_rng(12)
+    if hermitian:
+        # Rank 2 in double precision: the other eigenvalues are rounding noise, dropped by
+        # the cutoff. In single precision that noise is above the cutoff: full rank there.
+        low_rank = _general(rng, (4, 2 if dtype in ("float64", "complex128") else 4), dtype)
+        a = (low_rank @ np.conj(low_rank.T)).astype(dtype)
+    else:
+        a = _general(rng, shape, dtype)
+    x = _tensor("x", a)
+    compare_with_py([x], [nl.pinv(x, hermitian=hermitian)], [a], rtol=1e-3 if dtype in ("float32", "complex64") else 1e-8,
+                    atol=1e-4 if dtype in ("float32", "complex64") else 1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "complex128"])
+def test_block_diag(dtype):
+    rng = np.random.default_rng(13)
+    blocks = [(rng.normal(size=s) * 3).astype(dtype) for s in [(2, 3), (1, 1), (3, 2)]]
+    xs = [_tensor(f"b{i}", b) for i, b in enumerate(blocks)]
+    compare_with_py(xs, [sl.block_diag(*xs)], blocks)
+
+
+def test_kronecker_product():
+    x, y = pt.matrix("x"), pt.matrix("y")
+    rng = np.random.default_rng(14)
+    compare_with_py([x, y], [nl.kron(x, y)], [rng.normal(size=(2, 3)), rng.normal(size=(3, 2))])
+
+
+# --- batches, empty and dynamic shapes, conditioning --------------------------------
+
+
+def test_blockwise_batches_broadcast():
+    rng = np.random.default_rng(15)
+    a = _general(rng, (4, 3, 3), "float64")
+    b = rng.normal(size=(1, 3, 2))
+    s = _spd(rng, (2, 1, 3, 3), "float64")
+    x, y, z = pt.tensor3("a"), pt.tensor("b", shape=(1, None, None)), pt.tensor("s", shape=(None, 1, None, None))
+    outputs = [
+        sl.solve(x, y), sl.solve_triangular(x, y, lower=True), nl.det(x), nl.matrix_inverse(x),
+        *sl.lu(x), *sl.lu_factor(x), *sl.qr(x), nl.svd(x, compute_uv=False), nl.pinv(x),
+        sl.cholesky(z), sl.cho_solve((sl.cholesky(z), True), y), sl.solve(z, x, assume_a="pos"),
+        Blockwise(nl.Eigh())(z)[0], *Blockwise(nl.SLogDet())(x),
+    ]
+    compare_with_py([x, y, z], outputs, [a, b, s])
+
+
+EMPTY_CASES = {
+    "cholesky": lambda x: [sl.cholesky(x)],
+    "inverse": lambda x: [nl.matrix_inverse(x)],
+    "det": lambda x: [nl.det(x)],
+    "slogdet": lambda x: list(Blockwise(nl.SLogDet())(x)),
+    "eigh": lambda x: list(Blockwise(nl.Eigh())(x)),
+    "eig": lambda x: list(nl.eig(x)),
+    "lu": lambda x: list(sl.lu(x)) + list(sl.lu_factor(x)),
+    "solve": lambda x: [sl.solve(x, x), sl.solve(x, x, assume_a="pos"), sl.solve_triangular(x, x)],
+    "qr": lambda x: list(sl.qr(x)),
+    "svd": lambda x: list(nl.svd(x)) + [nl.svd(x, compute_uv=False)],
+    "pinv": lambda x: [nl.pinv(x)],
+}
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0)])
+@pytest.mark.parametrize("case", sorted(EMPTY_CASES))
+def test_empty_matrices(case, shape):
+    # jaxlib's LAPACK handlers divide by the matrix size: empty operands must never reach them.
+    x = pt.tensor("x", shape=(None,) * len(shape))
+    compare_with_py([x], EMPTY_CASES[case](x), [np.zeros(shape)])
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 3)])
+def test_empty_rectangular_svd_and_qr_give_identity_bases(shape):
+    x = pt.matrix("x")
+    qr = [*sl.qr(x)] if shape[0] else []  # scipy's qr itself fails on (0, n)
+    compare_with_py([x], [*nl.svd(x), nl.pinv(x), *qr], [np.zeros(shape)])
+
+
+def test_dynamic_shapes_reuse_one_lowering():
+    x, y = pt.matrix("x"), pt.matrix("y")
+    fn = pytensor.function([x, y], [sl.cholesky(x), sl.solve(x, y), nl.det(x)], mode="STABLEHLO")
+    rng = np.random.default_rng(16)
+    for n in (1, 4, 9):
+        s, b = _spd(rng, (n, n), "float64"), rng.normal(size=(n, 2))
+        chol, solved, det = fn(s, b)
+        np.testing.assert_allclose(chol, np.linalg.cholesky(s), **LOOSE["float64"])
+        np.testing.assert_allclose(solved, np.linalg.solve(s, b), **LOOSE["float64"])
+        np.testing.assert_allclose(det, np.linalg.det(s), **LOOSE["float64"])
+
+
+def test_ill_conditioned_hilbert_matrix():
+    # cond ~ 1e13: results agree with scipy's to the accuracy the conditioning allows.
+    n = 10
+    hilbert = 1.0 / (np.arange(n)[:, None] + np.arange(n) + 1)
+    x, y = pt.matrix("x"), pt.matrix("y")
+    b = np.eye(n)
+    compare_with_py([x], [sl.cholesky(x), nl.det(x)], [hilbert], rtol=1e-6, atol=1e-12)
+    got = pytensor.function([x, y], sl.solve(x, y, assume_a="pos"), mode="STABLEHLO")(hilbert, b)
+    residual = np.linalg.norm(hilbert @ got - b) / np.linalg.norm(b)
+    assert residual < 1e-3
+    np.testing.assert_allclose(got, np.linalg.solve(hilbert, b), rtol=1e-2)
+
+
+# --- gradients --------------------------------------------------------------------
+
+
+def test_gradients_as_pytensor_builds_them():
+    rng = np.random.default_rng(17)
+    s = _spd(rng, (4, 4), "float64")
+    a = _general(rng, (4, 4), "float64")
+    b = rng.normal(size=(4, 2))
+    x, y, z = pt.matrix("s"), pt.matrix("a"), pt.matrix("b")
+    chol = sl.cholesky(x)
+    logdet = 2 * pt.log(pt.diagonal(chol)).sum()
+    quad = (sl.solve_triangular(chol, z, lower=True) ** 2).sum()
+    costs = [
+        logdet + quad,
+        nl.det(y) + nl.matrix_inverse(y).sum(),
+        sl.solve(y, z).sum() + sl.solve(x, z, assume_a="pos").sum(),
+        nl.eigh(x)[0].sum() + (nl.eigh(x)[1][:, 0] ** 2).sum() + sl.eigvalsh(x, x + y @ y.T).sum(),
+        nl.svd(y, compute_uv=False).sum() + nl.pinv(y).sum(),
+        sl.lu(y)[2].sum() + sl.lu_factor(y)[0].sum(),
+        # PyTensor builds QR's gradient only for static shapes (an `ifelse` bug otherwise)
+        sl.qr(pt.specify_shape(y, (4, 4)))[1].sum(),
+    ]
+    outputs = [g for cost in costs for g in pytensor.grad(cost, [x, y, z], disconnected_inputs="ignore")]
+    compare_with_py([x, y, z], outputs, [s, a, b], rtol=1e-7, atol=1e-9, modes=("STABLEHLO",))
+
+
+def test_pymc_mvnormal_logp_and_gradient():
+    pm = pytest.importorskip("pymc")
+    rng = np.random.default_rng(18)
+    observed = rng.normal(size=(20, 3))
+    with pm.Model() as model:
+        chol, _, _ = pm.LKJCholeskyCov("chol", n=3, eta=2.0, sd_dist=pm.Exponential.dist(1.0), compute_corr=True)
+        mu = pm.Normal("mu", 0, 1, shape=3)
+        pm.MvNormal("y", mu=mu, chol=chol, observed=observed)
+    point = model.initial_point()
+    expected = model.compile_logp(mode="FAST_COMPILE")(point), model.compile_dlogp(mode="FAST_COMPILE")(point)
+    got = model.compile_logp(mode="STABLEHLO")(point), model.compile_dlogp(mode="STABLEHLO")(point)
+    np.testing.assert_allclose(got[0], expected[0], **TOLERANCES["float64"])
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-9, atol=1e-10)
