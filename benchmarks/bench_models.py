@@ -57,12 +57,30 @@ def scan_rnn(steps: int = 1000, gradient: bool = False):
     return Graph(name, [x, w, h0], outputs, [rng.normal(size=steps), np.float64(0.7), np.float64(0.1)])
 
 
+def gp_marginal(n: int):
+    """PyMC's GP marginal likelihood: ExpQuad kernel plus noise, Cholesky-based MvNormal."""
+    import pymc as pm
+
+    rng = np.random.default_rng(0)
+    X = np.sort(rng.uniform(0, 10, size=n))[:, None]
+    y = np.sin(X[:, 0]) + 0.3 * rng.normal(size=n)
+    with pm.Model() as model:
+        ell = pm.Gamma("ell", 2, 1)
+        eta = pm.HalfNormal("eta", 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(1, ell))
+        gp.marginal_likelihood("y", X=X, y=y, sigma=sigma)
+    return model_graph(model, f"gp-marginal-{n}")
+
+
 MODELS = {
     "eight-schools": lambda: example("eight-schools"),
     "linear-regression": linear_regression,
     "scan-1000": scan_rnn,
     "scan-1000-grad": lambda: scan_rnn(gradient=True),
     "garch": lambda: example("garch"),
+    "gp-marginal-100": lambda: gp_marginal(100),
+    "gp-marginal-1000": lambda: gp_marginal(1000),
 }
 
 

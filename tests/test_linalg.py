@@ -378,7 +378,7 @@ def test_ill_conditioned_hilbert_matrix():
     hilbert = 1.0 / (np.arange(n)[:, None] + np.arange(n) + 1)
     x, y = pt.matrix("x"), pt.matrix("y")
     b = np.eye(n)
-    compare_with_py([x], [sl.cholesky(x), nl.det(x)], [hilbert], rtol=1e-6, atol=1e-12)
+    compare_with_py([x], [sl.cholesky(x), nl.det(x)], [hilbert], rtol=1e-6, atol=1e-9)
     got = pytensor.function([x, y], sl.solve(x, y, assume_a="pos"), mode="STABLEHLO")(hilbert, b)
     residual = np.linalg.norm(hilbert @ got - b) / np.linalg.norm(b)
     assert residual < 1e-3

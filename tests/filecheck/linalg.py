@@ -1,6 +1,7 @@
 # RUN: %PYTHON %s | FileCheck %s
-# Linear algebra: LAPACK through jaxlib's typed-FFI CPU targets (column-major layouts),
-# StableHLO's triangular_solve, and no LAPACK call on an empty matrix.
+# Linear algebra: LAPACK through jaxlib's typed-FFI CPU targets (column-major layouts)
+# and no LAPACK call on an empty matrix. potrf and trsm get the transposed matrices
+# (our row-major data read column-major, no copy), so their triangle flags are flipped.
 import pytensor.tensor as pt
 from pytensor.tensor import nlinalg as nl
 from pytensor.tensor import slinalg as sl
@@ -15,7 +16,7 @@ t = pt.tensor("t", shape=(2, 3, 3), dtype="float32")
 # sits in an `if` that skips it for an empty matrix.
 # CHECK-LABEL: TEST: cholesky raw
 # CHECK: stablehlo.if
-# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi({{.*}}) {api_version = 4 : i32, backend_config = {uplo = 76 : ui8}, indices_of_shape_operands = dense<[1, 2]> : tensor<2xi64>
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi({{.*}}) {api_version = 4 : i32, backend_config = {uplo = 85 : ui8}, indices_of_shape_operands = dense<[1, 2]> : tensor<2xi64>
 # CHECK-SAME: operand_layouts = [dense<[0, 1]> : tensor<2xindex>
 # CHECK: stablehlo.select
 print_ir("cholesky", [x], [sl.cholesky(x)], raw=True)
@@ -23,33 +24,35 @@ print_ir("cholesky", [x], [sl.cholesky(x)], raw=True)
 # Static sizes: the plain call, no shape operands and no `if`.
 # CHECK-LABEL: TEST: cholesky_static opt
 # CHECK-NOT: stablehlo.if
-# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi(%arg0) {api_version = 4 : i32, backend_config = {uplo = 85 : ui8}
+# CHECK: %[[T:.*]] = stablehlo.transpose %arg0, dims = [1, 0]
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi(%[[T]]) {api_version = 4 : i32, backend_config = {uplo = 76 : ui8}
 # CHECK-SAME: (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<i32>)
 print_ir("cholesky_static", [s], [sl.cholesky(s, lower=False)])
 
 # A batch is one call: batch dims slowest in the layout.
 # CHECK-LABEL: TEST: cholesky_batched opt
-# CHECK: stablehlo.custom_call @lapack_spotrf_ffi(%arg0)
+# CHECK: stablehlo.custom_call @lapack_spotrf_ffi
 # CHECK-SAME: operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>]
 # CHECK-SAME: (tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2xi32>)
 print_ir("cholesky_batched", [t], [sl.cholesky(t)])
 
+# a x = b as x.T a.T = b.T: trsm from the right, on the upper triangle of a.T.
 # CHECK-LABEL: TEST: solve_triangular opt
-# CHECK: "stablehlo.triangular_solve"(%arg0, %arg1) <{left_side = true, lower = true, transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false}>
+# CHECK: stablehlo.custom_call @lapack_dtrsm_ffi({{.*}}backend_config = {diag = 78 : ui8, side = 82 : ui8, trans_x = 78 : ui8, uplo = 85 : ui8}
 print_ir("solve_triangular", [x, y], [sl.solve_triangular(x, y, lower=True)])
 
 # solve: one getrf of [a | b] (its row swaps and multipliers reach b), then U x = y.
 # CHECK-LABEL: TEST: solve opt
 # CHECK: stablehlo.concatenate %arg0, %arg1, dim = 1
 # CHECK: stablehlo.custom_call @lapack_dgetrf_ffi
-# CHECK: "stablehlo.triangular_solve"({{.*}}lower = false, transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false
+# CHECK: stablehlo.custom_call @lapack_dtrsm_ffi({{.*}}trans_x = 78 : ui8, uplo = 76 : ui8}
 print_ir("solve", [x, y], [sl.solve(x, y)])
 
 # assume_a="pos": potrf, then L y = b and L^H x = y.
 # CHECK-LABEL: TEST: solve_pos opt
 # CHECK: stablehlo.custom_call @lapack_dpotrf_ffi
-# CHECK: transpose_a = #stablehlo<transpose NO_TRANSPOSE>
-# CHECK: transpose_a = #stablehlo<transpose ADJOINT>
+# CHECK: stablehlo.custom_call @lapack_dtrsm_ffi({{.*}}trans_x = 78 : ui8
+# CHECK: stablehlo.custom_call @lapack_dtrsm_ffi({{.*}}trans_x = 67 : ui8
 print_ir("solve_pos", [x, y], [sl.solve(x, y, assume_a="pos", lower=True)])
 
 # inv: a run-time check (an extra flag result) raises numpy's LinAlgError for a
