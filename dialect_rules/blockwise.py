@@ -12,14 +12,21 @@ from pytensor.tensor.blockwise import Blockwise
 
 from lowering.builders import broadcast_in_dim, dim_size, shape_of
 from lowering.errors import UnsupportedParameterError
-from lowering.registry import lookup_batched_rule, register_lowering
+from lowering.registry import lookup_batched_rule, lookup_rule, register_lowering
 from lowering.types import static_shape
 
 
-def _missing(op):
-    if lookup_batched_rule(op.core_op) is None:
-        return f"Blockwise({type(op.core_op).__name__})"
-    return None
+def _missing(op, node):
+    if lookup_batched_rule(op.core_op) is not None:
+        return None
+    if _unbatched(node) and lookup_rule(op.core_op) is not None:
+        return None
+    return f"Blockwise({type(op.core_op).__name__})"
+
+
+def _unbatched(node) -> bool:
+    """No batch dims: the Blockwise is its core Op (inner graphs keep such nodes)."""
+    return node.op.batch_ndim(node) == 0
 
 
 def batch_dims(node, operands, batch_ndim):
@@ -35,9 +42,17 @@ def batch_dims(node, operands, batch_ndim):
     return dims
 
 
-@register_lowering(Blockwise, missing=_missing)
+def _inner_ops(op):
+    # A core Op with an inner graph (OpFromGraph) is checked through it.
+    return [op.core_op] if hasattr(op.core_op, "fgraph") else []
+
+
+@register_lowering(Blockwise, missing=_missing, inner_ops=_inner_ops)
 def lower_blockwise(ctx, node, *operands):
     rule = lookup_batched_rule(node.op.core_op)
+    if rule is None and _unbatched(node) and lookup_rule(node.op.core_op) is not None:
+        core_node = node.op.core_op.make_node(*node.inputs)
+        return lookup_rule(node.op.core_op).fn(ctx, core_node, *operands)
     if rule is None:
         raise UnsupportedParameterError(
             node, f"core_op={node.op.core_op}", "no batched rule for this core Op"

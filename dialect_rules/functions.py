@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.basic import Constant
-from pytensor.graph.replace import clone_replace
+from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.tensor.type import TensorType
 
 from lowering.graph import lower_function
-from lowering.registry import register_lowering
+from lowering.registry import register_batched, register_lowering
 
 
 def _symbol(op) -> str:
@@ -39,3 +40,20 @@ def lower_op_from_graph(ctx, node, *operands):
         fn = ctx.memo[key] = lower_function(ctx, inputs, outputs, _symbol(node.op))
     operands = [x for i, x in enumerate(operands) if i not in constant]
     return tuple(ctx.call_function(fn, operands, len(node.outputs)))
+
+
+@register_batched(OpFromGraph)
+def lower_batched_op_from_graph(ctx, node, batch_ndim, *operands):
+    """Blockwise(OpFromGraph): the inner graph vectorized over the batch dims (its Ops
+    become their Blockwise forms, PyTensor's `vectorize_graph`), lowered once."""
+    core = node.op.core_op
+    key = ("BatchedOpFromGraph", core, batch_ndim)
+    fn = ctx.memo.get(key)
+    if fn is None:
+        inner = core.fgraph
+        batched = [
+            TensorType(v.type.dtype, shape=(None,) * batch_ndim + v.type.shape)() for v in inner.inputs
+        ]
+        outputs = vectorize_graph(list(inner.outputs), replace=dict(zip(inner.inputs, batched)))
+        fn = ctx.memo[key] = lower_function(ctx, batched, outputs, _symbol(core) + "_batched")
+    return tuple(ctx.call_function(fn, list(operands), len(node.outputs)))

@@ -26,6 +26,8 @@ from pytensor.tensor.nlinalg import (
     MatrixInverse,
     MatrixPinv,
     SLogDet,
+    TensorInv,
+    TensorSolve,
 )
 from pytensor.tensor.slinalg import (
     LU,
@@ -34,12 +36,15 @@ from pytensor.tensor.slinalg import (
     CholeskySolve,
     Eigvalsh,
     EigvalshGrad,
+    Expm,
     LUFactor,
     PivotToPermutations,
     QR,
+    Schur,
     Solve,
     SolveTriangular,
 )
+from pytensor.tensor._linalg.solve.linear_control import TRSYL
 
 from lowering._jax_internal import lapack_target
 from lowering.builders import (
@@ -723,3 +728,209 @@ def lower_block_diagonal(ctx, node, batch_ndim, *blocks):
         parts = [full(0, [*batch, height, w], dtype) if j != i else block for j, w in enumerate(widths)]
         rows.append(hlo.concatenate(parts, rank - 1))
     return hlo.concatenate(rows, rank - 2)
+
+
+# --- matrix exponential -----------------------------------------------------------
+
+# Padé coefficients and the 1-norm below which the approximant is accurate to unit
+# roundoff (Higham 2005): degree 13 in double precision, 7 in single.
+_PADE = {
+    13: ((64764752532480000, 32382376266240000, 7771770303897600, 1187353796428800, 129060195264000,
+          10559470521600, 670442572800, 33522128640, 1323241920, 40840800, 960960, 16380, 182, 1),
+         5.371920351148152),
+    7: ((17297280, 8648640, 1995840, 277200, 25200, 1512, 56, 1), 3.925724783138660),
+}
+
+
+@linalg_rule(Expm)
+def lower_expm(ctx, node, batch_ndim, a):
+    """scipy.linalg.expm by scaling and squaring: a / 2^s has 1-norm below the Padé
+    degree's bound, r = q(a)^-1 p(a), then s squarings (s per batch entry; entries
+    with fewer squarings keep their result)."""
+    [a], dtype = _in_precision(node, a)
+    real = _real_dtype(dtype)
+    coeffs, bound = _PADE[13 if real == "float64" else 7]
+    dims = shape_of(a)
+    rank = batch_ndim + 2
+    norm = reduce([_sum(hlo.abs(a), [rank - 2])], [full(-np.inf, (), real)], [batch_ndim],
+                  lambda acc, el: [hlo.maximum(acc[0], el[0])])[0]  # max column sum
+    log2 = hlo.divide(hlo.log(hlo.divide(norm, full_like(norm, bound))), full_like(norm, np.log(2.0)))
+    # At most 1,000 squarings (a 1-norm of 2^1000): beyond, or for non-finite a, NaN.
+    squarings = hlo.clamp(full_like(norm, 0), hlo.ceil(log2), full_like(norm, 1000))
+    squarings = select(hlo.not_(compare(squarings, squarings, "EQ")), full_like(norm, 1000), squarings)
+    scale = convert(hlo.power(full_like(norm, 2), hlo.negate(squarings)), dtype)
+    a = hlo.multiply(a, broadcast_in_dim(scale, dims, range(batch_ndim)))
+
+    def matmul(x, y):
+        return _matmul(x, y, batch_ndim)
+
+    def combine(terms):  # sum of c * power over (c, power) pairs
+        total = None
+        for c, power in terms:
+            term = hlo.multiply(full_like(power, float(c)), power)
+            total = term if total is None else hlo.add(total, term)
+        return total
+
+    eye = _eye(dims, dtype)
+    a2 = matmul(a, a)
+    a4 = matmul(a2, a2)
+    a6 = matmul(a4, a2)
+    b = coeffs
+    if len(b) == 14:
+        u = matmul(a, hlo.add(matmul(a6, combine([(b[13], a6), (b[11], a4), (b[9], a2)])),
+                              combine([(b[7], a6), (b[5], a4), (b[3], a2), (b[1], eye)])))
+        v = hlo.add(matmul(a6, combine([(b[12], a6), (b[10], a4), (b[8], a2)])),
+                    combine([(b[6], a6), (b[4], a4), (b[2], a2), (b[0], eye)]))
+    else:
+        u = matmul(a, combine([(b[7], a6), (b[5], a4), (b[3], a2), (b[1], eye)]))
+        v = combine([(b[6], a6), (b[4], a4), (b[2], a2), (b[0], eye)])
+    r, _ = _lu_solve_augmented(hlo.subtract(v, u), hlo.add(v, u))
+    most = reduce([squarings], [full(0.0, (), real)], list(range(batch_ndim)),
+                  lambda acc, el: [hlo.maximum(acc[0], el[0])])[0] if batch_ndim else squarings
+
+    def cond(values):
+        return compare(values[0], most, "LT")
+
+    def body(values):
+        i, r = values
+        more = compare(squarings, broadcast_in_dim(i, shape_of(squarings), []), "GT")
+        r = select(broadcast_in_dim(more, dims, range(batch_ndim)), matmul(r, r), r)
+        return [hlo.add(i, full_like(i, 1)), r]
+
+    r = while_loop([full(0.0, (), real), r], cond, body)[1]
+    finite = compare(squarings, full_like(squarings, 1000), "LT")
+    return convert(_nan_unless(finite, r), node.outputs[0].type.dtype)
+
+
+# --- Schur form and the Sylvester equation ----------------------------------------
+
+
+@linalg_rule(Schur)
+def lower_schur(ctx, node, batch_ndim, a):
+    """scipy.linalg.schur with gees: a = Z T Z^H; NaN for a non-finite a or when gees
+    fails, as PyTensor's perform."""
+    op = core_op(node)
+    if op.sort is not None:
+        raise UnsupportedParameterError(
+            node, f"sort={op.sort!r}", "jaxlib's gees has no eigenvalue selection (only sort=None)"
+        )
+    dtype = _lapack_dtype(node.outputs[0].type.dtype)
+    a = convert(a, dtype)
+    dims = shape_of(a)
+    batch = list(dims[:-2])
+    values = [(dims[:-1], dtype)] if is_complex(a) else [(dims[:-1], dtype)] * 2
+    t, z, *_, info = lapack("gees", dtype, [a], [(dims, dtype), (dims, dtype), *values, (batch, "int32"),
+                                                 (batch, "int32")], aliases={0: 0}, mode="V", sort="N")
+    finite = reduce([compare(hlo.abs(a), full_like(hlo.abs(a), np.inf), "LT")], [full(True, (), "bool")],
+                    [batch_ndim, batch_ndim + 1], lambda acc, el: [hlo.and_(acc[0], el[0])])[0]
+    ok = hlo.and_(_info_ok(info), finite)
+    return tuple(convert(_nan_unless(ok, v), o.type.dtype) for v, o in zip((t, z), node.outputs))
+
+
+@linalg_rule(TRSYL)
+def lower_trsyl(ctx, node, batch_ndim, a, b, c):
+    """a x + x b = c for b quasi-upper-triangular (a real or complex Schur form), as
+    LAPACK's trsyl: column k of x solves, together with column k + 1,
+
+        [[a + b[k,k] I,   b[k+1,k] I    ],  [x_k    ]   [c_k     - x b[:, k]    ]
+         [b[k,k+1] I,     a + b[k+1,k+1]]]  [x_k+1  ] = [c_k+1   - x b[:, k+1]  ]
+
+    with x's unsolved columns zero. The pair is exact where b has a 2x2 block at k,
+    and block triangular otherwise, so x_k is right either way and one loop of n
+    steps serves every batch entry. b gets one extra row and column (zero coupling,
+    a diagonal that keeps the last pair nonsingular)."""
+    dtype = _lapack_dtype(node.outputs[0].type.dtype)
+    a, b, c = (convert(v, dtype) for v in (a, b, c))
+    rank = batch_ndim + 2
+    batch = list(shape_of(c))[:batch_ndim]
+    m, n = dim_size(a, rank - 1), dim_size(b, rank - 1)
+    n1 = dim_add(n, 1)
+    corner = convert(_batch_scalar_max_row_sum(a, batch_ndim), dtype)
+    b_pad = hlo.concatenate([b, full(0, [*batch, n, 1], dtype)], rank - 1)
+    last_row = hlo.concatenate([full(0, [*batch, 1, n], dtype), reshape(corner, [*batch, 1, 1])], rank - 1)
+    b_pad = hlo.concatenate([b_pad, last_row], rank - 2)
+    c_pad = hlo.concatenate([c, full(0, [*batch, m, 1], dtype)], rank - 1)
+    eye = _eye([*batch, m, m], dtype)
+
+    def at(x, axis, k):
+        """Where x's index along `axis` is the 0-d i64 k."""
+        return compare(iota(shape_of(x), axis, "int64"), broadcast_in_dim(k, shape_of(x), []), "EQ")
+
+    def column(x, k):  # x[..., :, k], as a one-hot sum (no dynamic slices)
+        return _sum(select(at(x, rank - 1, k), x, full_like(x, 0)), [rank - 1])
+
+    def entry(i, j):  # b_pad[..., i, j], shape (*batch,)
+        hit = hlo.and_(at(b_pad, rank - 2, i), at(b_pad, rank - 1, j))
+        return _sum(select(hit, b_pad, full_like(b_pad, 0)), [rank - 2, rank - 1])
+
+    def scaled_eye(s):
+        return hlo.multiply(eye, broadcast_in_dim(s, [*batch, m, m], range(batch_ndim)))
+
+    def cond(values):
+        return compare(values[0], dim_value(n), "LT")
+
+    def body(values):
+        k, x = values
+        k1 = hlo.add(k, full_like(k, 1))
+        xb = _matmul(x, b_pad, batch_ndim)
+        r0 = hlo.subtract(column(c_pad, k), column(xb, k))
+        r1 = hlo.subtract(column(c_pad, k1), column(xb, k1))
+        top = hlo.concatenate([hlo.add(a, scaled_eye(entry(k, k))), scaled_eye(entry(k1, k))], rank - 1)
+        bottom = hlo.concatenate([scaled_eye(entry(k, k1)), hlo.add(a, scaled_eye(entry(k1, k1)))], rank - 1)
+        system = hlo.concatenate([top, bottom], rank - 2)
+        two_m = dim_add(m, m)
+        rhs = reshape(hlo.concatenate([r0, r1], batch_ndim), [*batch, two_m, 1])
+        solved, _ = _lu_solve_augmented(system, rhs)
+        x_k = slice_axis(reshape(solved, [*batch, two_m]), batch_ndim, 0, m)
+        x = select(at(x, rank - 1, k), broadcast_in_dim(x_k, shape_of(x), [*range(batch_ndim), rank - 2]), x)
+        return [k1, x]
+
+    x = while_loop([full(0, (), "int64"), full(0, [*batch, m, n1], dtype)], cond, body)[1]
+    return convert(slice_axis(x, rank - 1, 0, n), node.outputs[0].type.dtype)
+
+
+def _batch_scalar_max_row_sum(a, batch_ndim):
+    """1 + the largest row sum of |a| per batch entry: a + that * I is nonsingular."""
+    rank = batch_ndim + 2
+    row_sums = _sum(hlo.abs(a), [rank - 1])
+    largest = reduce([row_sums], [full(0.0, (), value_dtype(row_sums))], [batch_ndim],
+                     lambda acc, el: [hlo.maximum(acc[0], el[0])])[0]
+    return hlo.add(largest, full_like(largest, 1))
+
+
+# --- tensor inverse and solve -----------------------------------------------------
+
+
+@register_lowering(TensorInv)
+def lower_tensor_inv(ctx, node, a):
+    """numpy.linalg.tensorinv: the inverse of a reshaped to (prod(shape[:ind]), rest),
+    shaped back as shape[ind:] + shape[:ind]; numpy's LinAlgError when singular."""
+    ind = node.op.ind
+    [a], dtype = _in_precision(node, a)
+    dims = shape_of(a)
+    rows, cols = dim_product(dims[:ind]), dim_product(dims[ind:])
+    square = reshape(a, [rows, cols])
+    inverse, ok = _lu_solve_augmented(square, _eye([rows, cols], dtype))
+    [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
+    return convert(reshape(inverse, [*dims[ind:], *dims[:ind]]), node.outputs[0].type.dtype)
+
+
+@register_lowering(TensorSolve)
+def lower_tensor_solve(ctx, node, a, b):
+    """numpy.linalg.tensorsolve: a (b.shape + Q) against b, x of shape Q."""
+    axes = node.op.axes
+    a_ndim, b_ndim = node.inputs[0].type.ndim, node.inputs[1].type.ndim
+    if a_ndim - b_ndim != node.outputs[0].type.ndim:
+        raise UnsupportedParameterError(
+            node, f"a.ndim - b.ndim = {a_ndim - b_ndim}", f"PyTensor types the result {node.outputs[0].type}"
+        )
+    (a, b), dtype = _in_precision(node, a, b)
+    if axes is not None:
+        moved = [ax % a_ndim for ax in axes]
+        a = transpose(a, [i for i in range(a_ndim) if i not in moved] + moved)
+    dims = shape_of(a)
+    q = dims[b_ndim:]
+    rows = dim_product(shape_of(b))
+    x, ok = _lu_solve_augmented(reshape(a, [rows, dim_product(q)]), reshape(b, [rows, 1]))
+    [x] = _failed(ctx, ok, [x], "Singular matrix")
+    return convert(reshape(x, list(q)), node.outputs[0].type.dtype)

@@ -1,10 +1,11 @@
-"""DimShuffle, Reshape, Shape, Shape_i, SpecifyShape."""
+"""DimShuffle, Reshape, JoinDims, SplitDims, Shape, Shape_i, SpecifyShape."""
 
 from __future__ import annotations
 
 import numpy as np
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.reshape import JoinDims, SplitDims
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
 from lowering.builders import (
@@ -54,6 +55,25 @@ def lower_reshape(ctx, node, x, shape):
         for s, e in zip(static, entries)
     ]
     return reshape(x, dims)
+
+
+@register_lowering(JoinDims)
+def lower_join_dims(ctx, node, x):
+    """n_axes consecutive axes from start_axis merged into one (a reshape)."""
+    start, stop = node.op.start_axis, node.op.start_axis + node.op.n_axes
+    dims = shape_of(x)
+    return reshape(x, [*dims[:start], dim_product(dims[start:stop]), *dims[stop:]])
+
+
+@register_lowering(SplitDims)
+def lower_split_dims(ctx, node, x, shape):
+    """Axis `axis` reshaped to `shape` (a reshape; sizes from the output type where static)."""
+    axis = node.op.axis
+    dims = shape_of(x)
+    count = node.outputs[0].type.ndim - node.inputs[0].type.ndim + 1
+    static = node.outputs[0].type.shape[axis : axis + count]
+    parts = [s if s is not None else convert(vector_element(shape, i), "int64") for i, s in enumerate(static)]
+    return reshape(x, [*dims[:axis], *parts, *dims[axis + 1 :]])
 
 
 @register_lowering(Shape)

@@ -45,7 +45,7 @@ def _check_op(op, node, missing) -> None:
     if rule is None:
         missing[type(op).__name__].append(node)
         return
-    name = rule.missing(op) if rule.missing else None
+    name = rule.missing(op, node) if rule.missing else None
     if name is not None:
         missing[name].append(node)
         return

@@ -20,8 +20,8 @@ class Rule:
     # Ops a node of this Op also needs rules for (e.g. an Elemwise's scalar_op),
     # so the unsupported-Op report can list them before any IR is emitted.
     inner_ops: Callable | None = None
-    # `missing(op)`: None when this rule handles `op`, else the name to report it under
-    # (a generic rule such as Blockwise's depends on the Op's parameters).
+    # `missing(op, node)`: None when this rule handles the node, else the name to report
+    # it under (a generic rule such as Blockwise's depends on the Op and its operands).
     missing: Callable | None = None
     # `lazy_inputs(node)`: {input index: region key} for inputs computed only inside
     # one of the node's regions (IfElse branches). Nodes that only those inputs need

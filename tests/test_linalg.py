@@ -8,11 +8,14 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor import nlinalg as nl
 from pytensor.tensor import slinalg as sl
+from pytensor.tensor._linalg.solve import linear_control
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.type_other import NoneConst
 
+from lowering import UnsupportedParameterError, unsupported_ops
 from tests.helpers import PY_MODE, TOLERANCES, compare_with_py
 
 FLOATS = ["float32", "float64", "complex64", "complex128"]
@@ -424,3 +427,96 @@ def test_pymc_mvnormal_logp_and_gradient():
     got = model.compile_logp(mode="STABLEHLO")(point), model.compile_dlogp(mode="STABLEHLO")(point)
     np.testing.assert_allclose(got[0], expected[0], **TOLERANCES["float64"])
     np.testing.assert_allclose(got[1], expected[1], rtol=1e-9, atol=1e-10)
+
+
+# --- expm, Schur, Sylvester and Lyapunov equations, tensor inverse/solve -------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_expm(dtype):
+    # Norms from tiny (no squaring) to large (many): scaling and squaring per entry.
+    rng = np.random.default_rng(19)
+    x = pt.tensor("x", dtype=dtype, shape=(None, None, None))
+    values = np.stack([_general(rng, (4, 4), dtype) * s / 4 for s in (1e-3, 0.5, 3, 40)]).astype(dtype)
+    got = pytensor.function([x], sl.expm(x), mode="STABLEHLO")(values)
+    expected = pytensor.function([x], sl.expm(x), mode=PY_MODE)(values)
+    assert got.dtype == expected.dtype
+    # Relative to each result's largest entry. At norm 40 scipy itself is off by 3e-12
+    # (against mpmath) where this lowering is within 3e-15: the tolerance is scipy's.
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g / np.abs(e).max(), e / np.abs(e).max(),
+                                   rtol=0, atol=5e-5 if dtype in ("float32", "complex64") else 1e-11)
+
+
+def test_expm_of_empty_and_non_finite_matrices():
+    x = pt.matrix("x")
+    fn = pytensor.function([x], sl.expm(x), mode="STABLEHLO")
+    assert fn(np.zeros((0, 0))).shape == (0, 0)
+    assert np.isnan(fn(np.array([[np.inf, 0.0], [0.0, 1.0]]))).all()
+    np.testing.assert_allclose(fn(np.zeros((3, 3))), np.eye(3))
+
+
+@pytest.mark.parametrize("output", ["real", "complex"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_schur(dtype, output):
+    a = _general(np.random.default_rng(20), (5, 5), dtype) - 5 * np.eye(5).astype(dtype)
+    x = _tensor("x", a)
+    compare_with_py([x], list(sl.schur(x, output=output)), [a], **LOOSE[dtype])
+
+
+def test_schur_of_non_finite_input_is_nan_and_sort_is_refused():
+    x = pt.matrix("x")
+    got = compare_with_py([x], list(sl.schur(x)), [np.array([[1.0, np.nan], [0.0, 1.0]])])
+    assert all(np.isnan(g).all() for g in got)
+    with pytest.raises(UnsupportedParameterError, match="sort='lhp'"):
+        pytensor.function([x], sl.schur(x, sort="lhp")[0], mode="STABLEHLO")
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (1, 4)])
+def test_solve_sylvester(shape):
+    # Real Schur forms of random matrices have 2x2 blocks: TRSYL's paired columns.
+    rng = np.random.default_rng(21)
+    m, n = shape
+    a, b, c = rng.normal(size=(m, m)), rng.normal(size=(n, n)) + 3 * np.eye(n), rng.normal(size=(m, n))
+    x, y, z = pt.matrix("a"), pt.matrix("b"), pt.matrix("c")
+    solved = linear_control.solve_sylvester(x, y, z)
+    compare_with_py([x, y, z], [solved, *pytensor.grad(solved.sum(), [x, y, z])], [a, b, c],
+                    rtol=1e-7, atol=1e-9, modes=("STABLEHLO",))
+
+
+def test_batched_sylvester_pairs_columns_per_entry():
+    rng = np.random.default_rng(22)
+    a = rng.normal(size=(3, 4, 4))
+    b = np.stack([np.diag([1.0, 2.0, 3.0]), rng.normal(size=(3, 3)), rng.normal(size=(3, 3))]) + 4 * np.eye(3)
+    c = rng.normal(size=(3, 4, 3))
+    x, y, z = pt.tensor3("a"), pt.tensor3("b"), pt.tensor3("c")
+    compare_with_py([x, y, z], [linear_control.solve_sylvester(x, y, z)], [a, b, c], rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["direct", "bilinear"])
+def test_lyapunov_equations(method):
+    rng = np.random.default_rng(23)
+    a, q = rng.normal(size=(4, 4)) * 0.3, rng.normal(size=(4, 4))
+    x, y = pt.matrix("a"), pt.matrix("q")
+    outputs = [linear_control.solve_discrete_lyapunov(x, y, method=method),
+               linear_control.solve_continuous_lyapunov(x - 2 * pt.eye(4), y)]
+    compare_with_py([x, y], outputs, [a, q], rtol=1e-7, atol=1e-9)
+
+
+def test_discrete_riccati_needs_qz_which_has_no_lapack_target():
+    a, b, q, r = (pt.matrix(n) for n in "abqr")
+    fgraph = FunctionGraph([a, b, q, r], [linear_control.solve_discrete_are(a, b, q, r)], clone=True)
+    assert list(unsupported_ops(fgraph)) == ["Blockwise(QZ)"]
+
+
+def test_tensor_inverse_and_solve():
+    rng = np.random.default_rng(24)
+    w = pt.tensor3("w")
+    square = rng.normal(size=(6, 2, 3)) + np.eye(6).reshape(6, 2, 3) * 3
+    compare_with_py([w], [nl.tensorinv(w, 1)], [square], rtol=1e-8, atol=1e-10)
+    b, t = pt.matrix("b"), pt.tensor4("t")
+    coefficients = rng.normal(size=(2, 3, 2, 3)) + np.eye(6).reshape(2, 3, 2, 3) * 3
+    compare_with_py([t, b], [nl.tensorsolve(t, b)], [coefficients, rng.normal(size=(2, 3))], rtol=1e-8, atol=1e-10)
+    fn = pytensor.function([w], nl.tensorinv(w, 1), mode="STABLEHLO")
+    with pytest.raises(np.linalg.LinAlgError):
+        fn(np.zeros((6, 2, 3)))

@@ -64,3 +64,16 @@ def test_specify_shape_is_checked():
     assert f(np.ones((2, 5))) == 10
     with pytest.raises(AssertionError, match="SpecifyShape"):
         f(np.ones((3, 5)))
+
+
+def test_join_and_split_dims():
+    from pytensor.tensor.reshape import join_dims, split_dims
+
+    x, n = pt.tensor3("x"), pt.lscalar("n")
+    v = np.arange(24.0).reshape(2, 3, 4)
+    outputs = [
+        join_dims(x, start_axis=1, n_axes=2), join_dims(x, start_axis=0, n_axes=3),
+        join_dims(x, start_axis=0, n_axes=1), split_dims(x, shape=(n, 2), axis=2),
+        split_dims(x, shape=(3, 1), axis=1),
+    ]
+    compare_with_py([x, n], outputs, [v, np.int64(2)])

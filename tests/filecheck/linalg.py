@@ -79,3 +79,14 @@ print_ir("qr", [x], list(sl.qr(x)))
 # CHECK: stablehlo.custom_call @lapack_dgeev_ffi({{.*}}backend_config = {compute_left = 78 : ui8, compute_right = 86 : ui8}
 # CHECK: stablehlo.complex
 print_ir("eig", [x], list(nl.eig(x)))
+
+# expm: Padé 13 of a / 2^s (one getrf-based solve), then a while loop of squarings.
+# CHECK-LABEL: TEST: expm opt
+# CHECK: stablehlo.custom_call @lapack_dgetrf_ffi
+# CHECK: stablehlo.while
+# CHECK: stablehlo.dot_general
+print_ir("expm", [x], [sl.expm(x)])
+
+# CHECK-LABEL: TEST: schur opt
+# CHECK: stablehlo.custom_call @lapack_dgees_ffi({{.*}}backend_config = {mode = 86 : ui8, sort = 78 : ui8}
+print_ir("schur", [x], list(sl.schur(x)))
