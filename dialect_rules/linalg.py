@@ -118,6 +118,20 @@ def _in_precision(node, *operands, out=0):
     return [convert(x, dtype) for x in operands], dtype
 
 
+def _declared(node, value: ir.Value, i: int) -> ir.Value:
+    """`value` as output i's dtype. Where PyTensor types a result narrower than the values
+    numpy computes (QR of a complex matrix typed real, Expm or LUFactor of an integer
+    matrix typed integer), converting would silently drop digits: refused instead."""
+    declared = np.dtype(node.outputs[i].type.dtype)
+    computed = np.dtype(value_dtype(value))
+    if (computed.kind == "c" and declared.kind != "c") or (computed.kind == "f" and declared.kind in "iub"):
+        raise UnsupportedParameterError(
+            node, f"input dtype {node.inputs[0].type.dtype}",
+            f"PyTensor types output {i} as {declared.name} but its values are {computed.name}",
+        )
+    return convert(value, declared)
+
+
 def _layout(rank: int, matrix_rank: int) -> tuple[int, ...]:
     """Column-major for matrices (batch dims slowest), row-major for the rest."""
     if rank == matrix_rank:
@@ -361,14 +375,14 @@ def _inverse_permutation(perm) -> ir.Value:
 def lower_cholesky(ctx, node, batch_ndim, x):
     [x], _ = _in_precision(node, x)
     factor, ok = _potrf(x, core_op(node).lower)
-    return convert(_nan_unless(ok, factor), node.outputs[0].type.dtype)
+    return _declared(node, _nan_unless(ok, factor), 0)
 
 
 @linalg_rule(LUFactor)
 def lower_lu_factor(ctx, node, batch_ndim, a):
     [a], _ = _in_precision(node, a)
     lu, pivots, info = _getrf(a)
-    return convert(_nan_unless(_info_ok(info), lu), node.outputs[0].type.dtype), pivots
+    return _declared(node, _nan_unless(_info_ok(info), lu), 0), pivots
 
 
 @linalg_rule(PivotToPermutations)
@@ -412,7 +426,7 @@ def lower_solve_triangular(ctx, node, batch_ndim, a, b):
         singular = reduce([compare(diag, full_like(diag, 0), "EQ")], [full(False, (), "bool")],
                           [batch_ndim], lambda acc, el: [hlo.or_(acc[0], el[0])])[0]
         x = _nan_unless(hlo.not_(singular), x)
-    return convert(back(x), node.outputs[0].type.dtype)
+    return _declared(node, back(x), 0)
 
 
 @linalg_rule(CholeskySolve)
@@ -425,7 +439,7 @@ def lower_cholesky_solve(ctx, node, batch_ndim, c, b):
     first, second = ("NO_TRANSPOSE", "ADJOINT") if op.lower else ("ADJOINT", "NO_TRANSPOSE")
     y = _solve_triangular(c, b, lower=op.lower, transpose=first)
     x = _solve_triangular(c, y, lower=op.lower, transpose=second)
-    return convert(back(x), node.outputs[0].type.dtype)
+    return _declared(node, back(x), 0)
 
 
 @linalg_rule(Solve)
@@ -452,7 +466,7 @@ def lower_solve(ctx, node, batch_ndim, a, b):
         elif kind not in ("gen", "banded"):
             raise UnsupportedParameterError(node, f"assume_a={kind!r}", "not a scipy.linalg.solve option")
         x, ok = _lu_solve_augmented(a, b)
-    return convert(back(_nan_unless(ok, x)), node.outputs[0].type.dtype)
+    return _declared(node, back(_nan_unless(ok, x)), 0)
 
 
 @linalg_rule(MatrixInverse)
@@ -460,7 +474,7 @@ def lower_matrix_inverse(ctx, node, batch_ndim, x):
     [x], dtype = _in_precision(node, x)
     inverse, ok = _lu_solve_augmented(x, _eye(shape_of(x), dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
-    return convert(inverse, node.outputs[0].type.dtype)
+    return _declared(node, inverse, 0)
 
 
 # --- determinants -----------------------------------------------------------------
@@ -483,7 +497,7 @@ def _flip_if(odd, x):
 def lower_det(ctx, node, batch_ndim, x):
     [x], _ = _in_precision(node, x)
     diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
-    return convert(_flip_if(odd, _prod(diag, [batch_ndim])), node.outputs[0].type.dtype)
+    return _declared(node, _flip_if(odd, _prod(diag, [batch_ndim])), 0)
 
 
 @linalg_rule(SLogDet)
@@ -500,7 +514,7 @@ def lower_slogdet(ctx, node, batch_ndim, x):
     else:
         unit = hlo.sign(diag)
     sign = _flip_if(odd, _prod(unit, [batch_ndim]))
-    return convert(sign, node.outputs[0].type.dtype), convert(log_abs, node.outputs[1].type.dtype)
+    return _declared(node, sign, 0), _declared(node, log_abs, 1)
 
 
 # --- eigen- and singular values ---------------------------------------------------
@@ -521,7 +535,7 @@ def lower_eigh(ctx, node, batch_ndim, x):
     [x], _ = _in_precision(node, x)
     w, v, ok = _syevd(x, core_op(node).UPLO == "L", vectors=True)
     w, v = _failed(ctx, ok, [w, v], "Eigenvalues did not converge")
-    return convert(w, node.outputs[0].type.dtype), convert(v, node.outputs[1].type.dtype)
+    return _declared(node, w, 0), _declared(node, v, 1)
 
 
 def _generalized_to_standard(a, b, lower):
@@ -548,7 +562,7 @@ def lower_eigvalsh(ctx, node, batch_ndim, a, b=None):
         w, _, ok = _syevd(standard, True, vectors=False)
         ok = hlo.and_(ok, chol_ok)
     [w] = _failed(ctx, ok, [w], "the eigenvalue problem did not converge or b is not positive definite")
-    return convert(w, node.outputs[0].type.dtype)
+    return _declared(node, w, 0)
 
 
 def _fold_triangles(g, lower: bool):
@@ -593,7 +607,7 @@ def lower_eigvalsh_grad(ctx, node, batch_ndim, a, b, gw):
 
     grad_a = weighted(gw)
     grad_b = hlo.negate(weighted(hlo.multiply(gw, convert(w, dtype))))
-    return tuple(convert(_fold_triangles(g, lower), out.type.dtype) for g, out in zip((grad_a, grad_b), node.outputs))
+    return tuple(_declared(node, _fold_triangles(g, lower), i) for i, g in enumerate((grad_a, grad_b)))
 
 
 def _gesdd(x, mode: str):
@@ -620,7 +634,7 @@ def lower_svd(ctx, node, batch_ndim, x):
     s, u, vt, ok = _gesdd(x, mode)
     outs = [u, s, vt] if op.compute_uv else [s]
     outs = _failed(ctx, ok, outs, "SVD did not converge")
-    return tuple(convert(v, o.type.dtype) for v, o in zip(outs, node.outputs))
+    return tuple(_declared(node, v, i) for i, v in enumerate(outs))
 
 
 @linalg_rule(MatrixPinv)
@@ -644,7 +658,7 @@ def lower_matrix_pinv(ctx, node, batch_ndim, x):
     scaled = hlo.multiply(_mH(u), broadcast_in_dim(convert(inv_s, dtype), shape_of(_mH(u)), [*range(batch_ndim), rank - 2]))
     pinv = _matmul(_mH(vh), scaled, batch_ndim)
     [pinv] = _failed(ctx, ok, [pinv], "SVD did not converge")
-    return convert(pinv, node.outputs[0].type.dtype)
+    return _declared(node, pinv, 0)
 
 
 @linalg_rule(Eig)
@@ -666,7 +680,7 @@ def lower_eig(ctx, node, batch_ndim, x):
                                      compute_left="N", compute_right="V")
         w = hlo.complex(wr, wi)
     w, vr = _failed(ctx, _info_ok(info), [w, vr], "Eigenvalues did not converge")
-    return convert(w, out_dtype), convert(vr, node.outputs[1].type.dtype)
+    return _declared(node, w, 0), _declared(node, vr, 1)
 
 
 # --- QR ---------------------------------------------------------------------------
@@ -708,7 +722,7 @@ def lower_qr(ctx, node, batch_ndim, x):
         [q] = lapack(routine, dtype, [basis, tau], [([*batch, m, cols], dtype)], aliases={0: 0}, identity=(0,))
         outs = [q, r]
     outs = [*outs, *extra]
-    return tuple(convert(v, o.type.dtype) for v, o in zip(outs, node.outputs))
+    return tuple(_declared(node, v, i) for i, v in enumerate(outs))
 
 
 # --- block diagonal ---------------------------------------------------------------
@@ -799,7 +813,7 @@ def lower_expm(ctx, node, batch_ndim, a):
 
     r = while_loop([full(0.0, (), real), r], cond, body)[1]
     finite = compare(squarings, full_like(squarings, 1000), "LT")
-    return convert(_nan_unless(finite, r), node.outputs[0].type.dtype)
+    return _declared(node, _nan_unless(finite, r), 0)
 
 
 # --- Schur form and the Sylvester equation ----------------------------------------
@@ -824,7 +838,7 @@ def lower_schur(ctx, node, batch_ndim, a):
     finite = reduce([compare(hlo.abs(a), full_like(hlo.abs(a), np.inf), "LT")], [full(True, (), "bool")],
                     [batch_ndim, batch_ndim + 1], lambda acc, el: [hlo.and_(acc[0], el[0])])[0]
     ok = hlo.and_(_info_ok(info), finite)
-    return tuple(convert(_nan_unless(ok, v), o.type.dtype) for v, o in zip((t, z), node.outputs))
+    return tuple(_declared(node, _nan_unless(ok, v), i) for i, v in enumerate((t, z)))
 
 
 @linalg_rule(TRSYL)
@@ -886,7 +900,7 @@ def lower_trsyl(ctx, node, batch_ndim, a, b, c):
         return [k1, x]
 
     x = while_loop([full(0, (), "int64"), full(0, [*batch, m, n1], dtype)], cond, body)[1]
-    return convert(slice_axis(x, rank - 1, 0, n), node.outputs[0].type.dtype)
+    return _declared(node, slice_axis(x, rank - 1, 0, n), 0)
 
 
 def _batch_scalar_max_row_sum(a, batch_ndim):
@@ -912,7 +926,7 @@ def lower_tensor_inv(ctx, node, a):
     square = reshape(a, [rows, cols])
     inverse, ok = _lu_solve_augmented(square, _eye([rows, cols], dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
-    return convert(reshape(inverse, [*dims[ind:], *dims[:ind]]), node.outputs[0].type.dtype)
+    return _declared(node, reshape(inverse, [*dims[ind:], *dims[:ind]]), 0)
 
 
 @register_lowering(TensorSolve)
@@ -933,4 +947,4 @@ def lower_tensor_solve(ctx, node, a, b):
     rows = dim_product(shape_of(b))
     x, ok = _lu_solve_augmented(reshape(a, [rows, dim_product(q)]), reshape(b, [rows, 1]))
     [x] = _failed(ctx, ok, [x], "Singular matrix")
-    return convert(reshape(x, list(q)), node.outputs[0].type.dtype)
+    return _declared(node, reshape(x, list(q)), 0)

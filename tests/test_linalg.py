@@ -520,3 +520,19 @@ def test_tensor_inverse_and_solve():
     fn = pytensor.function([w], nl.tensorinv(w, 1), mode="STABLEHLO")
     with pytest.raises(np.linalg.LinAlgError):
         fn(np.zeros((6, 2, 3)))
+
+
+@pytest.mark.parametrize(
+    "build, dtype",
+    [
+        (lambda x: sl.qr(x)[0], "complex128"),  # PyTensor types complex QR as float64
+        (lambda x: nl.eigh(x)[1], "complex128"),  # eigenvectors typed real
+        (lambda x: sl.lu_factor(x)[0], "int64"),  # LU factors typed int64
+        (lambda x: sl.expm(x), "int32"),
+    ],
+)
+def test_results_pytensor_types_narrower_than_their_values_are_refused(build, dtype):
+    # Converting would silently drop the imaginary part or the fraction: a clear error instead.
+    x = pt.matrix("x", dtype=dtype)
+    with pytest.raises(UnsupportedParameterError, match="PyTensor types output"):
+        pytensor.function([x], build(x), mode="STABLEHLO")
