@@ -86,7 +86,7 @@ from lowering.regions import any_true
 from lowering.regions import reduce as reduce_region
 from lowering.regions import scatter as scatter_region
 from lowering.regions import sort as sort_region
-from lowering.registry import register_lowering
+from lowering.registry import register_batched, register_lowering
 from lowering.types import static_shape
 
 Bound = Union[int, ir.Value, None]
@@ -600,6 +600,27 @@ def lower_advanced_subtensor1(ctx, node, x, indices):
 @register_lowering(AdvancedSubtensor)
 def lower_advanced_subtensor(ctx, node, x, *index_values):
     return _advanced_read(ctx, node, x, _advanced_entries(ctx, node, node.inputs[1:], index_values))
+
+
+@register_batched(AdvancedSubtensor)
+def lower_batched_advanced_subtensor(ctx, node, batch_ndim, x, *index_values):
+    """Blockwise(AdvancedSubtensor) (`b[perm]` per batch entry, as in a batched lu_solve):
+    the batch positions become leading integer index arrays, x[i_0, ..., idx...], so one
+    gather serves the whole batch. Blockwise inputs are tensors, so every index is an
+    array and all are adjacent: numpy keeps their dims first, the batch dims leading."""
+    entries = _advanced_entries(ctx, node, node.inputs[1:], index_values)
+    depth = max(e.ndim for e in entries) - batch_ndim
+    batch = list(shape_of(x))[:batch_ndim]
+    # Core index dims broadcast among themselves right-aligned, after the batch dims.
+    entries = [
+        e if not isinstance(e, _Array) or e.mask or e.ndim - batch_ndim == depth else _Array(
+            reshape(e.value, [*batch, *[1] * (depth - e.ndim + batch_ndim), *list(shape_of(e.value))[batch_ndim:]]),
+            e.unsigned,
+        )
+        for e in entries
+    ]
+    positions = [_Array(iota(batch + [1] * depth, d, "int64")) for d in range(batch_ndim)]
+    return _advanced_read(ctx, node, x, positions + entries)
 
 
 def _advanced_read(ctx, node, x, entries):

@@ -536,3 +536,15 @@ def test_results_pytensor_types_narrower_than_their_values_are_refused(build, dt
     x = pt.matrix("x", dtype=dtype)
     with pytest.raises(UnsupportedParameterError, match="PyTensor types output"):
         pytensor.function([x], build(x), mode="STABLEHLO")
+
+
+def test_lu_solve_and_expm_gradient():
+    rng = np.random.default_rng(25)
+    a, b = rng.normal(size=(4, 4)), rng.normal(size=(4, 2))
+    x, y, t = pt.matrix("a"), pt.matrix("b"), pt.tensor3("t")
+    factors = sl.lu_factor(x)
+    outputs = [sl.lu_solve(factors, y), sl.lu_solve(factors, y, trans=1),
+               *pytensor.grad(sl.lu_solve(factors, y).sum(), [x, y]), pytensor.grad(sl.expm(0.3 * x).sum(), x)]
+    compare_with_py([x, y], outputs, [a, b], rtol=1e-8, atol=1e-10, modes=("STABLEHLO",))
+    batched = sl.lu_solve(sl.lu_factor(t), y)  # b[perm] per batch entry: Blockwise(AdvancedSubtensor)
+    compare_with_py([t, y], [batched], [rng.normal(size=(3, 4, 4)) + 4 * np.eye(4), b], rtol=1e-8, atol=1e-10)

@@ -307,3 +307,17 @@ def test_out_of_range_inside_op_from_graph_raises():
         f(np.arange(4.0), 7, [1, 2, 3])
     with pytest.raises(IndexError):
         f(np.arange(4.0), 0, [1, 9, -9])
+
+
+def test_blockwise_advanced_subtensor_is_one_batched_gather():
+    # vectorize_graph makes Blockwise(AdvancedSubtensor) when the indices are batched too
+    # (a batched lu_solve's b[perm]); core index arrays broadcast right-aligned.
+    from pytensor.graph.replace import vectorize_graph
+
+    x, i, j = pt.matrix("x"), pt.lvector("i"), pt.lmatrix("j")
+    bx, bi, bj = pt.tensor3("bx"), pt.lmatrix("bi"), pt.ltensor3("bj")
+    outputs = vectorize_graph([x[i], x[i, i], x[j], x[j, i]], replace={x: bx, i: bi, j: bj})
+    assert all(type(o.owner.op).__name__ == "Blockwise" for o in outputs)
+    rng = np.random.default_rng(0)
+    values = [rng.normal(size=(3, 4, 5)), rng.integers(-4, 4, size=(3, 4)), rng.integers(0, 4, size=(3, 2, 4))]
+    compare_with_py([bx, bi, bj], outputs, values)
