@@ -306,3 +306,92 @@ def _incomplete_beta(a, b, x):
 def lower_betainc(ctx, node, a, b, x):
     value = _incomplete_beta(*(convert(v, "float64") for v in (a, b, x)))
     return convert(value, node.outputs[0].type.dtype)
+
+
+# --- inverses of the regularized incomplete gamma functions ------------------------------
+
+_INVERSE_STEPS = 100
+
+
+def _inverse_incomplete_gamma(a, p, q):
+    """x with P(a, x) = p, where q = 1 - p is given as accurately as p (gammainccinv
+    passes its own argument). Whichever of p, q is smaller is matched, by P or by Q, so
+    a tail probability keeps its digits: Newton's method on log P(a, e**t) = log p (or
+    log Q), x = e**t > 0 always, with D = x**a e**-x / Gamma(a) = dP/dt. Starting points:
+    Wilson-Hilferty's cube for a >= 1; otherwise P ~ x**a / Gamma(a + 1) when that gives
+    x < 1, and Q ~ x**(a-1) e**-x / Gamma(a) beyond."""
+    zero, one, half = _c(a, 0.0), _c(a, 1.0), _c(a, 0.5)
+    regular = hlo.and_(compare(a, zero, "GT"), hlo.and_(compare(p, zero, "GT"), compare(q, zero, "GT")))
+    regular = hlo.and_(regular, hlo.not_(is_inf(a)))
+    safe_a = select(regular, a, one)
+    safe_p, safe_q = select(regular, p, half), select(regular, q, half)
+    upper = compare(safe_q, safe_p, "LT")  # match Q = q
+    target = select(upper, safe_q, safe_p)
+
+    # Wilson-Hilferty: x = a (1 - 1/(9a) + z / (3 sqrt a))**3 with z the normal quantile
+    # of p; in the tails (p or q below 1e-3, where 1 - 2p rounds) z from its asymptotic
+    # form, |z| = sqrt(y - log(2 pi y)) with y = -2 log(target).
+    z_center = hlo.multiply(_c(a, np.sqrt(2.0)), chlo.erf_inv(hlo.subtract(hlo.multiply(_c(a, 2.0), safe_p), one)))
+    y = hlo.multiply(_c(a, -2.0), hlo.log(target))
+    z_tail = hlo.sqrt(hlo.maximum(zero, hlo.subtract(y, hlo.log(hlo.multiply(_c(a, 2 * np.pi), y)))))
+    tail = compare(target, _c(a, 1e-3), "LT")
+    z = select(tail, select(upper, z_tail, hlo.negate(z_tail)), z_center)
+    base = hlo.add(hlo.subtract(one, hlo.divide(one, hlo.multiply(_c(a, 9.0), safe_a))),
+                   hlo.divide(z, hlo.multiply(_c(a, 3.0), hlo.sqrt(safe_a))))
+    t_wh = hlo.add(hlo.log(safe_a), hlo.multiply(_c(a, 3.0), hlo.log(hlo.maximum(base, _c(a, 1e-300)))))
+    t_small = hlo.divide(hlo.add(hlo.log(safe_p), chlo.lgamma(hlo.add(safe_a, one))), safe_a)
+    x_large = hlo.maximum(one, hlo.negate(hlo.log(safe_q)))
+    for _ in range(3):  # x = -log(q Gamma(a)) + (a - 1) log x
+        x_large = hlo.add(hlo.subtract(hlo.negate(hlo.log(safe_q)), chlo.lgamma(safe_a)),
+                          hlo.multiply(hlo.subtract(safe_a, one), hlo.log(x_large)))
+        x_large = hlo.maximum(x_large, _c(a, 1e-3))
+    t_large = hlo.log(x_large)
+    use_wh = hlo.and_(compare(safe_a, one, "GE"), compare(base, _c(a, 0.05), "GT"))
+    small_fits = compare(t_small, zero, "LT")  # the small-x form gives x < 1: trust it
+    t0 = select(use_wh, t_wh, select(small_fits, t_small, t_large))
+
+    def step(state):
+        (t,) = state
+        x = hlo.exponential(t)
+        value = select(upper, _incomplete_gamma(safe_a, x, True), _incomplete_gamma(safe_a, x, False))
+        density = _prefactor(safe_a, x)
+        # Newton on log(value) - log(target): far from the root P behaves like x**a (or Q
+        # like e**-x), where Newton on the value itself crawls by 1/a per step.
+        # d log(value)/dt = +-D / value. Where value (or D) underflows, the leading terms
+        # of the series and the fraction stand in: P ~ D / a, Q ~ D / (x - a + 1).
+        log_d = hlo.subtract(hlo.subtract(hlo.multiply(safe_a, t), x), chlo.lgamma(safe_a))
+        ratio = select(upper, hlo.maximum(hlo.add(hlo.subtract(x, safe_a), one), one), safe_a)
+        exact = hlo.and_(compare(value, zero, "GT"), compare(density, zero, "GT"))
+        log_value = select(exact, hlo.log(value), hlo.subtract(log_d, hlo.log(ratio)))
+        slope = select(exact, hlo.divide(density, value), ratio)
+        slope = select(upper, hlo.negate(slope), slope)
+        newton = hlo.divide(hlo.subtract(log_value, hlo.log(target)), slope)
+        usable = hlo.and_(compare(newton, newton, "EQ"), compare(hlo.abs(newton), _c(a, 1e300), "LT"))
+        towards = select(hlo.xor(upper, compare(log_value, hlo.log(target), "GT")), one, hlo.negate(one))
+        dt = select(usable, newton, towards)
+        dt = hlo.clamp(_c(a, -2.0), dt, _c(a, 2.0))  # no jumps across the tails
+        done = compare(hlo.abs(dt), hlo.multiply(_c(a, 4 * _EPS), hlo.maximum(one, hlo.abs(t))), "LE")
+        return [hlo.subtract(t, dt)], done
+
+    (t,) = converge([t0], regular, step, _INVERSE_STEPS)
+    x = select(regular, hlo.exponential(t), zero)
+    # scipy's edges: p = 0 -> 0, p = 1 -> inf; NaN for a <= 0, p outside [0, 1], NaN in.
+    x = select(compare(p, zero, "EQ"), zero, x)
+    x = select(compare(q, zero, "EQ"), _c(a, np.inf), x)
+    invalid = hlo.or_(compare(a, zero, "LE"), hlo.or_(compare(p, zero, "LT"), compare(q, zero, "LT")))
+    invalid = hlo.or_(invalid, hlo.or_(is_inf(a), hlo.or_(compare(a, a, "NE"), compare(p, p, "NE"))))
+    return select(invalid, _c(a, np.nan), x)
+
+
+@register_lowering(psm.GammaIncInv)
+def lower_gammaincinv(ctx, node, a, p):
+    a, p = convert(a, "float64"), convert(p, "float64")
+    value = _inverse_incomplete_gamma(a, p, hlo.subtract(full_like(p, 1.0), p))
+    return convert(value, node.outputs[0].type.dtype)
+
+
+@register_lowering(psm.GammaIncCInv)
+def lower_gammainccinv(ctx, node, a, q):
+    a, q = convert(a, "float64"), convert(q, "float64")
+    value = _inverse_incomplete_gamma(a, hlo.subtract(full_like(q, 1.0), q), q)
+    return convert(value, node.outputs[0].type.dtype)

@@ -36,3 +36,9 @@ b, x = pt.dvector("b"), pt.dvector("x")
 # CHECK-NOT: stablehlo.while
 # CHECK: return
 print_ir("betainc", [a, b, x], [pt.betainc(a, b, x)])
+
+# gammaincinv: Newton on log P in a while loop whose body evaluates P (nested loops).
+# CHECK-LABEL: TEST: gammaincinv opt
+# CHECK: stablehlo.while
+# CHECK: stablehlo.while
+print_ir("gammaincinv", [a, x], [pt.gammaincinv(a, x)])
