@@ -256,14 +256,16 @@ def _beta_fraction(a, b, x, active, second: bool):
     return converge(init, active, step, _BETA_MAX_STEPS)[-1]
 
 
-def _incomplete_beta(a, b, x):
-    """I_x(a, b) as Cephes' `incbet`, with scipy's (Boost's) values at the edges."""
+def _incomplete_beta(a, b, x, w=None):
+    """I_x(a, b) as Cephes' `incbet`, with scipy's (Boost's) values at the edges; `w`,
+    when given, is 1 - x to more digits than x holds (betaincinv's logit steps)."""
     zero, one = _c(a, 0.0), _c(a, 1.0)
     regular = hlo.and_(compare(a, zero, "GT"), compare(b, zero, "GT"))
-    regular = hlo.and_(regular, hlo.and_(compare(x, zero, "GT"), compare(x, one, "LT")))
+    below_one = compare(x, one, "LT") if w is None else compare(w, zero, "GT")
+    regular = hlo.and_(regular, hlo.and_(compare(x, zero, "GT"), below_one))
     regular = hlo.and_(regular, hlo.not_(hlo.or_(is_inf(a), is_inf(b))))
     a_, b_, x_ = select(regular, a, one), select(regular, b, one), select(regular, x, _c(a, 0.5))
-    w = hlo.subtract(one, x_)
+    w = hlo.subtract(one, x_) if w is None else select(regular, w, _c(a, 0.5))
     direct_series = hlo.and_(compare(hlo.multiply(b_, x_), one, "LE"), compare(x_, _c(a, 0.95), "LE"))
     # Past the mean, I_x(a, b) = 1 - I_{1-x}(b, a).
     flip = hlo.and_(hlo.not_(direct_series), compare(x_, hlo.divide(a_, hlo.add(a_, b_)), "GT"))
@@ -287,8 +289,8 @@ def _incomplete_beta(a, b, x):
     nan = _c(a, np.nan)
     # scipy's edges: x = 0 -> 0, x = 1 -> 1; a = 0 -> 1, b = 0 -> 0 (not both); a = inf -> 0,
     # b = inf -> 1; negative parameters, x outside [0, 1] and NaN -> NaN.
-    t = select(compare(x, zero, "EQ"), zero, select(compare(x, one, "EQ"), one, t))
-    inside = hlo.and_(compare(x, zero, "GT"), compare(x, one, "LT"))
+    t = select(compare(x, zero, "EQ"), zero, select(hlo.not_(below_one), select(compare(x, one, "GT"), t, one), t))
+    inside = hlo.and_(compare(x, zero, "GT"), below_one)
     t = select(hlo.and_(inside, compare(a, zero, "EQ")), one, t)
     t = select(hlo.and_(inside, compare(b, zero, "EQ")), zero, t)
     t = select(hlo.and_(inside, is_inf(a)), zero, t)
@@ -395,3 +397,75 @@ def lower_gammainccinv(ctx, node, a, q):
     a, q = convert(a, "float64"), convert(q, "float64")
     value = _inverse_incomplete_gamma(a, hlo.subtract(full_like(q, 1.0), q), q)
     return convert(value, node.outputs[0].type.dtype)
+
+
+# --- inverse of the regularized incomplete beta function ---------------------------------
+
+
+def _inverse_incomplete_beta(a, b, y):
+    """x with I_x(a, b) = y. As for gamma: the smaller of y, 1 - y is matched, by
+    I_x(a, b) or by 1 - I_x(a, b) = I_{1-x}(b, a), with Newton's method on its log, in
+    t = logit(x) so that both x and 1 - x keep their digits (x = sigmoid(t), 1 - x =
+    sigmoid(-t)). With D = x**a (1-x)**b / B(a, b), dI/dt = D; where the functions
+    underflow the series' leading terms stand in (I ~ D / a, 1 - I ~ D / b). Starting
+    points come from those: x**a ~ y a B(a, b), or (1 - x)**b ~ (1 - y) b B(a, b)."""
+    zero, one, half = _c(a, 0.0), _c(a, 1.0), _c(a, 0.5)
+    q = hlo.subtract(one, y)
+    regular = hlo.and_(compare(a, zero, "GT"), compare(b, zero, "GT"))
+    regular = hlo.and_(regular, hlo.and_(compare(y, zero, "GT"), compare(y, one, "LT")))
+    regular = hlo.and_(regular, hlo.not_(hlo.or_(is_inf(a), is_inf(b))))
+    a_, b_ = select(regular, a, one), select(regular, b, one)
+    y_, q_ = select(regular, y, half), select(regular, q, half)
+    upper = compare(q_, y_, "LT")
+    target = select(upper, q_, y_)
+    log_beta = _log_beta(a_, b_)
+
+    def log_sigmoid(t):  # log(1 / (1 + e**-t)), without overflow
+        return hlo.negate(select(compare(t, zero, "GT"), hlo.log_plus_one(hlo.exponential(hlo.negate(t))),
+                                 hlo.subtract(hlo.log_plus_one(hlo.exponential(t)), t)))
+
+    # Starting point: the matched tail's leading term solved for x (or 1 - x), as a logit.
+    log_x = hlo.divide(hlo.add(hlo.log(hlo.multiply(y_, a_)), log_beta), a_)
+    log_w = hlo.divide(hlo.add(hlo.log(hlo.multiply(q_, b_)), log_beta), b_)
+    cap = _c(a, -1e-3)
+    log_x, log_w = hlo.minimum(log_x, cap), hlo.minimum(log_w, cap)
+    t_lower = hlo.subtract(log_x, hlo.log(hlo.negate(hlo.exponential_minus_one(log_x))))
+    t_upper = hlo.subtract(hlo.log(hlo.negate(hlo.exponential_minus_one(log_w))), log_w)
+    t0 = hlo.clamp(_c(a, -700.0), select(upper, t_upper, t_lower), _c(a, 700.0))
+
+    def step(state):
+        (t,) = state
+        lx, lw = log_sigmoid(t), log_sigmoid(hlo.negate(t))
+        x, w = hlo.exponential(lx), hlo.exponential(lw)
+        # The matched function itself, from x and 1 - x both exact: I_x(a, b) or I_{1-x}(b, a).
+        value = _incomplete_beta(select(upper, b_, a_), select(upper, a_, b_), select(upper, w, x),
+                                 select(upper, x, w))
+        log_d = hlo.subtract(hlo.add(hlo.multiply(a_, lx), hlo.multiply(b_, lw)), log_beta)
+        ratio = select(upper, b_, a_)
+        exact = hlo.and_(compare(value, zero, "GT"), compare(log_d, _c(a, -700.0), "GT"))
+        log_value = select(exact, hlo.log(value), hlo.subtract(log_d, hlo.log(ratio)))
+        slope = select(exact, hlo.divide(hlo.exponential(log_d), value), ratio)
+        slope = select(upper, hlo.negate(slope), slope)
+        newton = hlo.divide(hlo.subtract(log_value, hlo.log(target)), slope)
+        usable = hlo.and_(compare(newton, newton, "EQ"), compare(hlo.abs(newton), _c(a, 1e300), "LT"))
+        towards = select(hlo.xor(upper, compare(log_value, hlo.log(target), "GT")), one, hlo.negate(one))
+        dt = hlo.clamp(_c(a, -2.0), select(usable, newton, towards), _c(a, 2.0))
+        done = compare(hlo.abs(dt), hlo.multiply(_c(a, 4 * _EPS), hlo.maximum(one, hlo.abs(t))), "LE")
+        return [hlo.subtract(t, dt)], done
+
+    (t,) = converge([t0], regular, step, _INVERSE_STEPS)
+    x = select(regular, hlo.exponential(log_sigmoid(t)), zero)
+    # scipy's edges: y = 0 -> 0, y = 1 -> 1; NaN for a, b <= 0 or infinite, y outside [0, 1].
+    x = select(compare(y, zero, "EQ"), zero, select(compare(y, one, "EQ"), one, x))
+    invalid = hlo.or_(compare(a, zero, "LE"), compare(b, zero, "LE"))
+    invalid = hlo.or_(invalid, hlo.or_(compare(y, zero, "LT"), compare(y, one, "GT")))
+    invalid = hlo.or_(invalid, hlo.or_(is_inf(a), is_inf(b)))
+    for v in (a, b, y):
+        invalid = hlo.or_(invalid, compare(v, v, "NE"))
+    return select(invalid, _c(a, np.nan), x)
+
+
+@register_lowering(psm.BetaIncInv)
+def lower_betaincinv(ctx, node, a, b, y):
+    a, b, y = (convert(v, "float64") for v in (a, b, y))
+    return convert(_inverse_incomplete_beta(a, b, y), node.outputs[0].type.dtype)
