@@ -17,6 +17,7 @@ from dialect_rules import (  # noqa: F401
     scalar,
     shape,
     sort,
+    sparse,
     special,
     subtensor,
     tensor_basic,

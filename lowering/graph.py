@@ -14,6 +14,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant, Variable
+from pytensor.sparse.type import SparseTensorType
 
 try:  # pytensor >= 2.32 moved them; the old names still work in 2.38 with a warning
     from pytensor.graph.traversal import ancestors, io_toposort
@@ -172,8 +173,8 @@ def _value_of(ctx, var: Variable, env) -> ir.Value:
     if value is not None:
         return value
     if isinstance(var, Constant):
-        if getattr(var.type, "dtype", None) is None:
-            return var.data  # NoneConst, slice constants: rules get the Python object
+        if getattr(var.type, "dtype", None) is None or isinstance(var.type, SparseTensorType):
+            return var.data  # NoneConst, slices, sparse matrices: rules get the Python object
         value = ctx.constant(np.asarray(var.data, dtype=var.type.dtype))
         env[var] = value
         return value
@@ -223,8 +224,8 @@ def lower_node(ctx, node, operands, *, own_location: bool = True) -> list[ir.Val
 
 def _check_result(node, out, value) -> None:
     """The rule must produce PyTensor's output dtype, and for tensors its rank and static dims."""
-    if getattr(out.type, "dtype", None) is None:
-        return  # a slice (MakeSlice): a Python object only the consuming rules read
+    if getattr(out.type, "dtype", None) is None or isinstance(out.type, SparseTensorType):
+        return  # a slice, a sparse constant's transpose: Python objects only rules read
     expected = to_ir_type(out.type)
     got = ir.RankedTensorType(value.type)
     problem = None
