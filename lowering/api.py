@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -84,6 +85,13 @@ class Lowered:
     def compile(self, platform: str = "cpu"):
         from lowering.runtime import Compiled
 
+        if platform != "cpu":
+            cpu_only = sorted(set(re.findall(r"custom_call @(lapack_\w+)", self.as_text())))
+            if cpu_only:
+                raise NotImplementedError(
+                    f"this module calls LAPACK through jaxlib's CPU targets ({', '.join(cpu_only)}); "
+                    f"no {platform} lowering of linear algebra yet: compile it for 'cpu'"
+                )
         return Compiled(self, platform)
 
     def __str__(self) -> str:

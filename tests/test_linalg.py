@@ -15,7 +15,7 @@ from pytensor.tensor._linalg.solve import linear_control
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.type_other import NoneConst
 
-from lowering import UnsupportedParameterError, unsupported_ops
+from lowering import UnsupportedParameterError, lower, unsupported_ops
 from tests.helpers import PY_MODE, TOLERANCES, compare_with_py
 
 FLOATS = ["float32", "float64", "complex64", "complex128"]
@@ -548,3 +548,10 @@ def test_lu_solve_and_expm_gradient():
     compare_with_py([x, y], outputs, [a, b], rtol=1e-8, atol=1e-10, modes=("STABLEHLO",))
     batched = sl.lu_solve(sl.lu_factor(t), y)  # b[perm] per batch entry: Blockwise(AdvancedSubtensor)
     compare_with_py([t, y], [batched], [rng.normal(size=(3, 4, 4)) + 4 * np.eye(4), b], rtol=1e-8, atol=1e-10)
+
+
+def test_compiling_lapack_calls_for_another_platform_says_why():
+    x = pt.matrix("x")
+    lowered = lower(FunctionGraph([x], [sl.cholesky(x)], clone=True))
+    with pytest.raises(NotImplementedError, match=r"lapack_dpotrf_ffi.*no cuda lowering of linear algebra"):
+        lowered.compile("cuda")
