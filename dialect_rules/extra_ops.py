@@ -41,7 +41,7 @@ from lowering.builders import (
     vector_element,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.regions import any_true, reduce, reduce_window
+from lowering.regions import any_true, fold, reduce_window
 from lowering.registry import register_lowering
 from lowering.types import static_shape
 
@@ -122,9 +122,7 @@ def lower_searchsorted(ctx, node, a, v, sorter=None):
         before = less(a_wide, v_wide)  # a[k] < v
     else:
         before = hlo.not_(less(v_wide, a_wide))  # a[k] <= v
-    zero = ir_constant(np.int64(0))
-    (count,) = reduce([convert(before, "int64")], [zero], [rank], lambda acc, el: [hlo.add(acc[0], el[0])])
-    return count
+    return fold(convert(before, "int64"), [rank], hlo.add, 0)
 
 
 def _diagonal_mask(dims, offset=None):
@@ -269,7 +267,7 @@ def lower_unique(ctx, node, x):
         differs = hlo.and_(differs, hlo.not_(hlo.and_(is_nan(values), is_nan(previous))))
     starts = hlo.or_(differs, compare(positions, splat(ir_constant(np.int64(0)), positions), "EQ"))
     run = hlo.subtract(prefix_scan(convert(starts, "int64"), 0, hlo.add, 0), full_like(positions, 1))
-    k = reduce([convert(starts, "int64")], [ir_constant(np.int64(0))], [0], lambda a, b: [hlo.add(a[0], b[0])])[0]
+    k = fold(convert(starts, "int64"), [0], hlo.add, 0)
     at_start = reshape(select(starts, run, splat(dim_value(n), run)), [n, 1])  # others fall out
 
     def set_(_, update):

@@ -1,15 +1,18 @@
 """Linear algebra (nlinalg, slinalg): LAPACK through the typed-FFI targets jaxlib
-registers with XLA's CPU client, StableHLO's own `triangular_solve`, and small graphs
-between them.
+registers with XLA's CPU client (triangular solves too: trsm was 2-4x faster than
+XLA's own `triangular_solve`), and small graphs between them.
 
 Every rule is batched: the plain Op is the `batch_ndim == 0` case of its Blockwise
 rule, and one LAPACK call factors the whole batch. LAPACK works on column-major
-matrices; the custom calls' layouts say so and XLA inserts the transposes.
+matrices; the custom calls' layouts say so and XLA inserts the transposes (none for
+potrf and trsm, which are handed transposed views).
 
-Failures follow `Op.perform`: NaN where PyTensor's perform fills NaN (Cholesky,
-LUFactor, the solves), numpy's `LinAlgError` where numpy raises (inv, eigh, svd, eig),
-as a run-time check of the function; inside a loop body, where nothing can raise, the
-result is NaN instead.
+Shapes are checked as numpy and scipy check them (a matrix that must be square, a
+right-hand side of the wrong length): the same exception, at call time, and LAPACK is
+never called with such shapes. Failures follow `Op.perform`: NaN where PyTensor's
+perform fills NaN (Cholesky, LUFactor, the solves), numpy's `LinAlgError` where numpy
+raises (inv, eigh, svd, eig), as a run-time check of the function; inside a loop body,
+where nothing can raise, the result is NaN instead.
 """
 
 from __future__ import annotations
@@ -48,8 +51,10 @@ from pytensor.tensor._linalg.solve.linear_control import TRSYL
 
 from lowering._jax_internal import lapack_target
 from lowering.builders import (
+    Dim,
     broadcast_in_dim,
     compare,
+    conj,
     convert,
     custom_call,
     dim_add,
@@ -63,6 +68,7 @@ from lowering.builders import (
     full_like,
     iota,
     is_complex,
+    is_nan,
     reshape,
     result_type,
     select,
@@ -72,7 +78,7 @@ from lowering.builders import (
     value_dtype,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.regions import any_true, if_else, reduce, while_loop
+from lowering.regions import any_true, fold, if_else, while_loop
 from lowering.registry import register_batched, register_lowering
 from lowering.types import static_shape
 
@@ -143,13 +149,16 @@ def _char(c: str) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(c))
 
 
-def lapack(routine: str, dtype, operands, results, aliases=None, identity=(), **chars) -> list[ir.Value]:
+def lapack(routine: str, dtype, operands, results, aliases=None, identity=(), agree=(), **chars) -> list[ir.Value]:
     """One batched LAPACK call; `chars` are its one-letter options (uplo="L", ...).
 
-    jaxlib's handlers divide by the matrix size, so a call with an empty operand never
-    runs: its results are zeros, or identity matrices for the results listed in
-    `identity` (numpy's U and Vh of an empty SVD, Q of an empty QR). When sizes are
-    only known at run time, a `stablehlo.if` picks, and folds away once they are.
+    The call runs only when it is safe: every operand non-empty (jaxlib's handlers
+    divide by the matrix size) and each pair of dims in `agree` equal (LAPACK reads
+    a square matrix's order from one dim and would run off the other). Otherwise its
+    results are zeros, or identity matrices for the results listed in `identity`
+    (numpy's U and Vh of an empty SVD, Q of an empty QR); the rules raise numpy's
+    error for mismatched shapes themselves. Conditions known only at run time become
+    a `stablehlo.if`, which folds away once the call's shapes are.
     """
     rank = max(len(static_shape(x.type)) for x in operands)
 
@@ -165,18 +174,55 @@ def lapack(routine: str, dtype, operands, results, aliases=None, identity=(), **
     def empty():
         return [_eye(dims, dt) if i in identity else full(0, dims, dt) for i, (dims, dt) in enumerate(results)]
 
-    sizes = [dim_product(shape_of(x)) for x in operands]
-    if all(isinstance(s, int) for s in sizes):
-        return call() if all(sizes) else empty()
-    nonempty = None
-    for size in sizes:
-        if isinstance(size, int):
-            if size == 0:
-                return empty()
+    conditions = [_dims_differ(dim_product(shape_of(x)), 0) for x in operands]
+    conditions += [_dims_equal(a, b) for a, b in agree]
+    if any(c is False for c in conditions):
+        return empty()
+    pending = [c for c in conditions if c is not True]
+    if not pending:
+        return call()
+    runs = pending[0]
+    for c in pending[1:]:
+        runs = hlo.and_(runs, c)
+    return if_else(runs, [result_type(dims, dt) for dims, dt in results], call, empty)
+
+
+def _dims_differ(a: Dim, b: Dim):
+    """a != b: a Python bool where both dims are static, else a 0-d i1."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a != b
+    return compare(dim_value(a), dim_value(b), "NE")
+
+
+def _dims_equal(a: Dim, b: Dim):
+    differ = _dims_differ(a, b)
+    return (not differ) if isinstance(differ, bool) else hlo.not_(differ)
+
+
+def _matrix_dims(x: ir.Value) -> tuple[Dim, Dim]:
+    rank = len(static_shape(x.type))
+    return dim_size(x, rank - 2), dim_size(x, rank - 1)
+
+
+_NOT_SQUARE = "Last 2 dimensions of the array must be square"  # numpy.linalg's words
+
+
+def _require(ctx, pairs, error=np.linalg.LinAlgError, message=_NOT_SQUARE, unless=None) -> None:
+    """Raise `error(message)` at call time unless each pair of dims is equal, as numpy and
+    scipy check their arguments (LAPACK is not called with such shapes: see `lapack`).
+    `unless` (a Python bool or 0-d i1) lets the shapes pass."""
+    for a, b in pairs:
+        bad = _dims_differ(a, b)
+        if bad is False:
             continue
-        positive = compare(size, full_like(size, 0), "GT")
-        nonempty = positive if nonempty is None else hlo.and_(nonempty, positive)
-    return if_else(nonempty, [result_type(dims, dt) for dims, dt in results], call, empty)
+        bad = _i1(bad)
+        if unless is not None:
+            bad = hlo.and_(bad, hlo.not_(_i1(unless)))
+        ctx.runtime_check(bad, error, message)
+
+
+def _i1(condition) -> ir.Value:
+    return full(condition, (), "bool") if isinstance(condition, bool) else condition
 
 
 def _info_ok(info: ir.Value) -> ir.Value:
@@ -226,8 +272,7 @@ def _mT(x: ir.Value) -> ir.Value:
 
 
 def _mH(x: ir.Value) -> ir.Value:
-    x = _mT(x)
-    return hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x))) if is_complex(x) else x
+    return conj(_mT(x))
 
 
 def _diagonal(x: ir.Value) -> ir.Value:
@@ -238,11 +283,13 @@ def _diagonal(x: ir.Value) -> ir.Value:
 
 
 def _sum(x: ir.Value, axes) -> ir.Value:
-    return reduce([x], [full(0, (), value_dtype(x))], axes, lambda acc, el: [hlo.add(acc[0], el[0])])[0]
+    return fold(x, axes, hlo.add, 0)
 
 
-def _prod(x: ir.Value, axes) -> ir.Value:
-    return reduce([x], [full(1, (), value_dtype(x))], axes, lambda acc, el: [hlo.multiply(acc[0], el[0])])[0]
+def _max_abs_sum(a: ir.Value, axis: int, batch_ndim: int) -> ir.Value:
+    """Per batch entry, the largest sum of |a| along `axis` (the 1-norm for the row
+    axis, the infinity-norm for the column axis)."""
+    return fold(_sum(hlo.abs(a), [axis]), [batch_ndim], hlo.maximum, 0.0)
 
 
 def _matmul(a: ir.Value, b: ir.Value, batch_ndim: int) -> ir.Value:
@@ -261,8 +308,10 @@ def _solve_triangular(a, b, *, lower, unit=False, transpose="NO_TRANSPOSE"):
     """
     dtype = value_dtype(b)
     b_t = _mT(b)
+    n = _matrix_dims(a)
     [x_t] = lapack(
         "trsm", dtype, [_mT(a), b_t], [(shape_of(b_t), dtype)], aliases={1: 0},
+        agree=[n, (n[0], _matrix_dims(b)[0])],
         side="R", uplo="U" if lower else "L", diag="U" if unit else "N",
         trans_x={"NO_TRANSPOSE": "N", "TRANSPOSE": "T", "ADJOINT": "C"}[transpose],
     )
@@ -300,9 +349,10 @@ def _potrf(a, lower: bool):
     triangle: for Hermitian a, the factor of a.T's upper triangle U (U^H U = a.T)
     gives a's lower factor as U.T, which is again a view."""
     dtype = value_dtype(a)
-    dims = shape_of(a)
-    factor_t, info = lapack("potrf", dtype, [_mT(a)], [(dims, dtype), (dims[:-2], "int32")],
-                            aliases={0: 0}, uplo="U" if lower else "L")
+    a_t = _mT(a)
+    dims = shape_of(a_t)
+    factor_t, info = lapack("potrf", dtype, [a_t], [(dims, dtype), (dims[:-2], "int32")],
+                            aliases={0: 0}, agree=[_matrix_dims(a)], uplo="U" if lower else "L")
     return _triangle(_mT(factor_t), lower), _info_ok(info)
 
 
@@ -374,6 +424,10 @@ def _inverse_permutation(perm) -> ir.Value:
 @linalg_rule(Cholesky)
 def lower_cholesky(ctx, node, batch_ndim, x):
     [x], _ = _in_precision(node, x)
+    # PyTensor's perform returns an empty input as it is, square or not.
+    empty = _dims_differ(dim_product(_matrix_dims(x)), 0)
+    _require(ctx, [_matrix_dims(x)], ValueError, "Input array is expected to be square",
+             unless=hlo.not_(empty) if not isinstance(empty, bool) else not empty)
     factor, ok = _potrf(x, core_op(node).lower)
     return _declared(node, _nan_unless(ok, factor), 0)
 
@@ -406,8 +460,7 @@ def lower_lu(ctx, node, batch_ndim, a):
     # P[r, c] = 1 where perm[c] == r, so (P @ L)[r] = L[inv[r]].
     p_matrix = compare(iota(dims, rank - 2, "int64"), broadcast_in_dim(perm, dims, [*range(batch_ndim), rank - 1]), "EQ")
     if op.permute_l:
-        return convert(dot_general(convert(p_matrix, dtype), lower, ((rank - 1,), (rank - 2,)),
-                                   (tuple(range(batch_ndim)),) * 2), out_dtypes[0]), convert(upper, out_dtypes[1])
+        return convert(_matmul(convert(p_matrix, dtype), lower, batch_ndim), out_dtypes[0]), convert(upper, out_dtypes[1])
     first = convert(_inverse_permutation(perm), out_dtypes[0]) if op.p_indices else convert(p_matrix, out_dtypes[0])
     return first, convert(lower, out_dtypes[1]), convert(upper, out_dtypes[2])
 
@@ -420,13 +473,21 @@ def lower_solve_triangular(ctx, node, batch_ndim, a, b):
     op = core_op(node)
     (a, b), _ = _in_precision(node, a, b)
     b, back = _as_matrix(b, op.b_ndim)
+    _require(ctx, [_matrix_dims(a)], ValueError, "expected square matrix")
+    _require(ctx, [(_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError, "shapes of a and b are incompatible")
     x = _solve_triangular(a, b, lower=op.lower, unit=op.unit_diagonal)
     if not op.unit_diagonal:  # trtrs reports an exact zero on the diagonal: NaN
         diag = _diagonal(a)
-        singular = reduce([compare(diag, full_like(diag, 0), "EQ")], [full(False, (), "bool")],
-                          [batch_ndim], lambda acc, el: [hlo.or_(acc[0], el[0])])[0]
+        singular = fold(compare(diag, full_like(diag, 0), "EQ"), [batch_ndim], hlo.or_, False)
         x = _nan_unless(hlo.not_(singular), x)
     return _declared(node, back(x), 0)
+
+
+def _cho_solve(factor, b, lower: bool):
+    """x with (L L^H) x = b for a lower factor L, (U^H U) x = b for an upper one."""
+    first, second = ("NO_TRANSPOSE", "ADJOINT") if lower else ("ADJOINT", "NO_TRANSPOSE")
+    y = _solve_triangular(factor, b, lower=lower, transpose=first)
+    return _solve_triangular(factor, y, lower=lower, transpose=second)
 
 
 @linalg_rule(CholeskySolve)
@@ -435,11 +496,9 @@ def lower_cholesky_solve(ctx, node, batch_ndim, c, b):
     op = core_op(node)
     (c, b), _ = _in_precision(node, c, b)
     b, back = _as_matrix(b, op.b_ndim)
-    c = _triangle(c, op.lower)
-    first, second = ("NO_TRANSPOSE", "ADJOINT") if op.lower else ("ADJOINT", "NO_TRANSPOSE")
-    y = _solve_triangular(c, b, lower=op.lower, transpose=first)
-    x = _solve_triangular(c, y, lower=op.lower, transpose=second)
-    return _declared(node, back(x), 0)
+    _require(ctx, [_matrix_dims(c)], ValueError, "The factored matrix c is not square.")
+    _require(ctx, [(_matrix_dims(c)[1], _matrix_dims(b)[0])], ValueError, "incompatible dimensions")
+    return _declared(node, back(_cho_solve(_triangle(c, op.lower), b, op.lower)), 0)
 
 
 @linalg_rule(Solve)
@@ -449,20 +508,17 @@ def lower_solve(ctx, node, batch_ndim, a, b):
     op = core_op(node)
     (a, b), _ = _in_precision(node, a, b)
     b, back = _as_matrix(b, op.b_ndim)
+    _require(ctx, [_matrix_dims(a)], ValueError, "Expected square matrix")
+    _require(ctx, [(_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError, "incompatible shapes of a and b")
     kind = op.assume_a
     if kind == "pos":
         factor, ok = _potrf(a, op.lower)
-        first, second = ("NO_TRANSPOSE", "ADJOINT") if op.lower else ("ADJOINT", "NO_TRANSPOSE")
-        y = _solve_triangular(factor, b, lower=op.lower, transpose=first)
-        x = _solve_triangular(factor, y, lower=op.lower, transpose=second)
+        x = _cho_solve(factor, b, op.lower)
     else:
         if kind in ("sym", "her"):
             a = _hermitian_from(a, op.lower, conjugate=kind == "her")
         elif kind == "tridiagonal":  # scipy reads the three diagonals only
-            rows, cols = _positions(shape_of(a))
-            offset = hlo.subtract(cols, rows)
-            band = hlo.and_(compare(offset, full_like(offset, -1), "GE"), compare(offset, full_like(offset, 1), "LE"))
-            a = select(band, a, full_like(a, 0))
+            a = _triangle(_triangle(a, True, 1), False, -1)
         elif kind not in ("gen", "banded"):
             raise UnsupportedParameterError(node, f"assume_a={kind!r}", "not a scipy.linalg.solve option")
         x, ok = _lu_solve_augmented(a, b)
@@ -472,6 +528,7 @@ def lower_solve(ctx, node, batch_ndim, a, b):
 @linalg_rule(MatrixInverse)
 def lower_matrix_inverse(ctx, node, batch_ndim, x):
     [x], dtype = _in_precision(node, x)
+    _require(ctx, [_matrix_dims(x)])
     inverse, ok = _lu_solve_augmented(x, _eye(shape_of(x), dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
     return _declared(node, inverse, 0)
@@ -496,8 +553,9 @@ def _flip_if(odd, x):
 @linalg_rule(Det)
 def lower_det(ctx, node, batch_ndim, x):
     [x], _ = _in_precision(node, x)
+    _require(ctx, [_matrix_dims(x)])
     diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
-    return _declared(node, _flip_if(odd, _prod(diag, [batch_ndim])), 0)
+    return _declared(node, _flip_if(odd, fold(diag, [batch_ndim], hlo.multiply, 1)), 0)
 
 
 @linalg_rule(SLogDet)
@@ -505,6 +563,7 @@ def lower_slogdet(ctx, node, batch_ndim, x):
     """numpy's slogdet: sign (a unit complex number for complex x, 0 when singular)
     and log|det|."""
     [x], _ = _in_precision(node, x)
+    _require(ctx, [_matrix_dims(x)])
     diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
     magnitude = hlo.abs(diag)
     log_abs = _sum(hlo.log(magnitude), [batch_ndim])
@@ -513,7 +572,7 @@ def lower_slogdet(ctx, node, batch_ndim, x):
         unit = select(compare(magnitude, full_like(magnitude, 0), "EQ"), full_like(diag, 0), unit)
     else:
         unit = hlo.sign(diag)
-    sign = _flip_if(odd, _prod(unit, [batch_ndim]))
+    sign = _flip_if(odd, fold(unit, [batch_ndim], hlo.multiply, 1))
     return _declared(node, sign, 0), _declared(node, log_abs, 1)
 
 
@@ -526,13 +585,15 @@ def _syevd(a, lower: bool, vectors: bool):
     routine = "heevd" if is_complex(a) else "syevd"
     v, w, info = lapack(routine, dtype, [a], [(dims, dtype), (dims[:-1], _real_dtype(dtype)),
                                               (dims[:-2], "int32")],
-                        aliases={0: 0}, mode="V" if vectors else "N", uplo="L" if lower else "U")
+                        aliases={0: 0}, agree=[_matrix_dims(a)], mode="V" if vectors else "N",
+                        uplo="L" if lower else "U")
     return w, v, _info_ok(info)
 
 
 @linalg_rule(Eigh)
 def lower_eigh(ctx, node, batch_ndim, x):
     [x], _ = _in_precision(node, x)
+    _require(ctx, [_matrix_dims(x)])
     w, v, ok = _syevd(x, core_op(node).UPLO == "L", vectors=True)
     w, v = _failed(ctx, ok, [w, v], "Eigenvalues did not converge")
     return _declared(node, w, 0), _declared(node, v, 1)
@@ -553,11 +614,14 @@ def _generalized_to_standard(a, b, lower):
 @linalg_rule(Eigvalsh)
 def lower_eigvalsh(ctx, node, batch_ndim, a, b=None):
     lower = core_op(node).lower
+    _require(ctx, [_matrix_dims(a)], ValueError, 'expected square "a" matrix')
     if b is None:
         [a], _ = _in_precision(node, a)
         w, _, ok = _syevd(a, lower, vectors=False)
     else:
         (a, b), _ = _in_precision(node, a, b)
+        _require(ctx, [_matrix_dims(b), (_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError,
+                 "wrong b dimensions, should be the same as a's")
         standard, _, chol_ok = _generalized_to_standard(a, b, lower)
         w, _, ok = _syevd(standard, True, vectors=False)
         ok = hlo.and_(ok, chol_ok)
@@ -650,8 +714,7 @@ def lower_matrix_pinv(ctx, node, batch_ndim, x):
         vh = _mH(hlo.multiply(u, broadcast_in_dim(signs, shape_of(u), [*range(batch_ndim), rank - 1])))
     else:
         s, u, vh, ok = _gesdd(x, "S")
-    largest = reduce([s], [full(-np.inf, (), value_dtype(s))], [batch_ndim],
-                     lambda acc, el: [hlo.maximum(acc[0], el[0])])[0]
+    largest = fold(s, [batch_ndim], hlo.maximum, -np.inf)
     cutoff = hlo.multiply(broadcast_in_dim(largest, shape_of(s), range(batch_ndim)), full_like(s, 1e-15))
     kept = compare(s, cutoff, "GT")
     inv_s = select(kept, hlo.divide(full_like(s, 1), s), full_like(s, 0))
@@ -668,16 +731,17 @@ def lower_eig(ctx, node, batch_ndim, x):
     # A real matrix goes to the real geev (complex results built from wr, wi).
     dtype = _lapack_dtype(out_dtype) if is_complex(x) else _real_dtype(_lapack_dtype(out_dtype))
     x = convert(x, dtype)
+    _require(ctx, [_matrix_dims(x)])
     dims = shape_of(x)
     batch = list(dims[:-2])
-    complex_dtype = {"float32": "complex64", "float64": "complex128"}.get(dtype, dtype)
+    complex_dtype = np.promote_types(dtype, np.complex64).name
     vectors = [(dims, complex_dtype), (dims, complex_dtype), (batch, "int32")]
     if is_complex(x):
         w, _, vr, info = lapack("geev", dtype, [x], [(dims[:-1], dtype), *vectors],
-                                compute_left="N", compute_right="V")
+                                agree=[_matrix_dims(x)], compute_left="N", compute_right="V")
     else:
         wr, wi, _, vr, info = lapack("geev", dtype, [x], [(dims[:-1], dtype), (dims[:-1], dtype), *vectors],
-                                     compute_left="N", compute_right="V")
+                                     agree=[_matrix_dims(x)], compute_left="N", compute_right="V")
         w = hlo.complex(wr, wi)
     w, vr = _failed(ctx, _info_ok(info), [w, vr], "Eigenvalues did not converge")
     return _declared(node, w, 0), _declared(node, vr, 1)
@@ -762,16 +826,16 @@ def lower_expm(ctx, node, batch_ndim, a):
     degree's bound, r = q(a)^-1 p(a), then s squarings (s per batch entry; entries
     with fewer squarings keep their result)."""
     [a], dtype = _in_precision(node, a)
+    _require(ctx, [_matrix_dims(a)])
     real = _real_dtype(dtype)
     coeffs, bound = _PADE[13 if real == "float64" else 7]
     dims = shape_of(a)
     rank = batch_ndim + 2
-    norm = reduce([_sum(hlo.abs(a), [rank - 2])], [full(-np.inf, (), real)], [batch_ndim],
-                  lambda acc, el: [hlo.maximum(acc[0], el[0])])[0]  # max column sum
+    norm = _max_abs_sum(a, rank - 2, batch_ndim)
     log2 = hlo.divide(hlo.log(hlo.divide(norm, full_like(norm, bound))), full_like(norm, np.log(2.0)))
     # At most 1,000 squarings (a 1-norm of 2^1000): beyond, or for non-finite a, NaN.
     squarings = hlo.clamp(full_like(norm, 0), hlo.ceil(log2), full_like(norm, 1000))
-    squarings = select(hlo.not_(compare(squarings, squarings, "EQ")), full_like(norm, 1000), squarings)
+    squarings = select(is_nan(squarings), full_like(norm, 1000), squarings)
     scale = convert(hlo.power(full_like(norm, 2), hlo.negate(squarings)), dtype)
     a = hlo.multiply(a, broadcast_in_dim(scale, dims, range(batch_ndim)))
 
@@ -799,8 +863,7 @@ def lower_expm(ctx, node, batch_ndim, a):
         u = matmul(a, combine([(b[7], a6), (b[5], a4), (b[3], a2), (b[1], eye)]))
         v = combine([(b[6], a6), (b[4], a4), (b[2], a2), (b[0], eye)])
     r, _ = _lu_solve_augmented(hlo.subtract(v, u), hlo.add(v, u))
-    most = reduce([squarings], [full(0.0, (), real)], list(range(batch_ndim)),
-                  lambda acc, el: [hlo.maximum(acc[0], el[0])])[0] if batch_ndim else squarings
+    most = fold(squarings, range(batch_ndim), hlo.maximum, 0.0)
 
     def cond(values):
         return compare(values[0], most, "LT")
@@ -830,13 +893,15 @@ def lower_schur(ctx, node, batch_ndim, a):
         )
     dtype = _lapack_dtype(node.outputs[0].type.dtype)
     a = convert(a, dtype)
+    _require(ctx, [_matrix_dims(a)], ValueError, "expected square matrix")
     dims = shape_of(a)
     batch = list(dims[:-2])
     values = [(dims[:-1], dtype)] if is_complex(a) else [(dims[:-1], dtype)] * 2
     t, z, *_, info = lapack("gees", dtype, [a], [(dims, dtype), (dims, dtype), *values, (batch, "int32"),
-                                                 (batch, "int32")], aliases={0: 0}, mode="V", sort="N")
-    finite = reduce([compare(hlo.abs(a), full_like(hlo.abs(a), np.inf), "LT")], [full(True, (), "bool")],
-                    [batch_ndim, batch_ndim + 1], lambda acc, el: [hlo.and_(acc[0], el[0])])[0]
+                                                 (batch, "int32")], aliases={0: 0}, agree=[_matrix_dims(a)],
+                            mode="V", sort="N")
+    finite = fold(compare(hlo.abs(a), full_like(hlo.abs(a), np.inf), "LT"), [batch_ndim, batch_ndim + 1],
+                  hlo.and_, True)
     ok = hlo.and_(_info_ok(info), finite)
     return tuple(_declared(node, _nan_unless(ok, v), i) for i, v in enumerate((t, z)))
 
@@ -859,7 +924,9 @@ def lower_trsyl(ctx, node, batch_ndim, a, b, c):
     batch = list(shape_of(c))[:batch_ndim]
     m, n = dim_size(a, rank - 1), dim_size(b, rank - 1)
     n1 = dim_add(n, 1)
-    corner = convert(_batch_scalar_max_row_sum(a, batch_ndim), dtype)
+    # 1 + the largest row sum of |a|: a + that * I is nonsingular.
+    corner = _max_abs_sum(a, rank - 1, batch_ndim)
+    corner = convert(hlo.add(corner, full_like(corner, 1)), dtype)
     b_pad = hlo.concatenate([b, full(0, [*batch, n, 1], dtype)], rank - 1)
     last_row = hlo.concatenate([full(0, [*batch, 1, n], dtype), reshape(corner, [*batch, 1, 1])], rank - 1)
     b_pad = hlo.concatenate([b_pad, last_row], rank - 2)
@@ -903,15 +970,6 @@ def lower_trsyl(ctx, node, batch_ndim, a, b, c):
     return _declared(node, slice_axis(x, rank - 1, 0, n), 0)
 
 
-def _batch_scalar_max_row_sum(a, batch_ndim):
-    """1 + the largest row sum of |a| per batch entry: a + that * I is nonsingular."""
-    rank = batch_ndim + 2
-    row_sums = _sum(hlo.abs(a), [rank - 1])
-    largest = reduce([row_sums], [full(0.0, (), value_dtype(row_sums))], [batch_ndim],
-                     lambda acc, el: [hlo.maximum(acc[0], el[0])])[0]
-    return hlo.add(largest, full_like(largest, 1))
-
-
 # --- tensor inverse and solve -----------------------------------------------------
 
 
@@ -923,6 +981,7 @@ def lower_tensor_inv(ctx, node, a):
     [a], dtype = _in_precision(node, a)
     dims = shape_of(a)
     rows, cols = dim_product(dims[:ind]), dim_product(dims[ind:])
+    _require(ctx, [(rows, cols)])
     square = reshape(a, [rows, cols])
     inverse, ok = _lu_solve_augmented(square, _eye([rows, cols], dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
@@ -945,6 +1004,8 @@ def lower_tensor_solve(ctx, node, a, b):
     dims = shape_of(a)
     q = dims[b_ndim:]
     rows = dim_product(shape_of(b))
+    _require(ctx, [(rows, dim_product(q))], message="Input arrays must satisfy the requirement "
+             "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
     x, ok = _lu_solve_augmented(reshape(a, [rows, dim_product(q)]), reshape(b, [rows, 1]))
     [x] = _failed(ctx, ok, [x], "Singular matrix")
     return _declared(node, reshape(x, list(q)), 0)

@@ -32,7 +32,7 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
-from lowering.builders import compare, convert, copysign, full_like, is_inf, is_nan, select, value_dtype
+from lowering.builders import compare, conj, convert, copysign, full_like, is_inf, is_nan, select, value_dtype
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true
 from lowering.registry import register_lowering
@@ -546,9 +546,7 @@ def lower_real_imag(ctx, node, x):
 
 @register_lowering(ps.Conj)
 def lower_conj(ctx, node, x):
-    if kind(value_dtype(x)) != "c":
-        return convert(x, out_dtype(node))
-    return convert(hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x))), out_dtype(node))
+    return convert(conj(x), out_dtype(node))
 
 
 @register_lowering(ps.Angle)

@@ -82,8 +82,7 @@ from lowering.builders import (
     value_dtype,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.regions import any_true
-from lowering.regions import reduce as reduce_region
+from lowering.regions import any_true, fold
 from lowering.regions import scatter as scatter_region
 from lowering.regions import sort as sort_region
 from lowering.registry import register_batched, register_lowering
@@ -709,9 +708,7 @@ def _masked_write(ctx, node, view, mask, axis, y, dtype):
         [key, iota([size], 0, "int64")], 0, lambda a, b: compare(a[0], b[0], "LT")
     )
     count = dim_size(y, len(y_shape) - 1 - len(after))
-    trues = reduce_region(
-        [convert(flat_mask, "int64")], [_i64(0)], [0], lambda a, b: [hlo.add(a[0], b[0])]
-    )[0]
+    trues = fold(convert(flat_mask, "int64"), [0], hlo.add, 0)
     _raise_if(ctx, [compare(trues, dim_value(count), "NE")], ValueError,
               "boolean index assignment: the number of values does not match the mask's True count")
     positions = _slice(order, [_Range(0, count)], [size])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -115,6 +116,7 @@ def make_jax_exported(artifact: bytes, in_avals, out_avals, platform: str):
     )
 
 
+@functools.cache
 def lapack_target(routine: str, dtype) -> str:
     """The typed-FFI LAPACK target jaxlib registers with the CPU client for `routine`
     (potrf, getrf, ...) in `dtype`, with jaxlib's LAPACK loaded."""

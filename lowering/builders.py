@@ -130,6 +130,11 @@ def is_complex(x: ir.Value) -> bool:
     return np.dtype(value_dtype(x)).kind == "c"
 
 
+def conj(x: ir.Value) -> ir.Value:
+    """The complex conjugate (x itself when real)."""
+    return hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x))) if is_complex(x) else x
+
+
 def signbit(x: ir.Value) -> ir.Value:
     """numpy's signbit: the float's sign bit, so -0.0 (and -nan) count as negative."""
     bits = hlo.bitcast_convert(with_dtype(x.type, f"int{np.dtype(value_dtype(x)).itemsize * 8}"), x)

@@ -9,7 +9,7 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from lowering.builders import result_type, shape_of, value_dtype
+from lowering.builders import cast_shape, full, ir_constant, result_type, select, shape_of, value_dtype
 from lowering.types import tensor_type
 
 
@@ -108,17 +108,17 @@ def sort(
     return list(op.results)
 
 
+def fold(x: ir.Value, axes: Sequence[int], combine: Callable, init) -> ir.Value:
+    """`x` reduced over `axes` with the binary builder `combine` (hlo.add, hlo.maximum,
+    hlo.or_, ...), starting from the scalar `init` in x's dtype."""
+    init = full(init, (), value_dtype(x))
+    return reduce([x], [init], axes, lambda acc, el: [combine(acc[0], el[0])])[0]
+
+
 def any_true(mask: ir.Value) -> ir.Value:
     """0-d i1: whether any element of the boolean `mask` holds."""
     rank = len(ir.RankedTensorType(mask.type).shape)
-    if rank == 0:
-        return mask
-    from lowering.builders import ir_constant
-
-    (found,) = reduce(
-        [mask], [ir_constant(np.False_)], range(rank), lambda a, b: [hlo.or_(a[0], b[0])]
-    )
-    return found
+    return mask if rank == 0 else fold(mask, range(rank), hlo.or_, False)
 
 
 def reduce_window(
@@ -180,8 +180,6 @@ def converge(
     """Iterate `step(state) -> (next state, done)` elementwise on whole tensors until
     every `active` element is done, or `max_steps`: an element keeps the state of the
     step that finished it (series summed until their terms vanish)."""
-    from lowering.builders import ir_constant, select
-
     def cond(values):
         i, still = values[0], values[1]
         more = hlo.compare(i, ir_constant(np.int64(max_steps)), hlo.ComparisonDirectionAttr.get("LT"))
@@ -203,8 +201,6 @@ def if_else(
     else_fn: Callable[[], Sequence[ir.Value]],
 ) -> list[ir.Value]:
     """`stablehlo.if` on a 0-d i1; each branch returns values of `types`."""
-    from lowering.builders import cast_shape
-
     op = hlo.IfOp(list(types), pred)
     for region, branch in ((op.true_branch, then_fn), (op.false_branch, else_fn)):
         with ir.InsertionPoint(region.blocks.append()):

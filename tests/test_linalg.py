@@ -555,3 +555,46 @@ def test_compiling_lapack_calls_for_another_platform_says_why():
     lowered = lower(FunctionGraph([x], [sl.cholesky(x)], clone=True))
     with pytest.raises(NotImplementedError, match=r"lapack_dpotrf_ffi.*no cuda lowering of linear algebra"):
         lowered.compile("cuda")
+
+
+_BAD_SHAPES = {
+    # name: (graph, values) where numpy/scipy raise; the exception type must be theirs.
+    "cholesky": (lambda x, y: sl.cholesky(x), (np.ones((3, 4)), None)),
+    "inv": (lambda x, y: nl.matrix_inverse(x), (np.ones((3, 4)), None)),
+    "det": (lambda x, y: nl.det(x), (np.ones((3, 4)), None)),
+    "eigh": (lambda x, y: nl.eigh(x)[0], (np.ones((3, 4)), None)),
+    "eig": (lambda x, y: nl.eig(x)[0], (np.ones((3, 4)), None)),
+    "schur": (lambda x, y: sl.schur(x)[0], (np.ones((3, 4)), None)),
+    "eigvalsh": (lambda x, y: sl.eigvalsh(x, NoneConst), (np.ones((3, 4)), None)),
+    "solve": (lambda x, y: sl.solve(x, y), (np.ones((3, 4)), np.ones((3, 2)))),
+    "solve_triangular rows": (lambda x, y: sl.solve_triangular(x, y), (np.eye(3), np.ones((5, 2)))),
+    "solve_triangular square": (lambda x, y: sl.solve_triangular(x, y), (np.ones((3, 4)), np.ones((3, 2)))),
+    "cho_solve rows": (lambda x, y: sl.cho_solve((x, True), y), (np.eye(3), np.ones((5, 2)))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_SHAPES))
+def test_shapes_numpy_refuses_raise_its_exception_and_never_reach_lapack(case):
+    # Before: a 3x4 "square" matrix ran LAPACK on 3x3 of it and a 5-row right-hand side
+    # made trsm read past a 3x3 matrix, both returning numbers.
+    build, (a, b) = _BAD_SHAPES[case]
+    x, y = pt.matrix("x"), pt.matrix("y")
+    inputs, values = ([x, y], [a, b]) if b is not None else ([x], [a])
+    out = build(x, y)
+    with pytest.raises(Exception) as expected:
+        pytensor.function(inputs, out, mode=PY_MODE)(*values)
+    # Schur's perform calls LAPACK's gees through f2py, whose argument check raises
+    # f2py's own `error`; scipy.linalg.schur raises ValueError, which is what we raise.
+    error = ValueError if case == "schur" else type(expected.value)
+    fn = pytensor.function(inputs, out, mode="STABLEHLO")
+    with pytest.raises(error):
+        fn(*values)
+    good = [np.eye(3) * 2] + ([np.ones((3, 2))] if b is not None else [])
+    np.testing.assert_allclose(
+        np.asarray(fn(*good)), np.asarray(pytensor.function(inputs, out, mode=PY_MODE)(*good)), rtol=1e-12
+    )
+
+
+def test_empty_non_square_cholesky_is_returned_as_perform_does():
+    x = pt.matrix("x")
+    compare_with_py([x], [sl.cholesky(x)], [np.zeros((0, 3))])

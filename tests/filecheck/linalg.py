@@ -55,10 +55,10 @@ print_ir("solve", [x, y], [sl.solve(x, y)])
 # CHECK: stablehlo.custom_call @lapack_dtrsm_ffi({{.*}}trans_x = 67 : ui8
 print_ir("solve_pos", [x, y], [sl.solve(x, y, assume_a="pos", lower=True)])
 
-# inv: a run-time check (an extra flag result) raises numpy's LinAlgError for a
-# singular matrix.
+# inv: run-time checks (one flag each, as an extra result) raise numpy's LinAlgError for
+# a matrix that is not square and for a singular one.
 # CHECK-LABEL: TEST: inverse opt
-# CHECK: func.func public @main(%arg0: tensor<?x?xf64>) -> (tensor<?x?xf64>, tensor<1xi1>)
+# CHECK: func.func public @main(%arg0: tensor<?x?xf64>) -> (tensor<?x?xf64>, tensor<2xi1>)
 # CHECK: stablehlo.custom_call @lapack_dgetrf_ffi
 print_ir("inverse", [x], [nl.matrix_inverse(x)])
 
