@@ -1,11 +1,12 @@
 """Lowering rules, one module per Op family. Importing this package registers them all."""
 
 from dialect_rules import (  # noqa: F401
-    blas,
     blockwise,
     checks,
     control_flow,
     elemwise,
+    bessel,
+    blas,
     extra_ops,
     functions,
     jax_op,

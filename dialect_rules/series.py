@@ -19,6 +19,7 @@ from scipy.special import zeta
 from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
+from dialect_rules.special import _gamma
 from lowering.builders import compare, convert, full_like, is_inf, select
 from lowering.regions import converge
 from lowering.registry import register_lowering
@@ -183,9 +184,14 @@ def _incomplete_gamma(a, x, upper):
     return select(invalid, nan, value)
 
 
-def _incomplete_gamma_rule(upper: bool):
+def _incomplete_gamma_rule(upper: bool, regularized: bool = True):
+    """P or Q; times gamma(a) for GammaL/GammaU, as their perform computes them."""
+
     def rule(ctx, node, a, x):
-        value = _incomplete_gamma(convert(a, "float64"), convert(x, "float64"), upper)
+        a, x = convert(a, "float64"), convert(x, "float64")
+        value = _incomplete_gamma(a, x, upper)
+        if not regularized:
+            value = hlo.multiply(value, _gamma(a))
         return convert(value, node.outputs[0].type.dtype)
 
     return rule
@@ -193,6 +199,8 @@ def _incomplete_gamma_rule(upper: bool):
 
 register_lowering(psm.GammaInc)(_incomplete_gamma_rule(upper=False))
 register_lowering(psm.GammaIncC)(_incomplete_gamma_rule(upper=True))
+register_lowering(psm.GammaL)(_incomplete_gamma_rule(upper=False, regularized=False))
+register_lowering(psm.GammaU)(_incomplete_gamma_rule(upper=True, regularized=False))
 
 
 # --- the regularized incomplete beta function ------------------------------------------

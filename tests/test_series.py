@@ -44,7 +44,16 @@ def test_incomplete_gamma_on_a_dense_grid():
 def test_incomplete_gamma_dtypes_match_the_python_mode(dtype):
     a, x = pt.vector("a", dtype=dtype), pt.vector("x", dtype=dtype)
     values = [np.array([1, 2, 5, 30]).astype(dtype), np.array([2, 1, 5, 25]).astype(dtype)]
-    compare_with_py([a, x], [pt.gammainc(a, x), pt.gammaincc(a, x)], values)
+    compare_with_py([a, x], [pt.gammainc(a, x), pt.gammaincc(a, x), pt.gammal(a, x), pt.gammau(a, x)], values)
+
+
+def test_unnormalized_incomplete_gammas_at_the_edges():
+    """GammaL/GammaU are P and Q times gamma(a), as their perform: NaN or inf where
+    gamma(a) has its poles."""
+    a, x = pt.dvector("a"), pt.dvector("x")
+    values = [np.array([0.5, 3.0, 0.0, -1.5, 170.0, 2.0]), np.array([0.2, 4.0, 1.0, 1.0, 200.0, np.inf])]
+    # gamma(170) as exp(lgamma(170)) keeps |lgamma| ulps: about 1.6e-13
+    compare_with_py([a, x], [pt.gammal(a, x), pt.gammau(a, x)], values, rtol=5e-13, atol=0)
 
 
 def test_gamma_cdf_of_a_pymc_distribution():

@@ -1,0 +1,28 @@
+# RUN: %PYTHON %s | FileCheck %s
+# Bessel functions: float64 work, whole-tensor while loops (continued fractions, the
+# recurrences, Temme's series, Steed's fraction, Hankel's expansion), then one cast.
+import pytensor.tensor as pt
+
+from ir_printing import print_ir
+
+v = pt.vector("v", dtype="float32")
+x = pt.vector("x", dtype="float32")
+
+# CHECK-LABEL: TEST: iv raw
+# CHECK: func.func public @main(%arg0: tensor<?xf32>, %arg1: tensor<?xf32>) -> tensor<?xf32>
+# CHECK: stablehlo.convert %arg0 : (tensor<?xf32>) -> tensor<?xf64>
+# CHECK: stablehlo.while
+# CHECK: stablehlo.while
+# CHECK: stablehlo.power
+# CHECK: chlo.lgamma
+# CHECK: stablehlo.convert {{.*}} : (tensor<?xf64>) -> tensor<?xf32>
+print_ir("iv", [v, x], pt.iv(v, x), raw=True)
+
+# J: the Hankel sums meet cos(x), sin(x) and the exact sin(pi t) of the phase.
+# CHECK-LABEL: TEST: j0 raw
+# CHECK: stablehlo.while
+# CHECK-DAG: stablehlo.cosine
+# CHECK-DAG: stablehlo.sine
+# CHECK-DAG: stablehlo.round_nearest_even
+# CHECK: return
+print_ir("j0", [x], pt.j0(x), raw=True)
