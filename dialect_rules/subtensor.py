@@ -23,11 +23,12 @@ unspecified: XLA's CPU backend applies them in order, so the last wins as in num
 on GPU any of them may win. `ignore_duplicates` inc is a set of `x[idx] + y`, as numpy's
 `x[idx] += y`. The `inplace` flags are ignored: XLA owns buffer reuse.
 
-Boolean masks: a constant mask becomes integer indices (its `nonzero()`) when lowering.
-A mask computed at run time has a value-dependent True count: reading with it raises
-UnsupportedParameterError; set/inc with it are supported when it is the only advanced
-index (a `select`, or a stable `sort` that lists the True positions when `y` has one
-value per True element).
+Boolean masks: a mask is its `nonzero()`, one integer index per mask axis, as in numpy.
+A constant mask becomes those indices when lowering. A mask computed at run time lists
+its True positions first by a stable sort; their count is a size the program computes,
+which the runtime measures before specializing (as for `unique`). set/inc with a mask
+that is the only advanced index need no such size: a `select` (one value per masked
+row), or a scatter to the sorted positions (one value per True element).
 
 Out of range: numpy raises IndexError for an integer index (or array element) out of
 range. XLA clamps gather/dynamic_slice/dynamic_update_slice starts into range and drops
@@ -63,6 +64,7 @@ from lowering.builders import (
     broadcast_to,
     compare,
     convert,
+    dim_max,
     dim_product,
     dim_sub,
     dim_size,
@@ -75,6 +77,7 @@ from lowering.builders import (
     iota,
     reshape,
     result_type,
+    slice_axis,
     select,
     shape_of,
     shape_tensor,
@@ -115,6 +118,7 @@ class _Array:
     value: ir.Value  # i64 indices, or a boolean mask over `ndim` axes
     unsigned: bool = False
     mask: bool = False
+    in_range: bool = False  # a mask's nonzero(): no check, no wrapping
 
     @property
     def ndim(self) -> int:
@@ -516,7 +520,9 @@ def _plan(ctx, x, entries) -> _Plan:
 
 
 def _broadcast_shape(arrays) -> list[Dim]:
-    """The broadcast shape of the index arrays (only a static 1 broadcasts, as in PyTensor)."""
+    """The broadcast shape of the index arrays, numpy's: a static size wins; among sizes
+    known only at run time (a mask's True count among them), the largest, so that one
+    that is 1 at run time broadcasts (a mismatch fails when the call is specialized)."""
     rank = max(len(static_shape(a.type)) for a in arrays)
     dims = []
     for d in range(rank):
@@ -529,8 +535,7 @@ def _broadcast_shape(arrays) -> list[Dim]:
             if shape[k] is not None:
                 chosen = shape[k]
                 break
-            if chosen == 1:
-                chosen = dim_size(a, k)
+            chosen = dim_size(a, k) if chosen == 1 else dim_max(chosen, dim_size(a, k))
         dims.append(chosen)
     return dims
 
@@ -539,7 +544,8 @@ def _index_tensor(ctx, view, plan) -> tuple[ir.Value, list[int]]:
     """The advanced arrays, checked and broadcast together, stacked on a last axis."""
     axes = [a for _, a in plan.arrays]
     flags = []
-    arrays = [_checked_indices(e.value, dim_size(view, a), flags, e.unsigned) for e, a in plan.arrays]
+    arrays = [e.value if e.in_range else _checked_indices(e.value, dim_size(view, a), flags, e.unsigned)
+              for e, a in plan.arrays]
     _raise_out_of_range(ctx, flags)
     if len(arrays) == 1:
         return reshape(arrays[0], [*shape_of(arrays[0]), 1]), axes
@@ -622,14 +628,65 @@ def lower_batched_advanced_subtensor(ctx, node, batch_ndim, x, *index_values):
     return _advanced_read(ctx, node, x, positions + entries)
 
 
+def _true_first(flat_mask: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The positions of a 1-d mask, its True ones first and in order (a stable sort),
+    and the True count (0-d i64)."""
+    size = dim_size(flat_mask, 0)
+    key = convert(hlo.not_(flat_mask), "int32")
+    _, order = sort_region([key, iota([size], 0, "int64")], 0, lambda a, b: compare(a[0], b[0], "LT"))
+    return order, fold(convert(flat_mask, "int64"), [0], hlo.add, 0)
+
+
+def nonzero(x: ir.Value) -> list[ir.Value]:
+    """np.nonzero(x): per axis, the i64 coordinates of the nonzero elements in C order.
+    Their length is computed by the program (measured by the runtime before it
+    specializes, `specialize.runtime_dims`)."""
+    shape = shape_of(x)
+    flat = reshape(x, [dim_product(shape)])
+    if value_dtype(flat) != "bool":
+        flat = compare(flat, full_like(flat, 0), "NE")  # NaN counts, as in numpy
+    order, count = _true_first(flat)
+    position = slice_axis(order, 0, 0, count)
+    coordinates = []
+    for d in reversed(shape[1:]):
+        n = splat(dim_value(d), position)
+        coordinates.append(hlo.remainder(position, n))
+        position = hlo.divide(position, n)
+    return [position, *reversed(coordinates)]
+
+
+def _masks_as_indices(entries) -> list:
+    """Each run-time boolean mask replaced by its nonzero() indices."""
+    out = []
+    for e in entries:
+        if isinstance(e, _Array) and e.mask:
+            out += [_Array(c, in_range=True) for c in nonzero(e.value)]
+        else:
+            out.append(e)
+    return out
+
+
+def _check_masks(ctx, node, x, entries) -> None:
+    """numpy's IndexError where a run-time mask's shape differs from the dims it covers
+    (its nonzero() would otherwise read inside x)."""
+    shape, axis, flags = shape_of(x), 0, []
+    for e in entries:
+        if e is _NEW:
+            continue
+        if isinstance(e, _Array) and e.mask:
+            if e.ndim == 0:
+                raise UnsupportedParameterError(node, "a 0-d boolean index computed at run time")
+            for j, d in enumerate(shape_of(e.value)):
+                flags.append(compare(dim_value(d), dim_value(shape[axis + j]), "NE"))
+            axis += e.ndim
+        else:
+            axis += 1
+    _raise_if(ctx, flags, IndexError, "boolean index did not match indexed array")
+
+
 def _advanced_read(ctx, node, x, entries):
-    if any(isinstance(e, _Array) and e.mask for e in entries):
-        raise UnsupportedParameterError(
-            node, "a boolean mask computed at run time",
-            "the result's length is the mask's True count, known only from its values "
-            "(a constant mask works; so does set/inc_subtensor with the mask)",
-        )
-    plan = _plan(ctx, x, entries)
+    _check_masks(ctx, node, x, entries)
+    plan = _plan(ctx, x, _masks_as_indices(entries))
     view = plan.x if plan.ranges is None else _take(plan.x, plan.ranges)
     if plan.arrays:
         index, axes = _index_tensor(ctx, view, plan)
@@ -649,16 +706,15 @@ def lower_advanced_inc_subtensor(ctx, node, x, y, *index_values):
 
 
 def _advanced_write(ctx, node, x, y, entries):
+    _check_masks(ctx, node, x, entries)
     op = node.op
     dtype = node.outputs[0].type.dtype
     plan = _plan(ctx, x, entries)
     view = plan.x if plan.ranges is None else _take(plan.x, plan.ranges)
     masks = [(e, a) for e, a in plan.arrays if e.mask]
+    if masks and len(plan.arrays) > 1:  # with other advanced indices: as their indices
+        return _advanced_write(ctx, node, x, y, _masks_as_indices(entries))
     if masks:
-        if len(plan.arrays) > 1:
-            raise UnsupportedParameterError(
-                node, "a run-time boolean mask together with other advanced indices"
-            )
         (mask, axis), = masks
         view = _masked_write(ctx, node, view, mask.value, axis, y, dtype)
     elif plan.arrays:
@@ -699,16 +755,11 @@ def _masked_write(ctx, node, view, mask, axis, y, dtype):
         y = broadcast_in_dim(y, shape, range(len(shape)))
         new = _add(view, y) if inc else y
         return select(broadcast_in_dim(mask, shape, range(axis, axis + k)), new, view)
-    # One value per True element: a stable sort puts the True positions first, in order.
+    # One value per True element: scattered to the True positions.
     size = dim_product(masked)
     flat_view = reshape(view, [*before, size, *after])
-    flat_mask = reshape(mask, [size])
-    key = convert(hlo.not_(flat_mask), "int32")
-    _, order = sort_region(
-        [key, iota([size], 0, "int64")], 0, lambda a, b: compare(a[0], b[0], "LT")
-    )
+    order, trues = _true_first(reshape(mask, [size]))
     count = dim_size(y, len(y_shape) - 1 - len(after))
-    trues = fold(convert(flat_mask, "int64"), [0], hlo.add, 0)
     _raise_if(ctx, [compare(trues, dim_value(count), "NE")], ValueError,
               "boolean index assignment: the number of values does not match the mask's True count")
     positions = _slice(order, [_Range(0, count)], [size])

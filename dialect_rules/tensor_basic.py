@@ -16,6 +16,7 @@ from pytensor.tensor.basic import (
     ExtractDiag,
     Join,
     MakeVector,
+    Nonzero,
     ScalarFromTensor,
     Split,
     TensorFromScalar,
@@ -43,6 +44,7 @@ from lowering.builders import (
     iota,
     reshape,
 )
+from dialect_rules.subtensor import nonzero
 from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 
@@ -176,3 +178,10 @@ def lower_eye(ctx, node, n, m, k):
     rows, cols = iota(dims, 0, "int64"), iota(dims, 1, "int64")
     diagonal = broadcast_in_dim(convert(k, "int64"), dims, [])
     return convert(compare(hlo.subtract(cols, rows), diagonal, "EQ"), dtype)
+
+
+@register_lowering(Nonzero)
+def lower_nonzero(ctx, node, x):
+    """np.nonzero: the coordinates of the nonzero elements, their count measured at run
+    time (see `subtensor.nonzero`)."""
+    return tuple(nonzero(x))

@@ -8,8 +8,7 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.compile.builders import OpFromGraph
 
-from lowering.errors import UnsupportedParameterError
-from tests.helpers import RAW_MODE, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
 
 
@@ -201,10 +200,54 @@ def test_constant_boolean_masks():
     compare_with_py([x], outs, [np.arange(20.0).reshape(4, 5)])
 
 
-def test_runtime_boolean_mask_read_is_unsupported():
-    x = pt.matrix("x")
-    with pytest.raises(UnsupportedParameterError, match="boolean mask"):
-        pytensor.function([x], x[x > 0], mode=RAW_MODE)
+@pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex64"])
+def test_runtime_boolean_mask_reads(dtype):
+    """The result's length is the True count: measured at run time, one executable per
+    count. Masks over one or several axes, after a slice, with none or all True."""
+    x = pt.tensor3("x", dtype=dtype)
+    m2, m1 = pt.matrix("m2", dtype="bool"), pt.vector("m1", dtype="bool")
+    outs = [x[m2], x[:, m2], x[m1], x[1:, :, m1], x[m1, :, 0], x[m1][:, m1]]
+    f = pytensor.function([x, m2, m1], outs, mode="STABLEHLO")
+    rng = np.random.default_rng(0)
+    for shape, p in [((4, 4, 4), 0.5), ((3, 3, 3), 0.0), ((4, 4, 4), 1.0), ((5, 5, 5), 0.3)]:
+        values = [finite_values(dtype, int(np.prod(shape)), seed=1).reshape(shape),
+                  rng.random(shape[:2]) < p, rng.random(shape[0]) < p]
+        compare_with_py([x, m2, m1], outs, values)
+        for got, out in zip(f(*values), outs):  # the compiled function, reused across counts
+            want = pytensor.function([x, m2, m1], out, mode=PY_MODE, on_unused_input="ignore")(*values)
+            np.testing.assert_array_equal(got, want)
+
+
+def test_runtime_masks_with_other_advanced_indices():
+    """numpy: a mask is its nonzero() arrays, broadcast with the other index arrays
+    (reads and writes)."""
+    x, m, iv, y = pt.dmatrix("x"), pt.vector("m", dtype="bool"), pt.lvector("iv"), pt.dvector("y")
+    outs = [x[m, iv], x[iv, m], x[m, 1:][:, iv], pt.set_subtensor(x[m, iv], y), pt.inc_subtensor(x[m, iv], 1.0)]
+    base = np.arange(16.0).reshape(4, 4)
+    compare_with_py([x, m, iv, y], outs, [base, np.array([True, False, True, True]), np.array([0, -1, 2]),
+                                         np.array([7.0, 8.0, 9.0])])
+    compare_with_py([x, m, iv, y], outs, [base, np.array([False, False, True, False]), np.array([0, -1, 2]),
+                                         np.array([7.0, 8.0, 9.0])])
+
+
+def test_mask_of_a_computed_condition_in_a_pymc_style_graph():
+    x, y = pt.dvector("x"), pt.dvector("y")
+    observed = ~(pt.isnan(y) | pt.isinf(y))
+    loss = ((x - y)[observed] ** 2).sum()
+    values = [np.arange(6.0), np.array([1.0, np.nan, 2.0, np.inf, 4.0, 5.0])]
+    compare_with_py([x, y], [loss, pytensor.grad(loss, x)], values)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool", "complex128"])
+def test_nonzero(dtype):
+    x = pt.tensor3("x", dtype=dtype)
+    v = pt.vector("v", dtype=dtype)
+    values = finite_values(dtype, 24, seed=3).reshape(2, 3, 4)
+    values.flat[::3] = 0
+    compare_with_py([x, v], [*pt.nonzero(x), pt.flatnonzero(x), pt.nonzero_values(v), *pt.nonzero(v)],
+                    [values, values.ravel()[:0]])
+    y = pt.dvector("y")
+    compare_with_py([y], pt.nonzero(y), [np.array([0.0, np.nan, -0.0, 1e-300, 2.0])])
 
 
 def test_advanced_non_contiguous_and_empty():
