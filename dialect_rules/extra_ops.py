@@ -1,5 +1,5 @@
 """extra_ops: CumOp, SearchsortedOp, FillDiagonal(Offset), Bartlett, Repeat,
-UnravelIndex, RavelMultiIndex.
+UnravelIndex, RavelMultiIndex, Unique.
 
 CumOp: numpy accumulates small integers and bools in int64 and PyTensor's output type
 keeps the input dtype, so the result is numpy's modulo the dtype: a wrapping scan in
@@ -241,34 +241,45 @@ def lower_ravel_multi_index(ctx, node, *operands):
 
 @register_lowering(Unique)
 def lower_unique(ctx, node, x):
-    """np.unique of the flattened input (and its index, inverse and counts): a stable
-    sort, the first element of each run of equal values (all NaNs one run, as numpy's
-    `equal_nan`), and scatters by run number. The number of runs is a size the program
-    computes: the outputs are buffers of the input's size sliced to it, and the runtime
-    measures it before specializing (`specialize.runtime_dims`)."""
-    from dialect_rules.sort import numpy_less
-    from dialect_rules.subtensor import _scatter
-    from lowering.builders import dim_max, dim_min, dim_sub, full, is_nan, slice_axis
-    from lowering.regions import sort
+    """np.unique, flattened or of the slices along an axis, with its index, inverse and
+    counts. Both forms find the unique rows of an (n, m) matrix: the flattened input is
+    n rows of one element; with an axis, the axis moved to the front and the other dims
+    flattened into m. A lexicographic stable sort of the rows, runs of equal rows
+    starting where a row differs from the one before it, and scatters by run number.
+    The number of runs k is a size the program computes: the outputs are buffers of
+    size n sliced to k, and the runtime measures k before specializing
+    (`specialize.runtime_dims`).
 
-    op = node.op
-    if op.axis is not None:
-        raise UnsupportedParameterError(node, f"axis={op.axis}", "only the flattened form is lowered")
-    n = dim_product(shape_of(x))
-    flat = reshape(x, [n])
-    positions = iota([n], 0, "int64")
-    less = numpy_less(value_dtype(flat))
-    values, order = sort([flat, positions], 0, lambda a, b: less(a[0], b[0]))
-    # run starts: the first element, and each element unlike the one before it
+    Flattened (and 1-d with an axis, which numpy flattens), all NaNs are one value, as
+    numpy's `equal_nan`; rows compare as numpy's structured elements, where a row
+    holding a NaN equals no other row."""
+    from dialect_rules.sort import numpy_less
+    from dialect_rules.subtensor import _scatter, gather_indexed
+    from lowering.builders import dim_max, dim_min, dim_sub, full, is_nan, slice_axis
+
+    op, ndim = node.op, node.inputs[0].type.ndim
+    if op.axis is None:
+        perm, moved = [0], reshape(x, [dim_product(shape_of(x))])
+    else:
+        perm = [op.axis] + [d for d in range(ndim) if d != op.axis]
+        moved = transpose(x, perm)
+    dims = shape_of(moved)
+    n = dims[0]
+    rows = reshape(moved, [n, dim_product(dims[1:])])
+    flattened = op.axis is None or ndim == 1
+    less = numpy_less(value_dtype(x)) if flattened else _field_less(value_dtype(x))
+    order = _lexicographic_order(rows, less)
+    ordered = gather_indexed(rows, [0], reshape(order, [n, 1]), front=True)
+    # run starts: the first row, and each row unlike the one before it
     head, rest = dim_min(n, 1), dim_max(dim_sub(n, 1), 0)  # sizes 1 and n-1, or 0 and 0
-    previous = hlo.concatenate([slice_axis(values, 0, 0, head), slice_axis(values, 0, 0, rest)], 0)
-    differs = compare(values, previous, "NE")
-    if np.dtype(value_dtype(flat)).kind in "fc":
-        differs = hlo.and_(differs, hlo.not_(hlo.and_(is_nan(values), is_nan(previous))))
-    starts = hlo.or_(differs, compare(positions, splat(ir_constant(np.int64(0)), positions), "EQ"))
+    previous = hlo.concatenate([slice_axis(ordered, 0, 0, head), slice_axis(ordered, 0, 0, rest)], 0)
+    differs = compare(ordered, previous, "NE")
+    if np.dtype(value_dtype(x)).kind in "fc" and flattened:
+        differs = hlo.and_(differs, hlo.not_(hlo.and_(is_nan(ordered), is_nan(previous))))
+    positions = iota([n], 0, "int64")
+    starts = hlo.or_(fold(differs, [1], hlo.or_, False), compare(positions, full_like(positions, 0), "EQ"))
     run = hlo.subtract(prefix_scan(convert(starts, "int64"), 0, hlo.add, 0), full_like(positions, 1))
     k = fold(convert(starts, "int64"), [0], hlo.add, 0)
-    at_start = reshape(select(starts, run, splat(dim_value(n), run)), [n, 1])  # others fall out
 
     def set_(_, update):
         return update
@@ -276,14 +287,58 @@ def lower_unique(ctx, node, x):
     def add(current, update):
         return hlo.add(current, update)
 
-    outputs = [slice_axis(_scatter(full(0, [n], value_dtype(flat)), [0], at_start, values, True, set_), 0, 0, k)]
+    def scatter_at(index, updates, combine):  # an n-buffer, updates[i] combined in at index[i]
+        return _scatter(full(0, [n], "int64"), [0], reshape(index, [n, 1]), updates, True, combine)
+
+    # the first row of each run by run number (the others scatter out of range)
+    first = slice_axis(scatter_at(select(starts, run, splat(dim_value(n), run)), order, set_), 0, 0, k)
+    unique = gather_indexed(rows, [0], reshape(first, [k, 1]), front=True)
+    outputs = [transpose(reshape(unique, [k, *dims[1:]]), list(np.argsort(perm)))]
     if op.return_index:
-        first = _scatter(full(0, [n], "int64"), [0], at_start, order, True, set_)
-        outputs.append(slice_axis(first, 0, 0, k))
+        outputs.append(first)
     if op.return_inverse:
-        inverse = _scatter(full(0, [n], "int64"), [0], reshape(order, [n, 1]), run, True, set_)
-        outputs.append(inverse)
+        outputs.append(scatter_at(order, run, set_))
     if op.return_counts:
-        counts = _scatter(full(0, [n], "int64"), [0], reshape(run, [n, 1]), full(1, [n], "int64"), True, add)
-        outputs.append(slice_axis(counts, 0, 0, k))
+        outputs.append(slice_axis(scatter_at(run, full(1, [n], "int64"), add), 0, 0, k))
     return tuple(convert(o, out.type.dtype) for o, out in zip(outputs, node.outputs, strict=True))
+
+
+def _field_less(dtype):
+    """The order numpy's sort gives one field of a structured element: np.sort's, but
+    float16's compare puts NaN first (numpy's HALF_compare)."""
+    from dialect_rules.sort import numpy_less
+    from lowering.builders import is_nan
+
+    if np.dtype(dtype) == np.float16:
+        return lambda a, b: hlo.or_(compare(a, b, "LT"), hlo.and_(is_nan(a), compare(b, b, "EQ")))
+    return numpy_less(dtype)
+
+
+def _lexicographic_order(rows, less):
+    """The positions of the (n, m) `rows` in lexicographic order (`less` on each
+    element), equal rows in input order: stable sorts by one column at a time, from the
+    last column to the first, each keeping the order the later columns gave its ties.
+    A loop over the columns, unless there is just one."""
+    from dialect_rules.subtensor import gather_indexed
+    from lowering.regions import sort, while_loop
+
+    n, m = shape_of(rows)
+
+    def sort_by(key, order):
+        return sort([key, order], 0, lambda a, b: less(a[0], b[0]))[1]
+
+    order = iota([n], 0, "int64")
+    if isinstance(m, int) and m == 1:  # no loop; the positions are still in input order
+        return sort_by(reshape(rows, [n]), order)
+    one = ir_constant(np.int64(1))
+
+    def cond(values):
+        return compare(values[0], full_like(one, 0), "GE")
+
+    def body(values):
+        j, order = values
+        at = hlo.concatenate([reshape(order, [n, 1]), broadcast_in_dim(j, [n, 1], [])], 1)
+        key = gather_indexed(rows, [0, 1], at, front=True)  # rows[order, j]
+        return [hlo.subtract(j, one), sort_by(key, order)]
+
+    return while_loop([hlo.subtract(dim_value(m), one), order], cond, body)[1]

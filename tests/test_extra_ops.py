@@ -1,12 +1,14 @@
 """CumOp (cumsum, cumprod): numpy's values in PyTensor's output dtype, static and unknown sizes."""
 
+import itertools
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
 
 from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_with_py
-from tests.values import ALL_DTYPES
+from tests.values import ALL_DTYPES, edge_values
 
 
 @pytest.mark.parametrize("shape", [(None, None), (3, 5)])
@@ -132,12 +134,81 @@ def test_unique_of_empty_and_repeated_calls_with_other_counts():
         assert count == 2 * len(np.unique(values))
 
 
-def test_unique_along_an_axis_is_refused_by_name():
-    from pytensor.graph.fg import FunctionGraph
+def _unique_outputs(x, axis, flags=(True, True, True)):
+    """pt.unique(x, axis) and pt.unique with the `flags` (return_index, _inverse, _counts)."""
+    with_flags = pt.unique(x, *flags, axis=axis)
+    return [pt.unique(x, axis=axis), *(with_flags if any(flags) else [with_flags])]
 
-    from lowering import lower
-    from lowering.errors import UnsupportedParameterError
 
-    x = pt.matrix("x")
-    with pytest.raises(UnsupportedParameterError, match="axis=0"):
-        lower(FunctionGraph([x], [pt.unique(x, axis=0)]))
+def _rows_with_repeats(dtype, shape, seed=0):
+    """Values of `shape` whose slices along every axis repeat: up to 3 slices per axis
+    (of numpy's edge values for `dtype`), each at least once, in a random order."""
+    rng = np.random.default_rng(seed)
+    values = rng.choice(edge_values(dtype), size=[min(n, 3) for n in shape])
+    for axis, n in enumerate(shape):
+        picks = np.arange(n) % values.shape[axis] if n else np.zeros(0, dtype=int)
+        values = np.take(values, rng.permutation(picks), axis=axis)
+    return values
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_unique_along_an_axis(dtype):
+    """Rows along each axis of 2-d and 3-d inputs, with repeats; negative axes too."""
+    for shape in [(6, 4), (4, 3, 5)]:
+        x = pt.tensor("x", dtype=dtype, shape=(None,) * len(shape))
+        values = _rows_with_repeats(dtype, shape)
+        outputs = [o for axis in (0, 1, -1) for o in _unique_outputs(x, axis)]
+        compare_with_py([x], outputs, [values])
+
+
+@pytest.mark.parametrize("flags", list(itertools.product([False, True], repeat=3)))
+def test_unique_along_an_axis_every_combination_of_outputs(flags):
+    x = pt.tensor3("x")
+    values = _rows_with_repeats("float64", (3, 5, 4), seed=1)
+    outputs = [o for axis in (0, 2) for o in _unique_outputs(x, axis, flags)]
+    compare_with_py([x], outputs, [values])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128"])
+def test_unique_along_an_axis_nan_rows_and_signed_zeros(dtype):
+    """Rows holding a NaN equal no row, not even their copies (numpy compares rows as
+    structured elements); -0.0 equals 0.0, so the index names the first of the two.
+    A 1-d input with an axis is flattened by numpy: there all NaNs are one value. Only a
+    few rows: without an index numpy sorts with its quicksort, which keeps ties (copies
+    of a NaN row) in input order, as ours does, only while it is an insertion sort."""
+    nan, inf = np.nan, np.inf
+    values = np.array([[1.0, nan], [-0.0, 2.0], [nan, 0.0], [1.0, nan], [0.0, 2.0],
+                       [nan, 0.0], [1.0, -inf], [nan, nan], [nan, nan], [-1.0, 3.0]]).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        values[[0, 3], 1] = complex(1.0, nan)
+        values[[2, 5], 0] = complex(nan, 0.0)
+    x = pt.matrix("x", dtype=dtype)
+    outputs = [o for axis in (0, 1) for flags in [(True, True, True), (False, True, False)]
+               for o in _unique_outputs(x, axis, flags)]
+    index = compare_with_py([x], outputs, [values])[2]
+    assert sorted(index) == [0, 1, 2, 3, 5, 6, 7, 8, 9]  # only [0.0, 2] (4) merged, into [-0.0, 2]
+    v = pt.vector("v", dtype=dtype)
+    got = compare_with_py([v], _unique_outputs(v, 0), [values[:, 0].copy()])
+    assert np.isnan(got[0][-1]) and not np.isnan(got[0][-2])
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_unique_along_an_axis_of_empty_inputs(static):
+    """Size 0 along the axis: nothing; size 0 along the others: n equal (empty) rows."""
+    for shape in [(0, 3), (3, 0), (2, 0, 3), (0, 0)]:
+        x = pt.tensor("x", shape=shape if static else (None,) * len(shape))
+        outputs = [o for axis in range(len(shape)) for o in _unique_outputs(x, axis)]
+        compare_with_py([x], outputs, [np.zeros(shape)])
+
+
+def test_unique_along_an_axis_with_shapes_unknown_at_lowering():
+    """One compiled function, called with shapes that change the number of rows, their
+    length, and the number of unique rows."""
+    x = pt.matrix("x", dtype="int32")
+    outputs = [o for axis in (0, 1) for o in _unique_outputs(x, axis)]
+    fn = pytensor.function([x], outputs, mode="STABLEHLO")
+    expected_fn = pytensor.function([x], outputs, mode=PY_MODE)
+    for shape in [(5, 3), (7, 1), (1, 6), (0, 2), (4, 0), (9, 2), (5, 3)]:
+        values = _rows_with_repeats("int32", shape, seed=sum(shape))
+        for i, (g, e) in enumerate(zip(fn(values), expected_fn(values), strict=True)):
+            assert_same(g, e, label=f"output {i}, shape {shape}")

@@ -56,3 +56,19 @@ u = pt.lvector("u")
 # CHECK: "stablehlo.scatter"
 # CHECK: stablehlo.real_dynamic_slice
 print_ir("unique", [u], [pt.unique(u)], raw=True)
+
+# Unique along an axis: unique rows of the input with the axis moved first and the other
+# dims flattened. The rows are sorted by one column at a time, last column first (a while
+# of gathers rows[order, j] and stable sorts); a run starts where any element of a row
+# differs from the row before; the unique rows are gathered and the axis moved back.
+t = pt.tensor3("t")
+# CHECK-LABEL: TEST: unique_axis opt
+# CHECK: stablehlo.transpose %arg0, dims = [2, 0, 1]
+# CHECK: stablehlo.while
+# CHECK: "stablehlo.dynamic_gather"({{.*}}collapsed_slice_dims = [0, 1], start_index_map = [0, 1]
+# CHECK: "stablehlo.sort"
+# CHECK: stablehlo.compare  NE, {{.*}} -> tensor<?x?xi1>
+# CHECK-NEXT: stablehlo.reduce({{.*}}) applies stablehlo.or across dimensions = [1]
+# CHECK: "stablehlo.scatter"
+# CHECK: stablehlo.transpose {{.*}}, dims = [1, 2, 0]
+print_ir("unique_axis", [t], [pt.unique(t, axis=2)])
