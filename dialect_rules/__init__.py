@@ -8,6 +8,7 @@ from dialect_rules import (  # noqa: F401
     elemwise,
     extra_ops,
     functions,
+    hypergeometric,
     jax_op,
     linalg,
     scan,
