@@ -492,6 +492,8 @@ def _hyp2f1(a, b, c, x):
     value = select(inverse, hlo.add(term_a, term_b), first_call)
     value = select(pfaff, _mul(_pow(s, hlo.negate(pa)), first_call), value)
     value = select(below, hlo.multiply(factor, value), value)
+    # scipy: an infinite a or b gives NaN (but 1 at x = 0).
+    nan = _or(nan, _and(_or(is_inf(a), is_inf(b)), compare(x, _c(x, 0.0), "NE")))
     return select(nan, _c(a, np.nan), value)
 
 

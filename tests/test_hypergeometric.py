@@ -59,7 +59,8 @@ def test_hyp2f1_edges():
     nan, inf = np.nan, np.inf
     cases = [(nan, 1, 2, 0.5), (1, nan, 2, 0.5), (1, 2, nan, 0.5), (1, 2, 3, nan), (1, 2, 3, 0.0),
              (1, 2, 3, 1.0), (1, 2, 2.5, 1.0), (1, 2, 3, 2.0), (0.5, 0.5, 1.5, -1.0), (1, 2, 3, -inf),
-             (1.5, 2.5, 1.0, 0.5), (-2, 3, 1, 5.0), (2, 3, -2, 0.5), (0.3, 0.7, 1.0, 0.9999)]
+             (1.5, 2.5, 1.0, 0.5), (-2, 3, 1, 5.0), (2, 3, -2, 0.5), (0.3, 0.7, 1.0, 0.9999),
+             (inf, 1, 2, 0.5), (1, -inf, 2, 0.5), (1, 2, inf, 0.5), (inf, 1, 2, 0.0)]
     a, b, c, x = (np.array(v, dtype=float) for v in zip(*cases))
     got, expected = _hyp2f1()(a, b, c, x), sp.hyp2f1(a, b, c, x)
     np.testing.assert_allclose(got, expected, rtol=1e-13)
