@@ -9,6 +9,7 @@ from dialect_rules import (  # noqa: F401
     blas,
     extra_ops,
     functions,
+    hypergeometric,
     jax_op,
     linalg,
     scan,

@@ -173,3 +173,59 @@ def test_incomplete_beta_gradients_and_pymc_logcdfs():
     logcdfs = [pm.logcdf(pm.Beta.dist(2.0, 3.0), y), pm.logcdf(pm.StudentT.dist(nu=4.0), y * 10 - 5),
                pm.logcdf(pm.Binomial.dist(n=10, p=0.3), pt.floor(y * 10))]
     compare_with_py([y], logcdfs, [np.array([0.05, 0.3, 0.5, 0.77, 0.99])], rtol=1e-10)
+
+
+def _owens_grid():
+    h = np.concatenate([np.linspace(-40, 40, 81), [0.0, 1e-300, 1e-10, 0.01, 0.3, 0.67, 1.5, 4.8, 8.0]])
+    a = np.concatenate([np.linspace(-1, 1, 21), -np.logspace(-8, 6, 29), np.logspace(-8, 6, 29),
+                        [0.99999, 1.00001, 0.999991, 2.0, 1e-300]])
+    hh, aa = np.meshgrid(h, a)
+    return hh.ravel(), aa.ravel()
+
+
+def test_owens_t_matches_scipy_on_a_grid():
+    """h in [-40, 40], a in [-1e6, 1e6] with 0, +-1 and both sides of every region edge.
+    scipy's erfc (and XLA's) lose about h**2 ulps in the far tail, and both T's there
+    are products of it: the tolerance grows with h. Values below the smallest normal
+    are flushed to zero by XLA."""
+    h, a = _owens_grid()
+    th, ta = pt.dvector("h"), pt.dvector("a")
+    got = pytensor.function([th, ta], pt.owens_t(th, ta), mode="STABLEHLO")(h, a)
+    expected = sp.owens_t(h, a)
+    normal = np.abs(expected) > np.finfo(np.float64).tiny
+    rel = np.abs(got - expected)[normal] / np.abs(expected[normal])
+    assert np.all(rel <= 2e-15 * np.maximum(1.0, h[normal] ** 2)), rel.max()
+    assert np.all(np.abs(got[~normal]) <= np.finfo(np.float64).tiny)
+    np.testing.assert_allclose(got[h == 0], expected[h == 0], rtol=4e-16, atol=0)  # atan(a) / 2 pi
+    # The symmetries hold exactly: T(-h, a) = T(h, a), T(h, -a) = -T(h, a).
+    f = pytensor.function([th, ta], pt.owens_t(th, ta), mode="STABLEHLO")
+    np.testing.assert_array_equal(f(-h, a), got)
+    np.testing.assert_array_equal(f(h, -a), -got)
+
+
+def test_owens_t_edges():
+    h = np.array([np.nan, 1.0, np.inf, -np.inf, 1.0, 1.0, 0.0, np.inf, 0.0, 3.0, -0.0, 0.0, 2.0])
+    a = np.array([1.0, np.nan, 1.0, 2.0, np.inf, -np.inf, np.inf, np.inf, 0.0, 0.0, 1.0, -1.0, 1.0])
+    th, ta = pt.dvector("h"), pt.dvector("a")
+    got = pytensor.function([th, ta], pt.owens_t(th, ta), mode="STABLEHLO")(h, a)
+    np.testing.assert_allclose(got, sp.owens_t(h, a), rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int8"])
+def test_owens_t_dtypes_and_broadcasting(dtype):
+    h, a = pt.matrix("h", dtype=dtype), pt.vector("a", dtype=dtype)
+    hv = np.array([[0, 1, -2], [3, 5, -1]]).astype(dtype)
+    av = np.array([1, -3, 2]).astype(dtype)
+    compare_with_py([h, a], [pt.owens_t(h, a)], [hv, av])
+
+
+def test_owens_t_gradient_and_a_skew_normal_logcdf():
+    """PyMC's SkewNormal log-CDF, log(Phi(z) - 2 T(z, alpha)) (written out: PyMC 5.28
+    has no SkewNormal logcdf yet), and T's gradient."""
+    v, h, a = pt.dvector("v"), pt.dmatrix("h"), pt.dvector("a")
+    z = (v - 0.5) / 2.0
+    logcdf = pt.log(0.5 * pt.erfc(-z / np.sqrt(2)) - 2 * pt.owens_t(z, -3.0))
+    compare_with_py([v], [logcdf], [np.array([-30, -5.0, -1.0, 0.0, 0.5, 2.0, 10.0, 40.0])], rtol=1e-12)
+    rng = np.random.default_rng(0)
+    outputs = [pt.owens_t(h, a), *pytensor.grad(pt.owens_t(h, a).sum(), [h, a])]
+    compare_with_py([h, a], outputs, [rng.normal(size=(3, 4)), rng.normal(size=4) * 3])

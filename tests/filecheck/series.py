@@ -42,3 +42,13 @@ print_ir("betainc", [a, b, x], [pt.betainc(a, b, x)])
 # CHECK: stablehlo.while
 # CHECK: stablehlo.while
 print_ir("gammaincinv", [a, x], [pt.gammaincinv(a, x)])
+
+# owens_t: Patefield & Tandy's six methods at fixed orders, unrolled and picked per
+# element by select; no loop at all.
+h, t = pt.dvector("h"), pt.dvector("t")
+# CHECK-LABEL: TEST: owens_t opt
+# CHECK-NOT: stablehlo.while
+# CHECK: stablehlo.atan2
+# CHECK-NOT: stablehlo.while
+# CHECK: return
+print_ir("owens_t", [h, t], [pt.owens_t(h, t)])
