@@ -161,7 +161,10 @@ def _series(a, b, c, x, active):
         umax = hlo.maximum(umax, hlo.abs(u))
         pole = select(at_pole, one, pole)
         done = _and(compare(s, _c(s, 0.0), "NE"), _le(hlo.abs(hlo.divide(u, s)), _MACHEP))
-        return [m, u, s, umax, pole], _or(at_pole, done)
+        # a terminated series (u = 0, also where the sum is 0) or a term that is no longer
+        # a number adds nothing more: stop rather than run to the step limit
+        ended = _or(compare(u, _c(u, 0.0), "EQ"), hlo.not_(hlo.is_finite(u)))
+        return [m, u, s, umax, pole], _or(at_pole, _or(done, ended))
 
     zero = _c(a, 0.0)
     k, _, s, umax, pole = converge([zero, one, one, zero, zero], active, step, _MAX_STEPS)
