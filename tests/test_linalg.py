@@ -265,8 +265,8 @@ def test_eigvalsh_standard_and_generalized(dtype):
     rng = np.random.default_rng(10)
     a, b = _spd(rng, (4, 4), dtype), _spd(rng, (4, 4), dtype)
     x, y = _tensor("a", a), _tensor("b", b)
-    for lower in (True, False):
-        outputs = [sl.eigvalsh(x, NoneConst, lower=lower), sl.eigvalsh(x, y, lower=lower)]
+    for use_lower in (True, False):
+        outputs = [sl.eigvalsh(x, NoneConst, lower=use_lower), sl.eigvalsh(x, y, lower=use_lower)]
         compare_with_py([x, y], outputs, [a, b], **LOOSE[dtype])
 
 
