@@ -203,9 +203,16 @@ class Compiled:
             exe = measured.executables.get(values)
             if exe is None:
                 with self._lock:
-                    with self.lowered.lock:
-                        module = bind_runtime_dims(measured.dims, self.lowered.context, values)
-                    exe = self._executable(module, shapes, strict=False)
+                    try:
+                        with self.lowered.lock:
+                            module = bind_runtime_dims(measured.dims, self.lowered.context, values)
+                        exe = self._executable(module, shapes, strict=False)
+                    except PassPipelineError as exc:  # e.g. index arrays that cannot broadcast
+                        raise ValueError(
+                            f"{_arguments(shapes)} with the sizes measured at run time "
+                            f"({', '.join(map(str, values))}) do not fit the graph: "
+                            f"{_first_diagnostic(str(exc))}"
+                        ) from None
                     _bounded_put(measured.executables, values, exe, self.max_signatures)
             if type(exe) is not _Measured:
                 return exe

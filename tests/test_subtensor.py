@@ -228,6 +228,11 @@ def test_runtime_masks_with_other_advanced_indices():
                                          np.array([7.0, 8.0, 9.0])])
     compare_with_py([x, m, iv, y], outs, [base, np.array([False, False, True, False]), np.array([0, -1, 2]),
                                          np.array([7.0, 8.0, 9.0])])
+    # a True count that does not broadcast with the other index: a ValueError naming the
+    # measured size (numpy's is an IndexError), never XLA's clamping
+    f = pytensor.function([x, m, iv], x[m, iv], mode="STABLEHLO")
+    with pytest.raises(ValueError, match=r"measured at run time \(\(2,\)\)"):
+        f(base, np.array([True, True, False, False]), np.array([0, 1, 2]))
 
 
 def test_mask_of_a_computed_condition_in_a_pymc_style_graph():
