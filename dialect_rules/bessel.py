@@ -25,9 +25,9 @@ import numpy as np
 import pytensor.scalar.math as psm
 from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
-from scipy.special import zeta
 
-from lowering.builders import compare, convert, full_like, is_inf, is_nan, select
+from dialect_rules.series import _LGAMMA1P_TAYLOR
+from lowering.builders import add_all, compare, convert, full_like, is_inf, is_nan, multiply_all, select
 from lowering.regions import converge
 from lowering.registry import register_lowering
 
@@ -39,34 +39,10 @@ _TEMME_BELOW = 1.0  # Temme's series below; Steed's fraction above (more accurat
 _HANKEL_FROM = 30.0  # and v**2 <= 2x: the asymptotic expansions
 _LEADING_BELOW = 2 * np.sqrt(_EPS)  # x**2/4 < eps: the power series' first term
 
-# lgamma(1 + t) = sum_n c_n t**n: c_1 = -euler_gamma, c_n = (-1)**n zeta(n) / n (|t| <= 1/2)
-_LGAMMA1P = [-np.euler_gamma] + [(-1) ** n * float(zeta(n)) / n for n in range(2, 64)]
 
 
-def _c(like, value):
-    return full_like(like, value)
-
-
-def _add(*terms):
-    total = terms[0]
-    for t in terms[1:]:
-        total = hlo.add(total, t)
-    return total
-
-
-def _mul(*factors):
-    total = factors[0]
-    for f in factors[1:]:
-        total = hlo.multiply(total, f)
-    return total
-
-
-def _sub(a, b):
-    return hlo.subtract(a, b)
-
-
-def _div(a, b):
-    return hlo.divide(a, b)
+_c = full_like
+_add, _mul, _sub, _div = add_all, multiply_all, hlo.subtract, hlo.divide
 
 
 def _poly(t, coefficients):
@@ -101,8 +77,8 @@ def _temme_gammas(mu):
     lgamma(1 + t) = E(t) + O(t) split into even and odd parts,
     gam1 = e**-(E + O) expm1(2 O) / (2 mu), and O(mu)/mu is a polynomial in mu**2."""
     mu2 = _mul(mu, mu)
-    even = _mul(mu2, _poly(mu2, _LGAMMA1P[1::2]))  # c_2 mu^2 + c_4 mu^4 + ...
-    odd_over_mu = _poly(mu2, _LGAMMA1P[0::2])  # c_1 + c_3 mu^2 + ...
+    even = _mul(mu2, _poly(mu2, _LGAMMA1P_TAYLOR[1::2]))  # c_2 mu^2 + c_4 mu^4 + ...
+    odd_over_mu = _poly(mu2, _LGAMMA1P_TAYLOR[0::2])  # c_1 + c_3 mu^2 + ...
     odd = _mul(mu, odd_over_mu)
     plus = hlo.exponential(hlo.negate(_add(even, odd)))  # 1/Gamma(1 + mu)
     minus = hlo.exponential(_sub(odd, even))  # 1/Gamma(1 - mu)
@@ -123,8 +99,7 @@ def _sinhc(t):
     """sinh(t) / t, 1 at 0."""
     small = compare(hlo.abs(t), _c(t, _EPS), "LT")
     safe = select(small, _c(t, 1.0), t)
-    half = _mul(_c(t, 0.5), _sub(hlo.exponential(safe), hlo.exponential(hlo.negate(safe))))
-    return select(small, _c(t, 1.0), _div(half, safe))
+    return select(small, _c(t, 1.0), _div(chlo.sinh(safe), safe))
 
 
 def _leading_term(v, x):
@@ -135,7 +110,10 @@ def _leading_term(v, x):
 
 
 def _converged(delta, total):
-    return compare(hlo.abs(delta), _mul(hlo.abs(total), _c(total, _EPS)), "LE")
+    """The term is below eps of the sum, or the sum is no longer a number (an element
+    whose terms overflowed stops, rather than holding the loop to its step limit)."""
+    small = compare(hlo.abs(delta), _mul(hlo.abs(total), _c(total, _EPS)), "LE")
+    return hlo.or_(small, hlo.not_(hlo.is_finite(total)))
 
 
 def _recur(values, count, step):
@@ -188,7 +166,7 @@ def _temme_series(mu, x, active, bessel_y):
     d0 = hlo.negate(hlo.log(x2))
     e0 = _mul(mu, d0)
     pimu = _mul(_c(mu, np.pi), mu)
-    ff0 = _mul(_sinc_ratio(pimu), _add(_mul(gam1, _cosh(e0)), _mul(gam2, _sinhc(e0), d0)))
+    ff0 = _mul(_sinc_ratio(pimu), _add(_mul(gam1, chlo.cosh(e0)), _mul(gam2, _sinhc(e0), d0)))
     ee = hlo.exponential(e0)
     p0, q0 = _div(ee, gampl), _div(one, _mul(ee, gammi))
     z = _mul(x2, x2)
@@ -307,9 +285,6 @@ def _scaled_ik(v, x, active):
     leading = _mul(_leading_term(v, x), hlo.exponential(hlo.negate(x)))
     return select(compare(x, _c(x, _LEADING_BELOW), "LT"), leading, ive), kve
 
-
-def _cosh(t):
-    return _mul(_c(t, 0.5), hlo.add(hlo.exponential(t), hlo.exponential(hlo.negate(t))))
 
 
 def _modified(v, x, kind):

@@ -23,25 +23,34 @@ from pytensor.tensor.extra_ops import (
     UnravelIndex,
 )
 
+from dialect_rules.scalar import int_divmod
+from dialect_rules.sort import numpy_less
+from dialect_rules.subtensor import _scatter, gather_indexed
 from lowering.builders import (
     broadcast_in_dim,
     compare,
     convert,
+    dim_max,
+    dim_min,
     dim_product,
+    dim_sub,
     dim_value,
+    full,
     full_like,
     iota,
     ir_constant,
+    is_nan,
     reshape,
     select,
     shape_of,
+    slice_axis,
     splat,
     transpose,
     value_dtype,
     vector_element,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.regions import any_true, fold, reduce_window
+from lowering.regions import any_true, fold, reduce_window, sort, while_loop
 from lowering.registry import register_lowering
 from lowering.types import static_shape
 
@@ -72,8 +81,6 @@ def prefix_scan(x, axis, combine, identity):
     """Inclusive scan along `axis` of a size known only at run time: log2(n) rounds, round
     i combining each row with the row 2**i before it (a row gather), so every shape is
     static once n is (a reduce_window needs n as an attribute)."""
-    from dialect_rules.subtensor import gather_indexed
-    from lowering.regions import while_loop
 
     rank = len(static_shape(x.type))
     perm = [axis] + [d for d in range(rank) if d != axis]
@@ -101,8 +108,6 @@ def prefix_scan(x, axis, combine, identity):
 @register_lowering(SearchsortedOp)
 def lower_searchsorted(ctx, node, a, v, sorter=None):
     """Count, for each value, the elements of `a` before it in numpy's sort order."""
-    from dialect_rules.sort import numpy_less
-    from dialect_rules.subtensor import gather_indexed
 
     if sorter is not None:
         (n,) = shape_of(a)
@@ -165,7 +170,6 @@ def lower_bartlett(ctx, node, m):
 def lower_repeat(ctx, node, x, repeats):
     """np.repeat with constant repeats: one gather of the repeated positions (a run-time
     `repeats` vector makes the output size depend on its values: not lowerable)."""
-    from dialect_rules.subtensor import gather_indexed
 
     if not isinstance(node.inputs[1], Constant):
         raise UnsupportedParameterError(
@@ -214,7 +218,6 @@ def lower_unravel_index(ctx, node, indices, dims_vector):
 
 @register_lowering(RavelMultiIndex)
 def lower_ravel_multi_index(ctx, node, *operands):
-    from dialect_rules.scalar import int_divmod
 
     *coordinates, dims_vector = operands
     dims, strides, _ = _dims_and_strides(dims_vector, len(coordinates), node.op.order)
@@ -253,9 +256,6 @@ def lower_unique(ctx, node, x):
     Flattened (and 1-d with an axis, which numpy flattens), all NaNs are one value, as
     numpy's `equal_nan`; rows compare as numpy's structured elements, where a row
     holding a NaN equals no other row."""
-    from dialect_rules.sort import numpy_less
-    from dialect_rules.subtensor import _scatter, gather_indexed
-    from lowering.builders import dim_max, dim_min, dim_sub, full, is_nan, slice_axis
 
     op, ndim = node.op, node.inputs[0].type.ndim
     if op.axis is None:
@@ -306,8 +306,6 @@ def lower_unique(ctx, node, x):
 def _field_less(dtype):
     """The order numpy's sort gives one field of a structured element: np.sort's, but
     float16's compare puts NaN first (numpy's HALF_compare)."""
-    from dialect_rules.sort import numpy_less
-    from lowering.builders import is_nan
 
     if np.dtype(dtype) == np.float16:
         return lambda a, b: hlo.or_(compare(a, b, "LT"), hlo.and_(is_nan(a), compare(b, b, "EQ")))
@@ -319,8 +317,6 @@ def _lexicographic_order(rows, less):
     element), equal rows in input order: stable sorts by one column at a time, from the
     last column to the first, each keeping the order the later columns gave its ties.
     A loop over the columns, unless there is just one."""
-    from dialect_rules.subtensor import gather_indexed
-    from lowering.regions import sort, while_loop
 
     n, m = shape_of(rows)
 

@@ -30,7 +30,9 @@ from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.special import _gamma
-from lowering.builders import compare, convert, full_like, is_inf, reshape, select, shape_of, slice_axis
+from lowering.builders import (
+    add_all, all_of, any_of, compare, convert, full_like, is_inf, multiply_all, reshape, select, shape_of, slice_axis,
+)
 from lowering.regions import converge
 from lowering.registry import register_lowering
 
@@ -40,36 +42,8 @@ _MACHEP = np.finfo(np.float64).eps / 2
 _MAX_STEPS = 10000
 
 
-def _c(like, value):
-    return full_like(like, value)
-
-
-def _add(*values):
-    total = values[0]
-    for v in values[1:]:
-        total = hlo.add(total, v)
-    return total
-
-
-def _mul(*values):
-    total = values[0]
-    for v in values[1:]:
-        total = hlo.multiply(total, v)
-    return total
-
-
-def _and(*masks):
-    total = masks[0]
-    for m in masks[1:]:
-        total = hlo.and_(total, m)
-    return total
-
-
-def _or(*masks):
-    total = masks[0]
-    for m in masks[1:]:
-        total = hlo.or_(total, m)
-    return total
+_c = full_like
+_add, _mul, _and, _or = add_all, multiply_all, all_of, any_of
 
 
 def _not(mask):

@@ -26,7 +26,7 @@ from lowering.registry import register_lowering
 
 _EPS = np.finfo(np.float64).eps / 2  # Cephes' MACHEP
 # lgamma(1 + t) = -euler_gamma t + sum_{n >= 2} (-1)**n zeta(n) / n t**n, for |t| <= 1/2
-_LGAMMA1P_TAYLOR = [-np.euler_gamma] + [(-1) ** n * float(zeta(n)) / n for n in range(2, 43)]
+_LGAMMA1P_TAYLOR = [-np.euler_gamma] + [(-1) ** n * float(zeta(n)) / n for n in range(2, 64)]
 _BIG = 4.503599627370496e15
 _MAX_STEPS = 2000
 

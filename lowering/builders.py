@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence, Union
 
+import functools
+
 import numpy as np
 
 from jax.extend.mlir import ir
@@ -391,6 +393,24 @@ def dim_min(a: Dim, b: Dim) -> Dim:
 
 def dim_max(a: Dim, b: Dim) -> Dim:
     return _dim_binary(a, b, max, hlo.maximum)
+
+
+def add_all(*values: ir.Value) -> ir.Value:
+    """values[0] + values[1] + ... (same shapes and dtype)."""
+    return functools.reduce(hlo.add, values)
+
+
+def multiply_all(*values: ir.Value) -> ir.Value:
+    return functools.reduce(hlo.multiply, values)
+
+
+def all_of(*masks: ir.Value) -> ir.Value:
+    """The elementwise AND of i1 tensors."""
+    return functools.reduce(hlo.and_, masks)
+
+
+def any_of(*masks: ir.Value) -> ir.Value:
+    return functools.reduce(hlo.or_, masks)
 
 
 def select(pred: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
