@@ -22,5 +22,6 @@ from dialect_rules import (  # noqa: F401
     sparse,
     special,
     subtensor,
+    random,
     tensor_basic,
 )

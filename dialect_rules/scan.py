@@ -61,7 +61,7 @@ from lowering.errors import UnsupportedParameterError
 from lowering.graph import lower_function
 from lowering.regions import any_true, while_loop
 from lowering.registry import register_lowering
-from lowering.types import static_shape
+from lowering.types import is_rng_type, static_shape
 
 _I64 = "int64"
 
@@ -330,9 +330,9 @@ def _zero_step_inputs(op: Scan, outer) -> list[ir.Value]:
 
 def _refuse_untensored(node) -> None:
     for v in node.inputs[1:] + node.outputs:
-        if not isinstance(v.type, (TensorType, ScalarType)):
+        if not isinstance(v.type, (TensorType, ScalarType)) and not is_rng_type(v.type):
             raise UnsupportedParameterError(
-                node, f"a {v.type} input or output", "only tensor state is lowered (random generators: issue 5)"
+                node, f"a {v.type} input or output", "only tensors and random generators are lowered"
             )
 
 

@@ -15,7 +15,7 @@ from lowering.errors import UnsupportedTypeError
 from lowering.graph import lower_function
 from lowering.passes import DEFAULT_PIPELINE, PipelineReport, _verify, run_pipeline
 from lowering.specialize import Signature, is_fully_static, scalar_arguments, specialize
-from lowering.types import to_ir_type
+from lowering.types import KEY_SHAPE, is_rng_type, storage_dtype, to_ir_type
 
 
 class Lowered:
@@ -33,6 +33,7 @@ class Lowered:
         self.input_types = [v.type for v in fgraph.inputs]
         self.output_types = [v.type for v in fgraph.outputs]
         self.input_names = [v.name or f"<input {i}>" for i, v in enumerate(fgraph.inputs)]
+        self.rng = RngPlan(fgraph)
         self._bytecode = None
         # One MLIR context per Lowered: specializations that share it take turns.
         self.lock = threading.RLock()
@@ -52,7 +53,10 @@ class Lowered:
         """
         if len(args) != len(self.input_types):
             raise TypeError(f"expected {len(self.input_types)} arguments, got {len(args)}")
-        shapes = tuple(tuple(getattr(a, "shape", np.shape(a))) for a in args)
+        shapes = tuple(
+            KEY_SHAPE if is_rng_type(t) else tuple(getattr(a, "shape", np.shape(a)))
+            for a, t in zip(args, self.input_types)
+        )
         module = self.specialized_module(shapes)
         if not is_fully_static(module):
             values = tuple(
@@ -69,7 +73,7 @@ class Lowered:
         hoisted = self.hoisted_constants
         signature = Signature(
             tuple(shapes) + tuple(c.value.shape for c in hoisted),
-            tuple(t.dtype for t in self.input_types) + tuple(c.value.dtype.name for c in hoisted),
+            tuple(map(storage_dtype, self.input_types)) + tuple(c.value.dtype.name for c in hoisted),
             tuple(values),
         )
         with self.lock:
@@ -96,6 +100,48 @@ class Lowered:
 
     def __str__(self) -> str:
         return self.as_text()
+
+
+class RngPlan:
+    """Where the graph's random generators come from and go to.
+
+    A `RandomGeneratorType` input enters the module as a key drawn from the
+    Generator (`runtime.rng_key`). An output of that type leaves as the Generator of
+    the one input it was derived from, advanced by that draw; one derived from no
+    single input (a constant Generator, a choice between two) is seeded from the key
+    the module returns. Where PyTensor writes such an output back to the very
+    shared variable it came from (an update), the Generator is advanced in place.
+    """
+
+    def __init__(self, fgraph):
+        inputs = {v: i for i, v in enumerate(fgraph.inputs) if is_rng_type(v.type)}
+        self.inputs = tuple(inputs.values())
+        self.outputs = tuple(
+            (j, _rng_source(out, inputs)) for j, out in enumerate(fgraph.outputs) if is_rng_type(out.type)
+        )
+        updates = getattr(fgraph, "update_mapping", None) or {}
+        self.in_place = frozenset(i for j, i in self.outputs if i is not None and updates.get(j) == i)
+
+    def __bool__(self) -> bool:
+        return bool(self.inputs or self.outputs)
+
+
+def _rng_source(var, inputs: dict) -> int | None:
+    """The index of the one generator input `var` derives from, following only the
+    generator-typed inputs of the nodes on the way."""
+    sources, seen, stack = set(), set(), [var]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in inputs:
+            sources.add(inputs[v])
+        elif v.owner is not None:
+            stack.extend(u for u in v.owner.inputs if is_rng_type(u.type))
+        else:
+            return None  # a constant Generator
+    return sources.pop() if len(sources) == 1 else None
 
 
 def lower(

@@ -27,6 +27,7 @@ from lowering.specialize import (
     runtime_dims,
     scalar_arguments,
 )
+from lowering.types import storage_dtype
 
 
 class _Aval:
@@ -57,12 +58,13 @@ class Compiled:
         self._sharding = SingleDeviceSharding(self._device)
         self._device_memory = _device_memory(self._device)
         self._in_types = lowered.input_types
-        self._dtypes = tuple(np.dtype(t.dtype) for t in self._in_types)
+        self._dtypes = tuple(np.dtype(storage_dtype(t)) for t in self._in_types)
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
         self._scalar_args = scalar_arguments(self._in_types)
         self._constant_buffers = None
         self._checks = lowered.runtime_checks
         self._n_outputs = len(lowered.output_types)
+        self._rng = lowered.rng or None
         # shapes -> executable, or -> None when the shapes need argument values too.
         self._by_shapes: dict = {}
         self._by_values: dict = {}
@@ -82,6 +84,12 @@ class Compiled:
         return self.call_trusted([self._filter(i, a) for i, a in enumerate(args)])
 
     def _filter(self, i, value):
+        if self._rng is not None and i in self._rng.inputs:
+            if not isinstance(value, np.random.Generator):
+                raise TypeError(
+                    f"input {i} ({self._names[i]}): expected a numpy Generator, got {type(value).__name__}"
+                )
+            return value
         if value is None:
             raise TypeError(f"input {i} ({self._names[i]}): expected an array, got None")
         try:
@@ -91,6 +99,15 @@ class Compiled:
 
     def call_trusted(self, args):
         """Run on arguments that already have the right dtype and rank (PyTensor's filter ran)."""
+        if self._rng is None:
+            return self._run(args)
+        args, generators = rng_keys(self._rng, args)
+        results = self._run(args)
+        for j, i in self._rng.outputs:
+            results[j] = generators[i] if i is not None else generator_from_key(results[j])
+        return results
+
+    def _run(self, args):
         try:
             shapes = tuple([a.shape for a in args])
         except AttributeError:
@@ -247,6 +264,40 @@ class Compiled:
     def specialized_text(self, *args) -> str:
         """The module this call signature runs (after refinement), as text."""
         return str(self.lowered.specialize(*[self._filter(i, a) for i, a in enumerate(args)]))
+
+
+def rng_keys(plan, args):
+    """`args` with each Generator replaced by a key drawn from it, and the Generators
+    the graph's generator outputs return (input index -> Generator).
+
+    A Generator PyTensor updates in place is advanced; any other is left as it was
+    (the key is peeked), and an output derived from it gets an advanced copy.
+    """
+    args = list(args)
+    generators = {}
+    for i in plan.inputs:
+        gen = args[i]
+        bits = gen.bit_generator
+        if i in plan.in_place:
+            args[i] = bits.random_raw(1).view(np.uint32)
+            generators[i] = gen
+            continue
+        with bits.lock:
+            state = bits.state
+            args[i] = bits.random_raw(1).view(np.uint32)
+            bits.state = state
+        if any(source == i for _, source in plan.outputs):
+            copy = type(bits)(0)
+            copy.state = state
+            copy.random_raw(1)
+            generators[i] = np.random.Generator(copy)
+    return args, generators
+
+
+def generator_from_key(key) -> np.random.Generator:
+    """A Generator seeded from a key the module returned."""
+    words = np.asarray(key if type(key) is np.ndarray else _to_numpy(key), dtype=np.uint32)
+    return np.random.default_rng([int(w) for w in words])
 
 
 class _Executable:

@@ -283,5 +283,5 @@ def scalar_arguments(arg_types) -> tuple[int, ...]:
     (`arange(start, n, step)` has a length computed from floats too)."""
     return tuple(
         i for i, t in enumerate(arg_types)
-        if len(t.shape) == 0 and np.dtype(t.dtype).kind in "biuf"
+        if getattr(t, "ndim", None) == 0 and np.dtype(t.dtype).kind in "biuf"
     )

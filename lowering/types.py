@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from jax.extend.mlir import ir
+from pytensor.tensor.random.type import RandomGeneratorType
 
 from lowering.errors import UnsupportedTypeError
 
@@ -51,10 +52,28 @@ def tensor_type(shape, dtype) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(dims, element_type(dtype))
 
 
+# A numpy Generator is passed to the module as a Threefry key: two uint32 words
+# drawn from it at each call (the runtime's `rng_key`).
+KEY_SHAPE = (2,)
+KEY_DTYPE = "uint32"
+
+
+def is_rng_type(ptype) -> bool:
+    return isinstance(ptype, RandomGeneratorType)
+
+
+def storage_dtype(ptype) -> str:
+    """The dtype of the buffer that carries a value of `ptype` into the module."""
+    return KEY_DTYPE if is_rng_type(ptype) else ptype.dtype
+
+
 def to_ir_type(ptype) -> ir.RankedTensorType:
-    """The MLIR type of a PyTensor `TensorType` or `ScalarType` (a 0-d tensor)."""
+    """The MLIR type of a PyTensor `TensorType` or `ScalarType` (a 0-d tensor), or
+    of a `RandomGeneratorType` (its key)."""
+    if is_rng_type(ptype):
+        return tensor_type(KEY_SHAPE, KEY_DTYPE)
     dtype = getattr(ptype, "dtype", None)
-    if dtype is None:
+    if not isinstance(dtype, str):  # None; a typed list's element type
         raise UnsupportedTypeError(f"PyTensor type {ptype} has no StableHLO equivalent")
     shape = getattr(ptype, "shape", ())
     return tensor_type(shape, dtype)

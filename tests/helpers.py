@@ -59,3 +59,54 @@ def compare_with_py(inputs, outputs, test_values, *, rtol=None, atol=None, modes
     for i, (b, v) in enumerate(zip(before, test_values)):
         np.testing.assert_array_equal(np.asarray(v), b, err_msg=f"input {i} was mutated")
     return results[0] if single else results
+
+
+# --- random variables ----------------------------------------------------------
+
+N_DRAWS = 100_000
+
+
+def draw(make_rv, n=N_DRAWS, seed=0, mode="STABLEHLO", inputs=(), values=()):
+    """`n` draws of `make_rv(rng, size)` from a Generator seeded with `seed`."""
+    rng = pytensor.shared(np.random.default_rng(seed))
+    out = make_rv(rng, (n,) if isinstance(n, int) else n)
+    return pytensor.function(list(inputs), out, mode=mode)(*values)
+
+
+def assert_distribution(samples, dist, *, discrete=False, sigmas=6.0, min_p=1e-4):
+    """The draws have `dist`'s mean and variance (within `sigmas` standard errors) and
+    its distribution: a Kolmogorov-Smirnov test (continuous) or a chi-square test on
+    the values holding 99.9% of the mass (discrete) with p-value above `min_p`.
+
+    The draws come from a fixed seed, so the outcome is the same on every run; the
+    tolerances fail on a parameter off by a few percent at 10^5 draws.
+    """
+    import scipy.stats as st
+
+    x = np.asarray(samples, dtype=np.float64).ravel()
+    n = x.size
+    mean, var, skew, kurt = (float(m) for m in dist.stats(moments="mvsk"))
+    if np.isfinite(mean):
+        assert abs(x.mean() - mean) <= sigmas * np.sqrt(var / n), f"mean {x.mean()}, expected {mean}"
+    if np.isfinite(var) and np.isfinite(kurt):
+        se = var * np.sqrt((kurt + 2) / n)  # the sample variance's standard error
+        assert abs(x.var() - var) <= sigmas * se, f"variance {x.var()}, expected {var}"
+    if not discrete:
+        p = st.kstest(x, dist.cdf).pvalue
+        assert p > min_p, f"Kolmogorov-Smirnov p-value {p:.2e}"
+        return
+    lo, hi = dist.ppf(0.0005), dist.ppf(0.9995)
+    values = np.arange(lo, hi + 1)
+    expected = dist.pmf(values) * n
+    keep = expected >= 5
+    observed = np.array([(x == v).sum() for v in values[keep]], dtype=np.float64)
+    expected = expected[keep]
+    # The rest of the mass (both tails) as one more cell.
+    observed = np.append(observed, n - observed.sum())
+    expected = np.append(expected, n - expected.sum())
+    if expected[-1] < 5:
+        observed[-2] += observed[-1]
+        expected[-2] += expected[-1]
+        observed, expected = observed[:-1], expected[:-1]
+    p = st.chisquare(observed, expected).pvalue
+    assert p > min_p, f"chi-square p-value {p:.2e} over {len(observed)} cells"

@@ -297,21 +297,6 @@ def test_negative_n_steps_and_short_sequences_raise():
         compiled(np.arange(4.0), np.array(5))
 
 
-def test_rng_state_inside_a_scan_is_refused_by_name():
-    from lowering.errors import LoweringError
-
-    rng = pytensor.shared(np.random.default_rng(0))
-
-    def step():
-        next_rng, x = pt.random.normal(rng=rng).owner.outputs
-        return x, {rng: next_rng}
-
-    out, updates = pytensor.scan(step, n_steps=3, return_updates=True)
-    fg = FunctionGraph(outputs=[out], clone=True)
-    with pytest.raises(LoweringError, match="RandomGeneratorType"):
-        lower(fg)
-
-
 # --- ScalarLoop: the loops inside PyTensor's special-function gradients -----------------
 
 

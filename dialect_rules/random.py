@@ -1,0 +1,267 @@
+"""RandomVariable Ops: counter-based Threefry bits from the key the runtime draws
+from the user's Generator, turned into draws with StableHLO ops.
+
+A key is a `tensor<2xui32>` (`lowering.types.KEY_SHAPE`). Every key is used for one
+thing only: `split` it into new keys, or turn it into `bits`, never both, so no two
+draws share a counter. Each RandomVariable node splits its key into the key it
+returns (`next_rng`) and the key its draws come from. The streams are not numpy's:
+the same distributions, different numbers.
+
+This module holds the key machinery, the rule every RandomVariable shares (shapes,
+`size`, parameter broadcasting, numpy's parameter checks) and the samplers built
+directly on uniform and normal numbers; families with their own algorithms live in
+`random_continuous`, `random_discrete` and `random_multivariate`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import chlo
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.tensor.random import basic as rv
+
+from lowering.builders import (
+    Dim,
+    broadcast_in_dim,
+    compare,
+    convert,
+    dim_product,
+    dim_size,
+    full,
+    full_like,
+    ir_constant,
+    reshape,
+    select,
+    shape_of,
+    static_slice,
+    value_dtype,
+    vector_element,
+    iota,
+)
+from lowering.regions import any_true, while_loop
+from lowering.registry import register_lowering
+from lowering.types import static_shape
+
+U32 = "uint32"
+U64 = "uint64"
+
+# --- Threefry-2x32 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3") --
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = 0x1BD11BDA
+
+
+def _rotate_left(x: ir.Value, r: int) -> ir.Value:
+    left = hlo.shift_left(x, full_like(x, r))
+    right = hlo.shift_right_logical(x, full_like(x, 32 - r))
+    return hlo.or_(left, right)
+
+
+def threefry2x32(key: ir.Value, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """The 20-round Threefry-2x32 block cipher of the counters (x0, x1) (ui32 tensors of
+    one shape) under `key` (tensor<2xui32>)."""
+    k0, k1 = (broadcast_in_dim(reshape(static_slice(key, [i], [i + 1]), ()), shape_of(x0), ()) for i in (0, 1))
+    k2 = hlo.xor(hlo.xor(k0, k1), full_like(k0, _PARITY))
+    schedule = (k0, k1, k2)
+    x0, x1 = hlo.add(x0, k0), hlo.add(x1, k1)
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = hlo.add(x0, x1)
+            x1 = hlo.xor(_rotate_left(x1, r), x0)
+        x0 = hlo.add(x0, schedule[(i + 1) % 3])
+        x1 = hlo.add(hlo.add(x1, schedule[(i + 2) % 3]), full_like(x1, i + 1))
+    return x0, x1
+
+
+def split(key: ir.Value, n: int) -> list[ir.Value]:
+    """`n` independent keys from one."""
+    counters = ir_constant(np.arange(n, dtype=np.uint32))
+    y0, y1 = threefry2x32(key, counters, full(0, (n,), U32))
+    return [hlo.concatenate([static_slice(y0, [i], [i + 1]), static_slice(y1, [i], [i + 1])], 0) for i in range(n)]
+
+
+def bits(key: ir.Value, dims: Sequence[Dim]) -> ir.Value:
+    """64 random bits (ui64) per element of a tensor of shape `dims`."""
+    flat = iota([dim_product(dims)], 0, U64)
+    lo = convert(flat, U32)
+    hi = convert(hlo.shift_right_logical(flat, full_like(flat, 32)), U32)
+    y0, y1 = threefry2x32(key, lo, hi)
+    word = hlo.or_(hlo.shift_left(convert(y0, U64), full_like(flat, 32)), convert(y1, U64))
+    return reshape(word, dims)
+
+
+# --- uniform and normal numbers ------------------------------------------------------
+
+
+def work_dtype(dtype) -> str:
+    """The float dtype draws of `dtype` are computed in (numpy computes in float64)."""
+    return "float32" if np.dtype(dtype) in (np.float16, np.float32) else "float64"
+
+
+def uniform(key: ir.Value, dims: Sequence[Dim], dtype, open_zero: bool = False) -> ir.Value:
+    """Uniform numbers in [0, 1) of float32/float64 `dtype`, as numpy makes them from
+    the top 24 or 53 bits; with `open_zero`, in (0, 1): half a step higher."""
+    mantissa = 24 if np.dtype(dtype) == np.float32 else 53
+    word = bits(key, dims)
+    top = hlo.shift_right_logical(word, full_like(word, 64 - mantissa))
+    x = convert(top, dtype)
+    if open_zero:
+        x = hlo.add(x, full_like(x, 0.5))
+    return hlo.multiply(x, full_like(x, 2.0**-mantissa))
+
+
+def normal(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
+    """Standard normal numbers: sqrt(2) erfinv(2u - 1) for u in (0, 1)."""
+    u = uniform(key, dims, dtype, open_zero=True)
+    centered = hlo.subtract(hlo.add(u, u), full_like(u, 1.0))
+    return hlo.multiply(chlo.erf_inv(centered), full_like(u, math.sqrt(2.0)))
+
+
+def exponential(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
+    """Standard exponential numbers: -log(u) for u in (0, 1]."""
+    u = uniform(key, dims, dtype)
+    return hlo.negate(hlo.log_plus_one(hlo.negate(u)))
+
+
+def rejection(
+    key: ir.Value,
+    dims: Sequence[Dim],
+    dtype,
+    propose: Callable[[ir.Value], tuple[ir.Value, ir.Value]],
+) -> ir.Value:
+    """Rejection sampling on whole tensors: `propose(key)` returns candidates and an
+    acceptance mask of shape `dims`; each element keeps its first accepted candidate.
+    The loop runs until every element has one."""
+    zero = full(0, dims, dtype)
+    pending = full(True, dims, "bool")
+
+    def cond(values):
+        return any_true(values[1])
+
+    def body(values):
+        key, pending, out = values
+        key, draw = split(key, 2)
+        candidate, accepted = propose(draw)
+        take = hlo.and_(pending, accepted)
+        return [key, hlo.and_(pending, hlo.not_(accepted)), select(take, candidate, out)]
+
+    return while_loop([key, pending, zero], cond, body)[2]
+
+
+# --- the rule every RandomVariable shares ----------------------------------------------
+
+Sampler = Callable[..., ir.Value]
+
+
+def batch_dims(node, size, params) -> list[Dim]:
+    """The batch dims of the draws: `size` where given, else the broadcast of the
+    parameters' batch dims (PyTensor broadcasts only static 1s)."""
+    op = node.op
+    out_shape = node.outputs[1].type.shape
+    n = op.batch_ndim(node)
+    dims: list[Dim] = []
+    for d in range(n):
+        if out_shape[d] is not None:
+            dims.append(out_shape[d])
+        elif size is not None:
+            dims.append(vector_element(size, d))
+        else:
+            dims.append(_param_dim(node, params, d, n))
+    return dims
+
+
+def _param_dim(node, params, d: int, n: int) -> Dim:
+    for p, core in zip(params, node.op.ndims_params):
+        batch = len(static_shape(p.type)) - core
+        axis = d - (n - batch)
+        if axis >= 0 and static_shape(p.type)[axis] != 1:
+            return dim_size(p, axis)
+    return 1
+
+
+def broadcast_param(p: ir.Value, batch: Sequence[Dim], core: int) -> ir.Value:
+    """A parameter broadcast to the batch dims, its `core` trailing dims kept."""
+    shape = shape_of(p)
+    rank = len(shape)
+    dims = list(batch) + list(shape[rank - core:])
+    return broadcast_in_dim(p, dims, range(len(dims) - rank, len(dims)))
+
+
+def require(ctx, failed: ir.Value, message: str, error: type = ValueError) -> None:
+    """numpy's parameter check: raise `error(message)` when any element of `failed` holds.
+    Inside a loop body (a Scan step) nothing can be raised; the draws are then NaN or
+    whatever the sampler gives for such parameters."""
+    if ctx.can_raise():
+        ctx.runtime_check(any_true(failed), error, message)
+
+
+def register_sampler(*op_classes, checks: Callable | None = None):
+    """Register `sampler(key, dims, *params)` for the RandomVariable classes.
+
+    The sampler gets the key for its draws, the output's batch dims and the
+    parameters broadcast to them (core dims kept), in the work dtype of the output
+    (`work_dtype`); for integer draws, real parameters in float64 and integer ones
+    as int64.
+    `checks(ctx, *params)` adds numpy's parameter checks.
+    """
+    def decorate(sampler: Sampler) -> Sampler:
+        def rule(ctx, node, key, size, *params):
+            key = _key_operand(ctx, key)
+            out_dtype = node.outputs[1].type.dtype
+            dtype = work_dtype(out_dtype) if np.dtype(out_dtype).kind == "f" else "float64"
+            batch = batch_dims(node, size, params)
+            real = np.dtype(out_dtype).kind == "f"
+            params = [
+                broadcast_param(convert(p, dtype if real or value_dtype(p).startswith("float") else "int64"), batch, core)
+                for p, core in zip(params, node.op.ndims_params)
+            ]
+            if checks is not None:
+                checks(ctx, *params)
+            next_key, draw_key = split(key, 2)
+            return next_key, convert(sampler(draw_key, batch, *params), out_dtype)
+
+        for cls in op_classes:
+            register_lowering(cls)(rule)
+        return sampler
+
+    return decorate
+
+
+def _key_operand(ctx, key):
+    """The key of a generator input; a constant Generator gives a constant key."""
+    if isinstance(key, np.random.Generator):
+        state = key.bit_generator.state
+        copy = type(key.bit_generator)(0)
+        copy.state = state
+        return ir_constant(copy.random_raw(1).view(np.uint32))
+    return key
+
+
+def _negative(x: ir.Value) -> ir.Value:
+    return compare(x, full_like(x, 0), "LT")
+
+
+def _not_positive(x: ir.Value) -> ir.Value:
+    return compare(x, full_like(x, 0), "LE")
+
+
+def _scale_checks(ctx, *params):
+    require(ctx, _negative(params[-1]), "scale < 0")
+
+
+# --- samplers made directly from uniform and normal numbers -----------------------------
+
+
+@register_sampler(rv.UniformRV)
+def _uniform(key, dims, low, high):
+    u = uniform(key, dims, value_dtype(low))
+    return hlo.add(low, hlo.multiply(hlo.subtract(high, low), u))
+
+
+@register_sampler(rv.NormalRV, checks=_scale_checks)
+def _normal(key, dims, loc, scale):
+    return hlo.add(loc, hlo.multiply(scale, normal(key, dims, value_dtype(loc))))

@@ -1,0 +1,205 @@
+"""RandomVariable core: Threefry, generator state, shapes and `size`, uniform and normal."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+import scipy.stats as st
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import func
+
+from dialect_rules.random import threefry2x32
+from lowering._jax_internal import make_ir_context
+from lowering.compile import compile_bytecode, module_bytecode
+from lowering.types import tensor_type
+from tests.helpers import PY_MODE, assert_distribution, draw
+
+
+def _threefry(key, x0, x1):
+    """Our Threefry-2x32 lowering, compiled and run on numpy words."""
+    n = len(x0)
+    with make_ir_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        words = tensor_type((n,), "uint32")
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("main", ir.FunctionType.get([tensor_type((2,), "uint32"), words, words], [words, words]))
+            fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+            with ir.InsertionPoint(fn.add_entry_block()):
+                func.return_(list(threefry2x32(*fn.arguments)))
+        exe = compile_bytecode(module_bytecode(module), "cpu")
+    args = [jax.device_put(np.asarray(a, dtype=np.uint32)) for a in (key, x0, x1)]
+    return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()]
+
+
+def test_threefry_matches_random123_known_answers():
+    # Random123's kat_vectors for threefry2x32 with 20 rounds: (counter, key) -> result.
+    cases = [
+        ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+        ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+        ((0x243F6A88, 0x85A308D3), (0x13198A2E, 0x03707344), (0xC4923A9C, 0x483DF7A0)),
+    ]
+    for counter, key, expected in cases:
+        y0, y1 = _threefry(key, [counter[0]], [counter[1]])
+        assert (int(y0[0]), int(y1[0])) == expected
+
+
+# --- generator state -------------------------------------------------------------------
+
+
+def _updating_function(rng, make_rv, inputs=()):
+    nxt, x = make_rv(rng).owner.outputs
+    return pytensor.function(list(inputs), x, updates={rng: nxt}, mode="STABLEHLO")
+
+
+def test_consecutive_calls_draw_new_numbers_and_reseeding_reproduces_them():
+    rng = pytensor.shared(np.random.default_rng(7))
+    f = _updating_function(rng, lambda r: pt.random.normal(size=5, rng=r))
+    first, second = f(), f()
+    assert not np.array_equal(first, second)
+    rng.set_value(np.random.default_rng(7))
+    np.testing.assert_array_equal(f(), first)
+    np.testing.assert_array_equal(f(), second)
+
+
+def test_two_functions_sharing_a_generator_advance_it_in_turn():
+    rng = pytensor.shared(np.random.default_rng(3))
+    f = _updating_function(rng, lambda r: pt.random.normal(size=4, rng=r))
+    g = _updating_function(rng, lambda r: pt.random.uniform(size=4, rng=r))
+    f_first, g_second = f(), g()
+    rng.set_value(np.random.default_rng(3))
+    g_first = g()
+    assert not np.array_equal(g_first, g_second)  # g drew from where f had left the state
+    rng.set_value(np.random.default_rng(3))
+    np.testing.assert_array_equal(f(), f_first)
+    np.testing.assert_array_equal(g(), g_second)
+
+
+def test_without_an_update_the_shared_generator_is_left_alone():
+    gen = np.random.default_rng(11)
+    state = gen.bit_generator.state
+    rng = pytensor.shared(gen, borrow=True)
+    f = pytensor.function([], pt.random.normal(size=3, rng=rng), mode="STABLEHLO")
+    np.testing.assert_array_equal(f(), f())  # PyTensor's semantics: same state, same draws
+    assert gen.bit_generator.state == state
+
+
+def test_a_generator_passed_as_input_is_not_mutated_and_the_next_one_is_returned():
+    r = pt.random.type.random_generator_type("r")
+    nxt, x = pt.random.normal(0, 1, size=3, rng=r).owner.outputs
+    f = pytensor.function([r], [nxt, x], mode="STABLEHLO")
+    gen = np.random.default_rng(5)
+    state = gen.bit_generator.state
+    next_gen, a = f(gen)
+    assert gen.bit_generator.state == state and next_gen is not gen
+    _, b = f(next_gen)
+    _, again = f(gen)
+    assert not np.array_equal(a, b)
+    np.testing.assert_array_equal(a, again)
+
+
+def test_a_non_generator_input_is_refused_by_name():
+    r = pt.random.type.random_generator_type("r")
+    f = pytensor.function([r], pt.random.normal(size=2, rng=r), mode="STABLEHLO")
+    with pytest.raises(TypeError):
+        f(np.random.RandomState(0))
+    from lowering import lower
+    from pytensor.graph.fg import FunctionGraph
+
+    compiled = lower(FunctionGraph([r], [pt.random.normal(size=2, rng=r)], clone=True)).compile()
+    with pytest.raises(TypeError, match="input 0 .*numpy Generator, got int"):
+        compiled(3)
+
+
+def test_chained_draws_in_one_graph_are_independent():
+    rng = pytensor.shared(np.random.default_rng(0))
+    nxt, a = pt.random.normal(size=50_000, rng=rng).owner.outputs
+    _, b = pt.random.normal(size=50_000, rng=nxt).owner.outputs
+    x, y = pytensor.function([], [a, b], mode="STABLEHLO")()
+    assert abs(np.corrcoef(x, y)[0, 1]) < 0.02
+
+
+def test_draws_inside_scan_update_the_generator_every_step():
+    rng = pytensor.shared(np.random.default_rng(1))
+
+    def step(x, rng):
+        nxt, y = pt.random.normal(x, 1.0, rng=rng).owner.outputs
+        return y, {rng: nxt}
+
+    ys, updates = pytensor.scan(
+        step, outputs_info=[pt.constant(0.0, dtype="float64")], non_sequences=[rng], n_steps=2000,
+        return_updates=True,
+    )
+    f = pytensor.function([], ys, updates=updates, mode="STABLEHLO")
+    walk, again = f(), f()
+    assert not np.array_equal(walk, again)
+    assert_distribution(np.diff(walk), st.norm(), sigmas=5, min_p=1e-3)
+
+
+# --- shapes, size and dtypes -------------------------------------------------------------
+
+
+def _same_type(make_rv, inputs=(), values=()):
+    """Our draws have the shape and dtype of the Python mode's."""
+    rng = pytensor.shared(np.random.default_rng(0))
+    out = make_rv(rng)
+    got = pytensor.function(list(inputs), out, mode="STABLEHLO")(*values)
+    expected = pytensor.function(list(inputs), out, mode=PY_MODE)(*values)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    return got
+
+
+def test_size_may_be_symbolic():
+    n = pt.iscalar("n")
+    f = pytensor.function([n], pt.random.normal(size=(n, 2)), mode="STABLEHLO")
+    assert f(3).shape == (3, 2) and f(5).shape == (5, 2)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_every_float_dtype(dtype):
+    x = _same_type(lambda r: pt.random.normal(1.0, 2.0, size=(1000,), rng=r, dtype=dtype))
+    assert abs(x.astype("float64").mean() - 1.0) < 0.3
+
+
+def test_parameters_broadcast_to_size_and_to_each_other():
+    mu = pt.dvector("mu")
+    sigma = pt.dmatrix("sigma")
+    x = _same_type(
+        lambda r: pt.random.normal(mu, sigma, rng=r), [mu, sigma], [np.arange(3.0), np.full((4, 1), 1e-9)]
+    )
+    np.testing.assert_allclose(x, np.broadcast_to(np.arange(3.0), (4, 3)), atol=1e-7)
+    _same_type(lambda r: pt.random.uniform(mu, 4.0, size=(2, 3), rng=r), [mu], [np.arange(3.0)])
+
+
+def test_invalid_parameters_raise_numpy_error():
+    sigma = pt.dscalar("sigma")
+    f = pytensor.function([sigma], pt.random.normal(0.0, sigma, size=3), mode="STABLEHLO")
+    with pytest.raises(ValueError, match="scale < 0"):
+        f(-1.0)
+
+
+# --- distributions --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_normal(dtype):
+    x = draw(lambda r, size: pt.random.normal(-1.5, 3.0, size=size, rng=r, dtype=dtype))
+    assert x.dtype == dtype
+    assert_distribution(x, st.norm(-1.5, 3.0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_uniform(dtype):
+    x = draw(lambda r, size: pt.random.uniform(-2.0, 5.0, size=size, rng=r, dtype=dtype))
+    assert x.dtype == dtype and x.min() >= -2.0 and x.max() < 5.0
+    assert_distribution(x, st.uniform(-2.0, 7.0))
+
+
+def test_the_statistical_check_fails_on_a_wrong_parameterization():
+    x = draw(lambda r, size: pt.random.normal(0.0, 1.0, size=size, rng=r))
+    with pytest.raises(AssertionError):
+        assert_distribution(x, st.norm(0.0, 1.03))
+    with pytest.raises(AssertionError):
+        assert_distribution(x, st.norm(0.02, 1.0))
