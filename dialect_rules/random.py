@@ -132,12 +132,15 @@ def rejection(
     dims: Sequence[Dim],
     dtype,
     propose: Callable[[ir.Value], tuple[ir.Value, ir.Value]],
+    pending: ir.Value | None = None,
+    default: ir.Value | None = None,
 ) -> ir.Value:
     """Rejection sampling on whole tensors: `propose(key)` returns candidates and an
-    acceptance mask of shape `dims`; each element keeps its first accepted candidate.
-    The loop runs until every element has one."""
-    zero = full(0, dims, dtype)
-    pending = full(True, dims, "bool")
+    acceptance mask of shape `dims`; each `pending` element (all by default) keeps its
+    first accepted candidate, the others `default` (0). The loop runs until every
+    pending element has one: leave out elements whose parameters never accept."""
+    zero = full(0, dims, dtype) if default is None else default
+    pending = full(True, dims, "bool") if pending is None else pending
 
     def cond(values):
         return any_true(values[1])
@@ -150,6 +153,42 @@ def rejection(
         return [key, hlo.and_(pending, hlo.not_(accepted)), select(take, candidate, out)]
 
     return while_loop([key, pending, zero], cond, body)[2]
+
+
+def standard_gamma(key: ir.Value, alpha: ir.Value) -> ir.Value:
+    """Gamma(alpha, 1) numbers by Marsaglia and Tsang's method; for alpha < 1, a
+    Gamma(alpha + 1) number times u^(1/alpha). alpha = 0 gives 0; alpha = inf gives
+    inf; NaN or negative alpha give NaN."""
+    dtype, dims = value_dtype(alpha), shape_of(alpha)
+    one = full_like(alpha, 1.0)
+    boost = compare(alpha, one, "LT")
+    d = hlo.subtract(select(boost, hlo.add(alpha, one), alpha), full_like(alpha, 1 / 3))
+    c = hlo.rsqrt(hlo.multiply(d, full_like(d, 9.0)))
+    loop_key, boost_key = split(key, 2)
+
+    def propose(key):
+        normal_key, uniform_key = split(key, 2)
+        x = normal(normal_key, dims, dtype)
+        cube_root = hlo.add(one, hlo.multiply(c, x))
+        v = hlo.multiply(hlo.multiply(cube_root, cube_root), cube_root)
+        log_u = hlo.log(uniform(uniform_key, dims, dtype, open_zero=True))
+        bound = hlo.add(
+            hlo.multiply(full_like(x, 0.5), hlo.multiply(x, x)),
+            hlo.multiply(d, hlo.add(hlo.subtract(one, v), hlo.log(v))),
+        )
+        accepted = hlo.and_(compare(v, full_like(v, 0.0), "GT"), compare(log_u, bound, "LT"))
+        return hlo.multiply(d, v), accepted
+
+    finite = hlo.is_finite(alpha)
+    positive = compare(alpha, full_like(alpha, 0.0), "GT")
+    special = select(
+        compare(alpha, full_like(alpha, 0.0), "EQ"), full_like(alpha, 0.0),
+        select(compare(alpha, full_like(alpha, np.inf), "EQ"), alpha, full_like(alpha, np.nan)),
+    )
+    g = rejection(loop_key, dims, dtype, propose, hlo.and_(finite, positive), special)
+    u = uniform(boost_key, dims, dtype, open_zero=True)
+    scale = hlo.power(u, hlo.divide(one, alpha))
+    return select(hlo.and_(boost, positive), hlo.multiply(g, scale), g)
 
 
 # --- the rule every RandomVariable shares ----------------------------------------------
@@ -260,6 +299,16 @@ def _scale_checks(ctx, *params):
 def _uniform(key, dims, low, high):
     u = uniform(key, dims, value_dtype(low))
     return hlo.add(low, hlo.multiply(hlo.subtract(high, low), u))
+
+
+def _gamma_checks(ctx, shape, scale):
+    require(ctx, _negative(shape), "shape < 0")
+    require(ctx, _negative(scale), "scale < 0")
+
+
+@register_sampler(rv.GammaRV, checks=_gamma_checks)
+def _gamma(key, dims, shape, scale):
+    return hlo.multiply(standard_gamma(key, shape), scale)
 
 
 @register_sampler(rv.NormalRV, checks=_scale_checks)

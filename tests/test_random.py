@@ -203,3 +203,18 @@ def test_the_statistical_check_fails_on_a_wrong_parameterization():
         assert_distribution(x, st.norm(0.0, 1.03))
     with pytest.raises(AssertionError):
         assert_distribution(x, st.norm(0.02, 1.0))
+
+
+@pytest.mark.parametrize("shape", [0.05, 0.7, 1.0, 3.5, 250.0])
+def test_gamma(shape):
+    x = draw(lambda r, size: pt.random.gamma(shape, scale=2.0, size=size, rng=r))
+    assert_distribution(x, st.gamma(shape, scale=2.0))
+
+
+def test_gamma_edge_parameters():
+    shape = pt.dvector("shape")
+    f = pytensor.function([shape], pt.random.gamma(shape, scale=1.0), mode="STABLEHLO")
+    x = f(np.array([0.0, np.inf, np.nan, 1e-300, 1e300]))
+    assert x[0] == 0.0 and x[1] == np.inf and np.isnan(x[2]) and np.isfinite(x[3:]).all()
+    with pytest.raises(ValueError, match="shape < 0"):
+        f(np.array([-1.0]))
