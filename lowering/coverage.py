@@ -9,7 +9,7 @@ from lowering.graph import find_unsupported
 from lowering.registry import _BATCHED, _RULES, lookup_rule_for_class
 
 # Generic bases that PyTensor's JAX backend registers as fallbacks, not Ops a graph holds.
-_NOT_OPS = {"ScalarOp", "TypeCastingOp", "FunctionGraph", "JAXShapeTuple"}
+_NOT_OPS = {"ScalarOp", "TypeCastingOp", "FunctionGraph", "JAXShapeTuple", "RandomVariable"}
 
 
 def unsupported_ops(fgraph) -> dict[str, list]:
@@ -71,6 +71,22 @@ def scalar_ops_without_rule() -> list[str]:
     return sorted(missing)
 
 
+def random_variables_without_rule() -> list[str]:
+    """RandomVariable classes of `pytensor.tensor.random.basic` we do not lower yet
+    (PyTensor's JAX backend registers their base class)."""
+    import pytensor.tensor.random.basic as basic
+    from pytensor.tensor.random.op import RandomVariable
+
+    classes = [
+        c for c in vars(basic).values()
+        if isinstance(c, type) and issubclass(c, RandomVariable) and c.__module__ == basic.__name__
+    ]
+    leaves = [c for c in classes if not any(o is not c and issubclass(o, c) for o in classes)]
+    return sorted(
+        f"{c.__module__.replace('pytensor.', '')}.{c.__name__}" for c in leaves if lookup_rule_for_class(c) is None
+    )
+
+
 def supported_ops_markdown() -> str:
     import dialect_rules  # noqa: F401  (registers every rule)
 
@@ -79,11 +95,13 @@ def supported_ops_markdown() -> str:
         lines.append(f"| `{family}` | {', '.join(f'`{n}`' for n in names)} |")
     import pytensor
 
-    missing = sorted(set(jax_backend_ops_without_rule()) | set(scalar_ops_without_rule()))
+    missing = sorted(
+        set(jax_backend_ops_without_rule()) | set(scalar_ops_without_rule()) | set(random_variables_without_rule())
+    )
     lines.append("")
     lines.append(
         f"Not supported yet ({len(missing)} Op classes that PyTensor {pytensor.__version__} "
-        "defines as scalar Ops or its JAX backend handles): "
+        "defines as scalar Ops or random variables, or its JAX backend handles): "
         + (", ".join(f"`{m}`" for m in missing) if missing else "none")
         + "."
     )

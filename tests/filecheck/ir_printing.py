@@ -8,7 +8,10 @@ from lowering import lower
 
 
 def _types(inputs) -> str:
-    return " ".join(f"{v.type.dtype}{list(v.type.shape)}".replace("None", "?") for v in inputs)
+    return " ".join(
+        f"{v.type.dtype}{list(v.type.shape)}".replace("None", "?") if hasattr(v.type, "dtype") else str(v.type)
+        for v in inputs
+    )
 
 
 def print_ir(name, inputs, outputs, *, raw=False):

@@ -1,0 +1,33 @@
+# RUN: %PYTHON %s | FileCheck %s
+# A Generator enters @main as a tensor<2xui32> Threefry key and leaves as the key after the
+# draws. Each element's 64 bits are Threefry-2x32 of its flat index (a ui64 iota split in two
+# words); the key schedule's parity constant is 0x1BD11BDA = 466688986.
+import pytensor.tensor as pt
+
+from ir_printing import print_ir
+
+rng = pt.random.type.random_generator_type("rng")
+
+# CHECK-LABEL: TEST: normal raw RandomGeneratorType
+# CHECK: func.func public @main(%arg0: tensor<2xui32>) -> (tensor<2xui32>, tensor<3xf64>
+# CHECK: stablehlo.iota dim = 0 : tensor<3xui64>
+# CHECK: stablehlo.constant dense<466688986> : tensor<3xui32>
+# CHECK: chlo.erf_inv
+nxt, x = pt.random.normal(0, 1, size=(3,), rng=rng).owner.outputs
+print_ir("normal", [rng], [nxt, x], raw=True)
+
+# A size known only at run time: the counters are a dynamic_iota of the product of the dims.
+# CHECK-LABEL: TEST: uniform_symbolic_size opt RandomGeneratorType int64[]
+# CHECK: stablehlo.dynamic_iota {{.*}} -> tensor<?xui64>
+# CHECK: stablehlo.dynamic_reshape {{.*}} -> tensor<?x2xui64>
+n = pt.lscalar("n")
+nxt, x = pt.random.uniform(size=(n, 2), rng=rng).owner.outputs
+print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
+
+# Gamma: Marsaglia-Tsang's rejection runs as one stablehlo.while over the whole tensor,
+# carrying the key, the elements still pending and the accepted values.
+# CHECK-LABEL: TEST: gamma opt RandomGeneratorType float64[?]
+# CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>
+a = pt.dvector("a")
+nxt, x = pt.random.gamma(a, scale=1.0, rng=rng).owner.outputs
+print_ir("gamma", [rng, a], [nxt, x])
