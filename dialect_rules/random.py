@@ -55,25 +55,43 @@ _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
 
 
-def _rotate_left(x: ir.Value, r: int) -> ir.Value:
-    left = hlo.shift_left(x, full_like(x, r))
-    right = hlo.shift_right_logical(x, full_like(x, 32 - r))
+def _rotate_left(x: ir.Value, r: ir.Value) -> ir.Value:
+    """x rotated left by the 0-d ui32 `r` bits."""
+    dims = shape_of(x)
+    left = hlo.shift_left(x, broadcast_in_dim(r, dims, ()))
+    right = hlo.shift_right_logical(x, broadcast_in_dim(hlo.subtract(ir_constant(np.uint32(32)), r), dims, ()))
     return hlo.or_(left, right)
 
 
 def threefry2x32(key: ir.Value, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, ir.Value]:
     """The 20-round Threefry-2x32 block cipher of the counters (x0, x1) (ui32 tensors of
-    one shape) under `key` (tensor<2xui32>)."""
-    k0, k1 = (broadcast_in_dim(reshape(static_slice(key, [i], [i + 1]), ()), shape_of(x0), ()) for i in (0, 1))
-    k2 = hlo.xor(hlo.xor(k0, k1), full_like(k0, _PARITY))
-    schedule = (k0, k1, k2)
-    x0, x1 = hlo.add(x0, k0), hlo.add(x1, k1)
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
+    one shape) under `key` (tensor<2xui32>).
+
+    The five groups of four rounds run as a loop, as JAX does on CPU: unrolled, every
+    sampler's module would carry 80 rounds per key use and XLA compiles it seconds longer.
+    The loop carries the key schedule and the rotation sets, rotated each step.
+    """
+    k0, k1 = (reshape(static_slice(key, [i], [i + 1]), ()) for i in (0, 1))
+    k2 = hlo.xor(hlo.xor(k0, k1), ir_constant(np.uint32(_PARITY)))
+    x0 = hlo.add(x0, broadcast_in_dim(k0, shape_of(x0), ()))
+    x1 = hlo.add(x1, broadcast_in_dim(k1, shape_of(x1), ()))
+    rotations = [ir_constant(np.uint32(r)) for r in _ROTATIONS[0] + _ROTATIONS[1]]
+    step = ir_constant(np.uint32(0))
+
+    def body(values):
+        i, x0, x1, k0, k1, k2, *rotations = values
+        for r in rotations[:4]:
             x0 = hlo.add(x0, x1)
             x1 = hlo.xor(_rotate_left(x1, r), x0)
-        x0 = hlo.add(x0, schedule[(i + 1) % 3])
-        x1 = hlo.add(hlo.add(x1, schedule[(i + 2) % 3]), full_like(x1, i + 1))
+        i = hlo.add(i, ir_constant(np.uint32(1)))
+        x0 = hlo.add(x0, broadcast_in_dim(k1, shape_of(x0), ()))
+        x1 = hlo.add(x1, broadcast_in_dim(hlo.add(k2, i), shape_of(x1), ()))
+        return [i, x0, x1, k1, k2, k0, *rotations[4:], *rotations[:4]]
+
+    def cond(values):
+        return compare(values[0], ir_constant(np.uint32(5)), "LT")
+
+    _, x0, x1, *_ = while_loop([step, x0, x1, k0, k1, k2, *rotations], cond, body)
     return x0, x1
 
 
@@ -213,6 +231,12 @@ def batch_dims(node, size, params) -> list[Dim]:
     return dims
 
 
+def param_batch_dims(node, params) -> list[Dim]:
+    """The broadcast of the parameters' batch dims alone (without `size`)."""
+    n = max((len(static_shape(p.type)) - core for p, core in zip(params, node.op.ndims_params)), default=0)
+    return [_param_dim(node, params, d, n) for d in range(n)]
+
+
 def _param_dim(node, params, d: int, n: int) -> Dim:
     for p, core in zip(params, node.op.ndims_params):
         batch = len(static_shape(p.type)) - core
@@ -245,21 +269,23 @@ def register_sampler(*op_classes, checks: Callable | None = None):
     parameters broadcast to them (core dims kept), in the work dtype of the output
     (`work_dtype`); for integer draws, real parameters in float64 and integer ones
     as int64.
-    `checks(ctx, *params)` adds numpy's parameter checks.
+    `checks(ctx, *params)` adds numpy's parameter checks; it sees the parameters
+    broadcast to each other only, not to `size` (XLA would fold checks of constant
+    parameters over the whole output otherwise).
     """
     def decorate(sampler: Sampler) -> Sampler:
         def rule(ctx, node, key, size, *params):
             key = _key_operand(ctx, key)
             out_dtype = node.outputs[1].type.dtype
-            dtype = work_dtype(out_dtype) if np.dtype(out_dtype).kind == "f" else "float64"
-            batch = batch_dims(node, size, params)
             real = np.dtype(out_dtype).kind == "f"
-            params = [
-                broadcast_param(convert(p, dtype if real or value_dtype(p).startswith("float") else "int64"), batch, core)
-                for p, core in zip(params, node.op.ndims_params)
-            ]
+            dtype = work_dtype(out_dtype) if real else "float64"
+            params = [convert(p, dtype if real or value_dtype(p).startswith("float") else "int64") for p in params]
+            cores = node.op.ndims_params
             if checks is not None:
-                checks(ctx, *params)
+                own = param_batch_dims(node, params)
+                checks(ctx, *(broadcast_param(p, own, core) for p, core in zip(params, cores)))
+            batch = batch_dims(node, size, params)
+            params = [broadcast_param(p, batch, core) for p, core in zip(params, cores)]
             next_key, draw_key = split(key, 2)
             return next_key, convert(sampler(draw_key, batch, *params), out_dtype)
 

@@ -218,3 +218,44 @@ def test_gamma_edge_parameters():
     assert x[0] == 0.0 and x[1] == np.inf and np.isnan(x[2]) and np.isfinite(x[3:]).all()
     with pytest.raises(ValueError, match="shape < 0"):
         f(np.array([-1.0]))
+
+
+# --- PyMC -------------------------------------------------------------------------------
+
+
+def _sd_variance(x):
+    """The sampling variance of each column's standard deviation (delta method on the
+    variance, whose own variance is (m4 - s^4) / n)."""
+    centered = x - x.mean(0)
+    s2 = (centered**2).mean(0)
+    m4 = (centered**4).mean(0)
+    return (m4 - s2**2) / len(x) / (4 * s2)
+
+
+def test_pymc_prior_predictive_matches_numba_moments():
+    import pymc as pm
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfNormal("tau", 2.5)
+        theta = pm.Normal("theta", mu, tau, shape=8)
+        pm.Normal("y", theta, np.linspace(9.0, 18.0, 8), observed=np.arange(8.0))
+    n = 4000
+    samples = {}
+    for mode in ("STABLEHLO", "NUMBA"):
+        idata = pm.sample_prior_predictive(
+            model=model, draws=n, random_seed=1, compile_kwargs={"mode": mode}, progressbar=False
+        )
+        samples[mode] = {
+            name: group[name].values.reshape(n, -1)
+            for group in (idata.prior, idata.prior_predictive) for name in group.data_vars
+        }
+    for name, ours in samples["STABLEHLO"].items():
+        theirs = samples["NUMBA"][name]
+        assert ours.shape == theirs.shape
+        se_mean = np.sqrt((ours.var(0) + theirs.var(0)) / n)
+        assert (abs(ours.mean(0) - theirs.mean(0)) < 5 * se_mean).all(), name
+        se_sd = np.sqrt(_sd_variance(ours) + _sd_variance(theirs))
+        assert (abs(ours.std(0) - theirs.std(0)) < 5 * se_sd).all(), name
+    draws = samples["STABLEHLO"]
+    assert not np.array_equal(draws["mu"][: n // 2], draws["mu"][n // 2:])
