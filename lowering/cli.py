@@ -13,6 +13,7 @@ with no arguments, giving one of:
   a FunctionGraph, a compiled PyTensor function, or `lowering.examples.Graph`
   a PyMC model                   its logp and dlogp in the model's value variables,
                                  valued at the model's initial point by --run
+Shared variables the outputs read but `inputs` lacks follow it as inputs, at their values.
 
 The graph is rewritten as `pytensor.function(..., mode="STABLEHLO")` would
 (`--no-rewrite` lowers it as built; a compiled function's graph is used as it is).
@@ -24,6 +25,7 @@ found a mismatch, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import pickle
 import runpy
@@ -84,14 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="operations left after each pass, and the op kinds it changed")
 
     spec = p.add_argument_group("specialization and execution")
-    spec.add_argument("--input-shapes", help="e.g. '3x4,4,scalar': one shape per input")
-    spec.add_argument("--input-dtypes", help="dtypes of the values fed, e.g. 'float32,int64'")
-    spec.add_argument("--inputs", help=".npz of input values (by input name, or arr_0, arr_1, ...)")
+    spec.add_argument("--input-shapes", help="e.g. '3x4,4,scalar': one shape per input, 'rng' or "
+                                             "nothing for a Generator; trailing shared variables may "
+                                             "be left out (they keep their values)")
+    spec.add_argument("--input-dtypes", help="dtypes of the values fed, e.g. 'float32,int64'; "
+                                             "listed as --input-shapes")
+    spec.add_argument("--inputs", help=".npz of input values (by input name, or arr_0, arr_1, ...); "
+                                       "Generators and shared variables left out keep their own")
+    spec.add_argument("--seed", type=int, default=0,
+                      help="seed of random inputs, and of a Generator input that is not shared")
     spec.add_argument("--specialize", action="store_true",
                       help="show the module refined to concrete input shapes")
-    spec.add_argument("--seed", type=int, default=0, help="seed of random inputs")
     spec.add_argument("--run", action="store_true",
-                      help="execute and compare with PyTensor's Python mode")
+                      help="execute and compare with PyTensor's Python mode (random draws: "
+                           "by shape and dtype)")
     spec.add_argument("--cost", action="store_true", help="XLA's cost analysis of the executable")
     p.add_argument("--traceback", action="store_true", help="show tracebacks of errors")
     return p
@@ -331,18 +339,52 @@ def report_passes(lowered, args) -> None:
 
 # --- input values ---------------------------------------------------------------------
 
+GENERATOR_ITEMS = ("", "rng")  # what --input-shapes and --input-dtypes take for a Generator
 
-def _split_list(text: str, what: str, n: int) -> list[str]:
+
+def _is_shared(var) -> bool:
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    return isinstance(var, SharedVariable)
+
+
+def _is_generator(var) -> bool:
+    from lowering.types import is_rng_type
+
+    return is_rng_type(var.type)
+
+
+def _split_list(text: str, what: str, inputs) -> list[str | None]:
+    """One item per input; trailing shared variables may be left out (None: they keep
+    their values)."""
     items = [s.strip() for s in text.split(",")]
-    if len(items) != n:
-        raise UsageError(f"{what}: {len(items)} given for {n} input(s)")
-    return items
+    n = listed = len(inputs)
+    while listed and _is_shared(inputs[listed - 1]):
+        listed -= 1
+    if len(items) == n or len(items) == listed:
+        return items + [None] * (n - len(items))
+    counts = f"{n} input(s)" if listed == n else f"{listed} input(s) and {n - listed} shared variable(s)"
+    raise UsageError(f"{what}: {len(items)} given for {counts}")
 
 
-def parse_shapes(text: str, inputs) -> list[tuple[int, ...]]:
+def _generator_item(item: str, var, what: str, name: str) -> bool:
+    """Whether `item` stands for a Generator input, which has no shape or dtype to give."""
+    if not _is_generator(var):
+        return False
+    if item.lower() not in GENERATOR_ITEMS:
+        raise UsageError(f"{what}: {name} is a random Generator; write 'rng' or nothing in its place, "
+                         f"not {item!r}")
+    return True
+
+
+def parse_shapes(text: str, inputs) -> list[tuple[int, ...] | None]:
+    """One shape per input; None where the input keeps its own value."""
     shapes = []
-    for var, item in zip(inputs, _split_list(text, "--input-shapes", len(inputs))):
-        name = var.name or f"input {inputs.index(var)}"
+    for i, (var, item) in enumerate(zip(inputs, _split_list(text, "--input-shapes", inputs))):
+        name = var.name or f"input {i}"
+        if item is None or _generator_item(item, var, "--input-shapes", name):
+            shapes.append(None)
+            continue
         if item in ("scalar", "()", ""):
             shape = ()
         else:
@@ -361,13 +403,18 @@ def parse_shapes(text: str, inputs) -> list[tuple[int, ...]]:
     return shapes
 
 
-def parse_dtypes(text: str, inputs) -> list[np.dtype]:
+def parse_dtypes(text: str, inputs) -> list[np.dtype | None]:
+    """One dtype per input; None where the input's value is not cast."""
     dtypes = []
-    for var, item in zip(inputs, _split_list(text, "--input-dtypes", len(inputs))):
+    for i, (var, item) in enumerate(zip(inputs, _split_list(text, "--input-dtypes", inputs))):
+        name = var.name or f"input {i}"
+        if item is None or _generator_item(item, var, "--input-dtypes", name):
+            dtypes.append(None)
+            continue
         try:
             dtypes.append(np.dtype(item))
         except TypeError:
-            raise UsageError(f"--input-dtypes: {item!r} for {var.name or 'an input'} is not a dtype") from None
+            raise UsageError(f"--input-dtypes: {item!r} for {name} is not a dtype") from None
     return dtypes
 
 
@@ -382,26 +429,34 @@ def random_value(rng, shape, dtype) -> np.ndarray:
     return rng.normal(size=shape).astype(dtype)
 
 
-def input_values(graph, fgraph, args) -> list[np.ndarray]:
+def input_values(graph, fgraph, args) -> list:
     """Values for the graph's inputs: --inputs, else the source's own, else random ones
-    with --input-shapes (unknown dims default to 3); cast to --input-dtypes if given."""
+    with --input-shapes (unknown dims default to 3); cast to --input-dtypes if given.
+    Generators, and shared variables these leave out, keep their own value: the shared
+    variable's current one, or `default_rng(--seed)` for a Generator that is not shared."""
     inputs = list(fgraph.inputs)
     shapes = parse_shapes(args.input_shapes, inputs) if args.input_shapes else None
     dtypes = parse_dtypes(args.input_dtypes, inputs) if args.input_dtypes else None
     if args.inputs:
         values = _load_npz(args.inputs, inputs)
     elif graph.values is not None and shapes is None:
-        values = [np.asarray(v) for v in graph.values]
+        values = [v if isinstance(v, np.random.Generator) else np.asarray(v) for v in graph.values]
     else:
         rng = np.random.default_rng(args.seed)
-        shapes = shapes or [tuple(DEFAULT_DIM if d is None else d for d in v.type.shape) for v in inputs]
-        values = [random_value(rng, s, v.type.dtype) for s, v in zip(shapes, inputs)]
-    if shapes is not None:
-        for var, value, shape in zip(inputs, values, shapes):
-            if value.shape != shape:
-                raise UsageError(f"input {var.name}: value of shape {value.shape}, --input-shapes says {shape}")
+        values = []
+        for var, shape in zip(inputs, shapes or [None] * len(inputs)):
+            if shape is None and (_is_generator(var) or _is_shared(var)):
+                values.append(None)
+                continue
+            if shape is None:
+                shape = tuple(DEFAULT_DIM if d is None else d for d in var.type.shape)
+            values.append(random_value(rng, shape, var.type.dtype))
+    values = [_own_value(var, args.seed) if v is None else v for var, v in zip(inputs, values)]
+    for var, value, shape in zip(inputs, values, shapes or ()):
+        if shape is not None and value.shape != shape:
+            raise UsageError(f"input {var.name}: value of shape {value.shape}, --input-shapes says {shape}")
     if dtypes is not None:
-        values = [np.asarray(v).astype(d) for v, d in zip(values, dtypes)]
+        values = [v if d is None else np.asarray(v).astype(d) for v, d in zip(values, dtypes)]
     # Through PyTensor's own argument rules, as a call would: errors name the input.
     filtered = []
     for i, (var, value) in enumerate(zip(inputs, values)):
@@ -412,7 +467,15 @@ def input_values(graph, fgraph, args) -> list[np.ndarray]:
     return filtered
 
 
-def _load_npz(path: str, inputs) -> list[np.ndarray]:
+def _own_value(var, seed: int):
+    """A shared variable's value (a copy: runs leave the source's Generator as it was),
+    or a fresh Generator for a Generator input."""
+    return var.get_value() if _is_shared(var) else np.random.default_rng(seed)
+
+
+def _load_npz(path: str, inputs) -> list:
+    """Arrays by input name or position; None for Generators (.npz holds none) and for
+    shared variables the file leaves out."""
     if not os.path.exists(path):
         raise UsageError(f"no such file: {path}")
     try:
@@ -421,10 +484,11 @@ def _load_npz(path: str, inputs) -> list[np.ndarray]:
         raise UsageError(f"cannot read {path} as .npz: {exc}") from None
     values = []
     for i, var in enumerate(inputs):
-        for key in (var.name, f"arr_{i}"):
-            if key and key in data:
-                values.append(data[key])
-                break
+        keys = [k for k in (var.name, f"arr_{i}") if k and k in data]
+        if keys and not _is_generator(var):
+            values.append(data[keys[0]])
+        elif _is_generator(var) or _is_shared(var):
+            values.append(None)
         else:
             raise UsageError(f"{path} has no array for input {i} ({var.name or 'unnamed'}); "
                              f"it has {', '.join(data.files) or 'none'}")
@@ -507,24 +571,34 @@ _RTOL = {"float16": 1e-2, "float32": 1e-4, "complex64": 1e-4}
 
 
 def compare_with_python(lowered, fgraph, values, names=None) -> int:
-    import pytensor
-    from pytensor.compile.mode import Mode
-
+    """Run and compare with PyTensor's Python mode: outputs computed from random draws
+    (not numpy's stream) by shape and dtype, Generators by type, the rest by value."""
     got = lowered.compile()(*values)
-    reference = pytensor.function(
-        list(fgraph.inputs), list(fgraph.outputs), mode=Mode(linker="py", optimizer=None),
-        on_unused_input="ignore",
-    )(*[np.copy(v) for v in values])
-    shapes = ", ".join(f"{v.name or i}: {np.shape(a)}" for i, (v, a) in enumerate(zip(fgraph.inputs, values)))
+    reference = _python_mode(fgraph)(*[_copy(v) for v in values])
+    shapes = ", ".join(
+        f"{v.name or i}: {'Generator' if isinstance(a, np.random.Generator) else np.shape(a)}"
+        for i, (v, a) in enumerate(zip(fgraph.inputs, values))
+    )
     print(f"// run: inputs {shapes}", file=sys.stderr)
     mismatches = 0
     names = names or [v.name for v in fgraph.outputs]
-    for i, (name, a, b) in enumerate(zip(names, got, reference)):
-        a, b = np.asarray(a), np.asarray(b)
+    for i, (name, a, b, is_draw) in enumerate(zip(names, got, reference, _drawn_outputs(fgraph))):
         label = f"output {i}" + (f" ({name})" if name else "")
+        if isinstance(a, np.random.Generator) or isinstance(b, np.random.Generator):
+            ok = isinstance(a, np.random.Generator) and isinstance(b, np.random.Generator)
+            mismatches += not ok
+            print(f"{label}: Generator (random state: type checked) {'ok' if ok else 'MISMATCH'}",
+                  file=sys.stderr)
+            continue
+        a, b = np.asarray(a), np.asarray(b)
+        drawn = " random draws:" if is_draw else ""
         if a.shape != b.shape or a.dtype != b.dtype:
-            print(f"{label}: MISMATCH {a.dtype}{a.shape} vs Python mode {b.dtype}{b.shape}", file=sys.stderr)
+            print(f"{label}:{drawn} MISMATCH {a.dtype}{a.shape} vs Python mode {b.dtype}{b.shape}",
+                  file=sys.stderr)
             mismatches += 1
+            continue
+        if is_draw:
+            print(f"{label}: {a.dtype}{list(a.shape)} random draws: shape and dtype checked ok", file=sys.stderr)
             continue
         abs_err, rel_err = _errors(a, b)
         rtol = _RTOL.get(a.dtype.name, 1e-7)
@@ -536,6 +610,34 @@ def compare_with_python(lowered, fgraph, values, names=None) -> int:
     if mismatches:
         raise Failure(f"{mismatches} output(s) differ from PyTensor's Python mode")
     return 0
+
+
+def _python_mode(fgraph):
+    """`fgraph` compiled in PyTensor's Python mode. Shared inputs are swapped for plain
+    variables: `pytensor.function` takes no shared variable as an explicit input."""
+    import pytensor
+    from pytensor.compile.mode import Mode
+
+    inputs = [v.type(name=v.name) if _is_shared(v) else v for v in fgraph.inputs]
+    givens = [(v, w) for v, w in zip(fgraph.inputs, inputs) if v is not w]
+    return pytensor.function(
+        inputs, list(fgraph.outputs), givens=givens, mode=Mode(linker="py", optimizer=None),
+        on_unused_input="ignore",
+    )
+
+
+def _copy(value):
+    return copy.deepcopy(value) if isinstance(value, np.random.Generator) else np.copy(value)
+
+
+def _drawn_outputs(fgraph) -> list[bool]:
+    """Whether each output is computed from random draws: some node on its way reads
+    a Generator."""
+    drawn = set()
+    for node in fgraph.toposort():
+        if any(_is_generator(v) or v in drawn for v in node.inputs):
+            drawn.update(node.outputs)
+    return [v in drawn or _is_generator(v) for v in fgraph.outputs]
 
 
 def _errors(a, b) -> tuple[float, float]:

@@ -7,7 +7,7 @@ when the source knows them, sensible input values (a PyMC model's initial point)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -23,7 +23,7 @@ class Graph:
     name: str
     inputs: list
     outputs: list
-    values: list | None = None  # one array per input, or None: tools pick random ones
+    values: list | None = None  # one per input (an array, a Generator), or None: tools pick them
     rewritten: bool = False  # already rewritten by a PyTensor mode (a compiled function's graph)
 
     def fgraph(self) -> FunctionGraph:
@@ -36,7 +36,7 @@ def as_graph(obj, name: str) -> Graph:
     from pytensor.compile.function.types import Function
 
     if isinstance(obj, Graph):
-        return obj
+        return with_shared_inputs(obj)
     if isinstance(obj, FunctionGraph):
         return Graph(name, list(obj.inputs), list(obj.outputs))
     if isinstance(obj, Function):
@@ -48,11 +48,42 @@ def as_graph(obj, name: str) -> Graph:
         inputs, outputs = obj
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-        return Graph(name, inputs, outputs)
+        return with_shared_inputs(Graph(name, inputs, outputs))
     raise TypeError(
         f"{name} gave a {type(obj).__name__}; expected (inputs, outputs), a FunctionGraph, "
         "a compiled PyTensor function or a PyMC model"
     )
+
+
+def with_shared_inputs(graph: Graph) -> Graph:
+    """`graph` with the shared variables its outputs read but its inputs leave out
+    appended to its inputs, as `pytensor.function` passes them to its linker; where the
+    graph has values, theirs are their current ones (a Generator for an rng)."""
+    shared = shared_inputs(graph.outputs, graph.inputs)
+    if not shared:
+        return graph
+    values = graph.values
+    if values is not None:
+        values = [*values, *(v.get_value() for v in shared)]
+    return replace(graph, inputs=[*graph.inputs, *shared], values=values)
+
+
+def shared_inputs(outputs, given=()) -> list:
+    """The shared variables `outputs` read, not through `given`, in the order
+    `pytensor.function` collects them: depth first, node inputs left to right."""
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    found, seen, stack = [], set(given), list(reversed(outputs))
+    while stack:
+        var = stack.pop()
+        if var in seen:
+            continue
+        seen.add(var)
+        if var.owner is not None:
+            stack.extend(reversed(var.owner.inputs))
+        elif isinstance(var, SharedVariable):
+            found.append(var)
+    return found
 
 
 def _is_pymc_model(obj) -> bool:

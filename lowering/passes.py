@@ -47,6 +47,13 @@ DEFAULT_PIPELINE = (
 # cannot see through.
 LEGALIZE_CHLO = "builtin.module(check-shape-assertions,func.func(chlo-legalize-to-stablehlo))"
 
+# A portable artifact keeps `?` shapes: CHLO is expanded there anyway, the `shape` ops of
+# the expansion are rewritten into StableHLO, and canonicalize drops the casts left between.
+PORTABLE_CHLO = (
+    "builtin.module(func.func(chlo-legalize-to-stablehlo),func.func(shape-legalize-to-stablehlo),"
+    "canonicalize)"
+)
+
 
 def specialize_pipeline(arg_types: list[str]) -> str:
     """Refine @main's argument types, propagate shapes, and make dynamic ops static."""

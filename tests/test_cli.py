@@ -17,7 +17,7 @@ from pytensor.graph.op import Op
 
 from lowering import register_lowering
 from lowering._jax_internal import make_ir_context
-from lowering.cli import main
+from lowering.cli import EMITS, main
 from lowering.compile import compile_bytecode, module_bytecode
 from lowering.examples import EXAMPLES
 from lowering.export import load_portable_artifact
@@ -73,6 +73,34 @@ def unsupported():
     return [x], [NoRuleA()(x)]
 
 
+def shared_data():
+    data = pytensor.shared(np.arange(4.0), name="data")
+    x = pt.vector("x")
+    return [x], [(x[:, None] * data).sum(axis=0)]
+
+
+def shared_rng():
+    rng = pytensor.shared(np.random.default_rng(0), name="rng")
+    mu = pt.vector("mu")
+    nxt, x = pt.random.normal(mu, 1.0, rng=rng).owner.outputs
+    return [mu], [x, mu * 2]
+
+
+def rng_input():
+    rng = pt.random.type.random_generator_type("rng")
+    a = pt.vector("a")
+    nxt, g = pt.random.gamma(pt.exp(a), scale=2.0, rng=rng).owner.outputs
+    return [rng, a], [g, nxt]
+
+
+def drop_last_of_draw():
+    from tests.test_cli import _DropLast
+
+    mu = pt.vector("mu")
+    x = pt.random.uniform(mu, mu + 1, rng=pytensor.shared(np.random.default_rng(0)))
+    return [mu], [_DropLast()(x)]
+
+
 def broken():
     raise RuntimeError("the builder broke")
 
@@ -104,6 +132,7 @@ def test_list_examples_and_help_entry(capsys):
     assert [line.split()[0] for line in out.splitlines()] == list(EXAMPLES)
     code, out, _ = run_tool(capsys, "--help-entry")
     assert code == 0 and "Entry convention" in out
+    assert "Shared variables the outputs read but `inputs` lacks follow it" in out
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
@@ -324,6 +353,13 @@ def _wrong_plus_one(ctx, node, x):
     return x
 
 
+class _DropLast(_PlusOne):
+    """perform drops the last element; the rule (inherited) keeps it."""
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = inputs[0][:-1]
+
+
 def test_run_reports_a_mismatch(capsys, tmp_path):
     x = pt.vector("x")
     path = tmp_path / "wrong.pkl"
@@ -331,6 +367,123 @@ def test_run_reports_a_mismatch(capsys, tmp_path):
     code, _, err = run_tool(capsys, path, "--run", "--emit=none")
     assert code == 1
     assert "MISMATCH" in err and "1 output(s) differ from PyTensor's Python mode" in err
+
+
+# --- shared variables and random generators ----------------------------------------------------
+
+
+def test_shared_variables_follow_the_inputs_in_pytensor_function_order():
+    from lowering.examples import Graph, as_graph
+
+    rng = pytensor.shared(np.random.default_rng(0), name="rng")
+    data = pytensor.shared(np.arange(3.0), name="data")
+    mu = pt.vector("mu")
+    for out in (data + pt.random.normal(mu, rng=rng), pt.random.normal(mu, rng=rng) + data):
+        graph = as_graph(([mu], [out]), "g")
+        expected = pytensor.function([mu], out, mode="STABLEHLO").maker.fgraph.inputs
+        assert [v.name for v in graph.inputs] == [v.name for v in expected]
+    graph = as_graph(([mu, data], [data * mu]), "g")  # listed: not added twice
+    assert graph.inputs == [mu, data]
+    graph = as_graph(Graph("g", [mu], [data * mu], [np.ones(3)]), "g")  # values: theirs appended
+    assert graph.inputs == [mu, data] and np.array_equal(graph.values[1], np.arange(3.0))
+
+
+def test_shared_data_array_is_an_input_at_its_value(capsys, graphs, tmp_path):
+    code, out, err = run_tool(capsys, f"{graphs}:shared_data", "--run")
+    assert code == 0, err
+    assert "@main(%arg0: tensor<?xf64>, %arg1: tensor<?xf64>)" in out
+    assert "inputs x: (3,), data: (4,)" in err and "output 0: float64[4] max abs err" in err
+    # --input-shapes may leave the shared variable out (it keeps its value) or give it a shape.
+    code, _, err = run_tool(capsys, f"{graphs}:shared_data", "--input-shapes", "5", "--run", "--emit=none")
+    assert code == 0 and "x: (5,), data: (4,)" in err and " ok" in err
+    code, out, err = run_tool(capsys, f"{graphs}:shared_data", "--input-shapes", "5,6", "--run")
+    assert code == 0 and "x: (5,), data: (6,)" in err
+    assert "@main(%arg0: tensor<5xf64>, %arg1: tensor<6xf64>)" in out
+    npz = tmp_path / "in.npz"
+    np.savez(npz, x=np.ones(2))
+    code, _, err = run_tool(capsys, f"{graphs}:shared_data", "--inputs", npz, "--run", "--emit=none")
+    assert code == 0 and "x: (2,), data: (4,)" in err
+    np.savez(npz, x=np.ones(2), data=np.ones(7))
+    code, _, err = run_tool(capsys, f"{graphs}:shared_data", "--inputs", npz, "--run", "--emit=none")
+    assert code == 0 and "x: (2,), data: (7,)" in err
+
+
+def test_shared_generator_is_a_key_input(capsys, graphs):
+    code, out, err = run_tool(capsys, f"{graphs}:shared_rng", "--run")
+    assert code == 0, err
+    assert "@main(%arg0: tensor<?xf64>, %arg1: tensor<2xui32>)" in out
+    assert "// run: inputs mu: (3,), rng: Generator" in err
+    assert "output 0: float64[3] random draws: shape and dtype checked ok" in err
+    assert "output 1: float64[3] max abs err 0, max rel err 0 ok" in err  # not a draw: by value
+    for shapes in ("5", "5,rng", "5,"):
+        code, out, err = run_tool(capsys, f"{graphs}:shared_rng", "--input-shapes", shapes, "--run")
+        assert code == 0, err
+        assert "@main(%arg0: tensor<5xf64>, %arg1: tensor<2xui32>)" in out and "mu: (5,)" in err
+    code, _, err = run_tool(capsys, f"{graphs}:shared_rng", "--input-dtypes", "float32,rng", "--run",
+                            "--emit=none")
+    assert code == 0 and "random draws" in err
+
+
+@pytest.mark.parametrize("seed", ["0", "5"])
+def test_run_on_a_random_graph_with_a_generator_input(capsys, graphs, seed):
+    code, out, err = run_tool(capsys, f"{graphs}:rng_input", "--run", "--seed", seed)
+    assert code == 0, err
+    assert "@main(%arg0: tensor<2xui32>, %arg1: tensor<?xf64>)" in out
+    assert "inputs rng: Generator, a: (3,)" in err
+    assert "output 0: float64[3] random draws: shape and dtype checked ok" in err
+    assert "output 1: Generator (random state: type checked) ok" in err
+    code, _, err = run_tool(capsys, f"{graphs}:rng_input", "--input-shapes", ",4",
+                            "--input-dtypes", "rng,float32", "--cost", "--run", "--emit=none")
+    assert code == 0 and "a: (4,)" in err and "flops:" in err
+
+
+def test_random_output_of_a_wrong_shape_is_a_mismatch(capsys, graphs):
+    code, _, err = run_tool(capsys, f"{graphs}:drop_last_of_draw", "--run", "--emit=none")
+    assert code == 1
+    assert "output 0: random draws: MISMATCH float64(3,) vs Python mode float64(2,)" in err
+
+
+@pytest.mark.parametrize("kind", EMITS)
+def test_emit_each_kind_on_a_random_graph(capsys, graphs, tmp_path, kind):
+    import jax
+
+    target = tmp_path / "out"
+    code, _, err = run_tool(capsys, f"{graphs}:shared_rng", f"--emit={kind}", "-o", target)
+    assert code == 0, err
+    key = "tensor<2xui32>"
+    if kind in ("stablehlo", "raw"):
+        assert f"%arg1: {key}" in target.read_text()
+    elif kind == "hlo":
+        assert "u32[2]{0} parameter(1)" in target.read_text()
+    elif kind == "bytecode":
+        with make_ir_context():
+            assert f"%arg1: {key}" in str(ir.Module.parse(target.read_bytes()))
+    elif kind == "portable":  # `?` dims kept, CHLO expanded
+        text = str(load_portable_artifact(target.read_bytes()))
+        assert f"%arg0: tensor<?xf64>, %arg1: {key}" in text and "chlo." not in text
+    elif kind == "jax-export":
+        exported = jax.export.deserialize(bytearray(target.read_bytes()))
+        assert [str(a) for a in exported.in_avals] == ["float64[3]", "uint32[2]"]
+    else:
+        assert not target.exists()
+
+
+def test_specialized_random_graph(capsys, graphs):
+    code, out, err = run_tool(capsys, f"{graphs}:rng_input", "--specialize")
+    assert code == 0, err
+    assert "@main(%arg0: tensor<2xui32>, %arg1: tensor<3xf64>) -> (tensor<3xf64>, tensor<2xui32>" in out
+
+
+def test_compiled_function_with_shared_generator_and_update(capsys, tmp_path):
+    rng = pytensor.shared(np.random.default_rng(0), name="rng")
+    mu = pt.vector("mu")
+    nxt, x = pt.random.normal(mu, 1.0, rng=rng).owner.outputs
+    path = tmp_path / "fn.pkl"
+    path.write_bytes(pickle.dumps(pytensor.function([mu], x, updates={rng: nxt}, mode="STABLEHLO")))
+    code, out, err = run_tool(capsys, path, "--run", "--input-shapes", "4")
+    assert code == 0, err
+    assert "mu: (4,), rng: Generator" in err
+    assert "random draws: shape and dtype checked ok" in err and "Generator (random state" in err
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -363,6 +516,12 @@ def test_run_reports_a_mismatch(capsys, tmp_path):
         (["{tmp}/bad.pkl"], 2, "cannot read"),
         (["{tmp}/empty.py"], 2, "defines no `graph` function and no `inputs`/`outputs`"),
         (["{graphs}:graph", "--entry", "other"], 2, "entry given twice"),
+        (["{graphs}:rng_input", "--input-shapes", "4"], 2, "1 given for 2 input(s)"),
+        (["{graphs}:rng_input", "--input-shapes", "2,4"], 2,
+         "rng is a random Generator; write 'rng' or nothing in its place, not '2'"),
+        (["{graphs}:rng_input", "--input-dtypes", "uint32,float64"], 2, "rng is a random Generator"),
+        (["{graphs}:shared_rng", "--input-shapes", "3,rng,4"], 2,
+         "3 given for 1 input(s) and 1 shared variable(s)"),
     ],
 )
 def test_errors_are_one_line_with_exit_status(capsys, graphs, tmp_path, argv, code, message):

@@ -6,6 +6,10 @@
 # RUN: %PYTHON %tools/pytensor-stablehlo-opt %s --emit=hlo --input-shapes=4 | FileCheck %s --check-prefix=HLO
 # RUN: %PYTHON %tools/pytensor-stablehlo-opt %s --debug-info | FileCheck %s --check-prefix=LOC
 # RUN: %PYTHON %tools/pytensor-stablehlo-opt %s:scaled_sum --run --emit=none 2>&1 | FileCheck %s --check-prefix=EXEC
+# RUN: %PYTHON %tools/pytensor-stablehlo-opt %s:draw --input-shapes=4 | FileCheck %s --check-prefix=KEY
+# RUN: %PYTHON %tools/pytensor-stablehlo-opt %s:draw --run --emit=none 2>&1 | FileCheck %s --check-prefix=DRAWS
+import numpy as np
+import pytensor
 import pytensor.tensor as pt
 
 
@@ -17,6 +21,12 @@ def graph():
 def scaled_sum():
     x = pt.matrix("x")
     return [x], [(x * 2).sum(axis=0)]
+
+
+def draw():
+    rng = pytensor.shared(np.random.default_rng(0), name="rng")
+    mu = pt.vector("mu")
+    return [mu], [pt.random.normal(mu, 1.0, rng=rng), mu * 2]
 
 
 # The rule's IR as emitted: the float32 constants are added, then converted.
@@ -54,3 +64,11 @@ def scaled_sum():
 
 # EXEC: // run: inputs x: (3, 3)
 # EXEC: output 0: float64[3] max abs err {{.*}} ok
+
+# The shared Generator the entry leaves out follows its inputs, as a Threefry key.
+# KEY: func.func public @main(%arg0: tensor<4xf64>, %arg1: tensor<2xui32>) -> (tensor<4xf64>, tensor<4xf64>
+
+# Draws are not numpy's numbers: checked by shape and dtype; the rest by value.
+# DRAWS: // run: inputs mu: (3,), rng: Generator
+# DRAWS: output 0: float64[3] random draws: shape and dtype checked ok
+# DRAWS: output 1: float64[3] max abs err 0, max rel err 0 ok
