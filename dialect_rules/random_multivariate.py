@@ -1,0 +1,399 @@
+"""Multivariate RandomVariables and random orderings: Dirichlet, multivariate normal,
+permutations, and the Ops `pt.random.choice` builds (ChoiceWithoutReplacement;
+CategoricalRV and IntegersRV for draws with replacement).
+
+Every sampler takes its numbers from the core's Threefry key (`dialect_rules.random`);
+the streams are not numpy's, the distributions are. numpy's parameter errors are
+raised at call time with its messages (`require`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.tensor.random import basic as rv
+
+from dialect_rules.extra_ops import prefix_scan
+from dialect_rules.linalg import _failed, _gesdd, _matrix_dims, _potrf, _syevd
+from dialect_rules.random import (
+    _key_operand,
+    batch_dims,
+    bits,
+    broadcast_param,
+    exponential,
+    normal,
+    rejection,
+    require,
+    split,
+    standard_gamma,
+    uniform,
+    work_dtype,
+)
+from lowering.builders import (
+    broadcast_in_dim,
+    compare,
+    convert,
+    dim_max,
+    dim_product,
+    dim_size,
+    dim_sub,
+    dim_value,
+    dot_general,
+    full,
+    full_like,
+    iota,
+    is_nan,
+    ir_constant,
+    reshape,
+    select,
+    shape_of,
+    slice_axis,
+    static_slice,
+    value_dtype,
+    vector_element,
+    with_dtype,
+)
+from lowering.regions import any_true, fold, reduce_window, sort
+from lowering.registry import register_lowering
+from lowering.types import static_shape
+
+
+def _dims_differ(a, b) -> ir.Value:
+    """0-d i1: whether two dims differ."""
+    return compare(dim_value(a), dim_value(b), "NE")
+
+
+def _last_axis(x: ir.Value) -> int:
+    return len(static_shape(x.type)) - 1
+
+
+def _expand_last(x: ir.Value, like: ir.Value) -> ir.Value:
+    """x (one dim fewer than `like`) broadcast along like's last axis."""
+    return broadcast_in_dim(x, shape_of(like), range(_last_axis(like)))
+
+
+def _rule_start(ctx, node, key, size, params):
+    """What every rule here begins with: the next key and the draw key, the batch dims,
+    and the output dims where PyTensor knows them statically (None elsewhere)."""
+    next_key, draw_key = split(_key_operand(ctx, key), 2)
+    return next_key, draw_key, batch_dims(node, size, params), node.outputs[1].type.shape
+
+
+def _sampler_rule(*op_classes, checks=None):
+    """The core's `register_sampler`, except that `checks(ctx, *params)` sees the
+    parameters at their own shapes, before they are broadcast to the batch: checks on
+    constant parameters broadcast to a large `size` cost seconds of XLA constant folding."""
+
+    def decorate(sampler):
+        def rule(ctx, node, key, size, *params):
+            next_key, draw_key, batch, _ = _rule_start(ctx, node, key, size, params)
+            out_dtype = node.outputs[1].type.dtype
+            real = np.dtype(out_dtype).kind == "f"
+            dtype = work_dtype(out_dtype) if real else "float64"
+            params = [convert(p, dtype if real or value_dtype(p).startswith("float") else "int64") for p in params]
+            if checks is not None:
+                checks(ctx, *params)
+            params = [broadcast_param(p, batch, core) for p, core in zip(params, node.op.ndims_params)]
+            return next_key, convert(sampler(draw_key, batch, *params), out_dtype)
+
+        for cls in op_classes:
+            register_lowering(cls)(rule)
+        return sampler
+
+    return decorate
+
+
+# --- Dirichlet ---------------------------------------------------------------------
+
+
+def _dirichlet_checks(ctx, alpha):
+    require(ctx, compare(alpha, full_like(alpha, 0.0), "LT"), "alpha < 0")
+
+
+@_sampler_rule(rv.DirichletRV, checks=_dirichlet_checks)
+def _dirichlet(key, dims, alpha):
+    """Normalized Gamma(alpha_i) numbers, normalized in log space.
+
+    log G(alpha) = log G(alpha + 1) + log(u) / alpha (the boost of Marsaglia and Tsang,
+    2000, kept in logs) stays finite where G(alpha) itself underflows to 0 (alpha below
+    ~0.01 in float32), so a softmax over the core axis never divides 0 by 0: numpy's
+    reason to switch to beta stick-breaking for small alphas (max(alpha) < 0.1). As in
+    numpy, alpha = 0 gives 0, all alphas 0 give zeros, an infinite alpha gives NaN
+    there and 0 elsewhere, a NaN alpha NaN everywhere. (XLA flushes subnormal numbers
+    to zero: a subnormal alpha counts as 0.)
+    """
+    gamma_key, uniform_key = split(key, 2)
+    log_boosted = hlo.log(standard_gamma(gamma_key, hlo.add(alpha, full_like(alpha, 1.0))))
+    log_u = hlo.log(uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True))
+    log_g = hlo.add(log_boosted, hlo.divide(log_u, alpha))
+    axis = _last_axis(alpha)
+    top = _expand_last(fold(log_g, [axis], hlo.maximum, -np.inf), log_g)
+    weights = hlo.exponential(hlo.subtract(log_g, top))
+    x = hlo.divide(weights, _expand_last(fold(weights, [axis], hlo.add, 0.0), weights))
+    infinite = compare(log_g, full_like(log_g, np.inf), "EQ")
+    x = select(compare(top, full_like(top, np.inf), "EQ"), select(infinite, full_like(x, np.nan), full_like(x, 0.0)), x)
+    return select(compare(top, full_like(top, -np.inf), "EQ"), full_like(x, 0.0), x)
+
+
+# --- multivariate normal -----------------------------------------------------------
+
+
+def _mv_normal_factor(ctx, method: str, cov: ir.Value) -> ir.Value:
+    """A with A A^T = cov, as PyTensor's perform makes it: numpy's cholesky (lower
+    triangle; LinAlgError where it fails), svd (U sqrt(s)) or eigh (V sqrt(w), NaN
+    columns for negative eigenvalues); LAPACK through `dialect_rules.linalg`."""
+    if method == "cholesky":
+        factor, ok = _potrf(cov, lower=True)
+        [factor] = _failed(ctx, ok, [factor], "Matrix is not positive definite")
+        return factor
+    if method == "svd":
+        s, u, _, ok = _gesdd(cov, "S")
+        u, s = _failed(ctx, ok, [u, s], "SVD did not converge")
+        scale, columns = s, u
+    else:
+        w, v, ok = _syevd(cov, lower=True, vectors=True)
+        w, v = _failed(ctx, ok, [w, v], "Eigenvalues did not converge")
+        scale, columns = w, v
+    rank = len(static_shape(columns.type))
+    root = broadcast_in_dim(hlo.sqrt(scale), shape_of(columns), [*range(rank - 2), rank - 1])
+    return hlo.multiply(columns, root)
+
+
+@register_lowering(rv.MvNormalRV)
+def _mv_normal(ctx, node, key, size, mean, cov):
+    """mean + A z for standard normal z (A from `_mv_normal_factor`). The covariance is
+    factored at its own batch shape, before broadcasting to `size`: one factorization
+    serves every draw of an unbatched covariance."""
+    next_key, draw_key, batch, out_shape = _rule_start(ctx, node, key, size, [mean, cov])
+    dtype = work_dtype(node.outputs[1].type.dtype)
+    mean, cov = convert(mean, dtype), convert(cov, dtype)
+    rows, n = _matrix_dims(cov)
+    m = dim_size(mean, _last_axis(mean))
+    if not (rows == n and n == m):  # a numpy error and shapes that do not fit the graph
+        require(ctx, _dims_differ(rows, n), "Last 2 dimensions of the array must be square", np.linalg.LinAlgError)
+        require(ctx, _dims_differ(n, m), "mean and cov must have the same length")
+    factor = _mv_normal_factor(ctx, node.op.method, cov)
+    n = out_shape[-1] if out_shape[-1] is not None else n
+    z = normal(draw_key, [*batch, n], dtype)
+    rank = len(batch) + 1
+    if len(static_shape(factor.type)) == 2:  # (..., j) x (i, j) -> (..., i)
+        spread = dot_general(z, factor, ((rank - 1,), (1,)))
+    else:
+        factor = broadcast_param(factor, batch, 2)
+        spread = dot_general(factor, z, ((rank,), (rank - 1,)), (tuple(range(rank - 1)),) * 2)
+    draws = hlo.add(broadcast_param(mean, batch, 1), spread)
+    return next_key, convert(draws, node.outputs[1].type.dtype)
+
+
+# --- random orderings: permutation, choice without replacement ----------------------
+
+
+def _ordered(keys: ir.Value, values: ir.Value, axis: int) -> ir.Value:
+    """`values` reordered along `axis` by ascending `keys` (broadcast over the trailing
+    dims); the sort is stable, so tied keys keep the index order."""
+    keys = broadcast_in_dim(keys, shape_of(values), range(axis + 1))
+    return sort([keys, values], axis, lambda a, b: compare(a[0], b[0], "LT"))[1]
+
+
+def _uniform_keys(key, dims, valid: ir.Value | None) -> ir.Value:
+    """64 random bits per position: sorting by them is a uniformly random order (ties,
+    2^-64 per pair, go to the lower index). Undrawable positions sort last."""
+    keys = bits(key, dims)
+    if valid is not None:
+        keys = select(valid, keys, full_like(keys, np.iinfo(np.uint64).max))
+    return keys
+
+
+def _gumbel_keys(key, p: ir.Value, batch) -> ir.Value:
+    """log(E) - log(p) for standard exponential E, p broadcast to the batch: ascending,
+    the Gumbel-top-k order (Efraimidis and Spirakis, 2006), i.e. successive draws
+    without replacement with probabilities proportional to p, numpy's distribution.
+    p = 0 sorts last."""
+    log_p = broadcast_param(hlo.log(p), batch, 1)
+    e = exponential(key, shape_of(log_p), value_dtype(p))
+    return hlo.subtract(hlo.log(e), log_p)
+
+
+def _first_element(x: ir.Value) -> ir.Value:
+    """x.ravel()[0] as a 0-d value."""
+    rank = len(static_shape(x.type))
+    return reshape(static_slice(x, [0] * rank, [1] * rank), ())
+
+
+@register_lowering(rv.PermutationRV)
+def _permutation(ctx, node, key, size, x):
+    """A random order of x's first core axis (of arange(x) for an integer x, as numpy):
+    a stable sort by random 64-bit keys, every row of x moved with its key."""
+    next_key, draw_key, batch, out_shape = _rule_start(ctx, node, key, size, [x])
+    axis = len(batch)
+    out_dtype = node.outputs[1].type.dtype
+    if node.op.ndims_params[0] == 0:
+        # numpy permutes arange(x); PyTensor reads the first x of a batch of them.
+        n = out_shape[axis] if out_shape[axis] is not None else dim_max(convert(_first_element(x), "int64"), 0)
+        values = iota([*batch, n], axis, out_dtype)
+    else:
+        values = broadcast_param(x, batch, node.op.ndims_params[0])
+        n = dim_size(values, axis)
+    return next_key, _ordered(_uniform_keys(draw_key, [*batch, n], None), values, axis)
+
+
+def _core_shape_row(core_shape: ir.Value) -> ir.Value:
+    """choice's `size` vector; PyTensor reads the first row of a batch of them."""
+    rank = len(static_shape(core_shape.type))
+    length = static_shape(core_shape.type)[-1]
+    return reshape(static_slice(core_shape, [0] * rank, [1] * (rank - 1) + [length]), [length])
+
+
+def _padded(x: ir.Value, axis: int, k) -> ir.Value:
+    """x with zeros appended along `axis` up to length k: a sample larger than the
+    population raises numpy's error at call time, and until then its shapes must fit."""
+    short = dim_max(dim_sub(k, dim_size(x, axis)), 0)
+    if isinstance(short, int) and short == 0:
+        return x
+    dims = list(shape_of(x))
+    dims[axis] = short
+    return hlo.concatenate([x, full(0, dims, value_dtype(x))], axis)
+
+
+def _probability_checks(ctx, node, p: ir.Value):
+    """numpy's checks of p in `Generator.choice` (p converted to float64, its sum
+    within sqrt(eps) of 1, eps of p's own float type where wider)."""
+    axis = _last_axis(p)
+    p_dtype = np.dtype(node.inputs[3].type.dtype)
+    atol = np.sqrt(np.finfo(np.float64).eps)
+    if p_dtype.kind == "f":
+        atol = max(atol, np.sqrt(np.finfo(p_dtype).eps))
+    require(ctx, is_nan(p), "Probabilities contain NaN")
+    # numpy's Kahan sum turns an infinity before the last element into NaN.
+    head = slice_axis(p, axis, 0, dim_max(dim_sub(dim_size(p, axis), 1), 0))
+    require(ctx, compare(hlo.abs(head), full_like(head, np.inf), "EQ"), "Probabilities contain NaN")
+    require(ctx, compare(p, full_like(p, 0.0), "LT"), "Probabilities are not non-negative")
+    off = hlo.abs(hlo.subtract(fold(p, [axis], hlo.add, 0.0), full(1.0, shape_of(p)[:axis], "float64")))
+    require(ctx, compare(off, full_like(off, atol), "GT"),
+            "Probabilities do not sum to 1. See Notes section of docstring for more information.")
+
+
+@register_lowering(rv.ChoiceWithoutReplacement)
+def _choice_without_replacement(ctx, node, key, size, a, *params):
+    """numpy's `choice(a, size, replace=False, p)`: the first prod(size) entries of a
+    random order of a's first core axis (of arange(a) for an integer a): by uniform
+    64-bit keys, or by Gumbel keys with `p` (`_gumbel_keys`).
+
+    numpy's checks come in numpy's order (the first that fails is raised), on the
+    parameters at their own shapes, as is everything computed from them alone."""
+    p, core_shape = params if node.op.has_p_param else (None, params[0])
+    operands = [a, core_shape] if p is None else [a, p, core_shape]
+    next_key, draw_key, batch, out_shape = _rule_start(ctx, node, key, size, operands)
+    axis = len(batch)
+    row = _core_shape_row(core_shape)
+    # The sample's own dims (choice's size), static where PyTensor knows them; a negative
+    # one is raised below and taken as 0 until then, so every shape stays valid.
+    core = [
+        out_shape[axis + i] if out_shape[axis + i] is not None else dim_max(vector_element(row, i), 0)
+        for i in range(static_shape(row.type)[0])
+    ]
+    k = dim_product(core)
+
+    def versus(x, dim, direction):  # x compared with a dim, elementwise
+        return compare(x, broadcast_in_dim(dim_value(dim), shape_of(x), ()), direction)
+
+    if node.op.ndims_params[0] == 0:  # the population is arange(a)
+        if np.dtype(node.inputs[2].type.dtype).kind not in "iub":
+            require(ctx, full(True, (), "bool"), "a must be a sequence or an integer, not <class 'numpy.ndarray'>")
+        pop = convert(a, "int64")
+        empty, message = compare(pop, full_like(pop, 0), "LE"), "a must be a positive integer unless no samples are taken"
+    else:
+        pop = dim_value(dim_size(a, len(static_shape(a.type)) - node.op.ndims_params[0]))
+        empty, message = compare(pop, full_like(pop, 0), "EQ"), "a cannot be empty unless no samples are taken"
+    require(ctx, hlo.and_(empty, broadcast_in_dim(_dims_differ(k, 0), shape_of(empty), ())), message)
+    if p is not None:
+        p = convert(p, "float64")
+        require(ctx, versus(pop, dim_size(p, _last_axis(p)), "NE"), "a and p must have same size")
+        _probability_checks(ctx, node, p)
+    require(ctx, versus(pop, k, "LT"), "Cannot take a larger sample than population when replace is False")
+    require(ctx, compare(row, full_like(row, 0), "LT"), "negative dimensions are not allowed")
+    if p is not None:
+        nonzero = fold(convert(compare(p, full_like(p, 0.0), "GT"), "int64"), [_last_axis(p)], hlo.add, 0)
+        require(ctx, versus(nonzero, k, "LT"), "Fewer non-zero entries in p than size")
+
+    valid = None
+    if node.op.ndims_params[0] == 0:
+        out_dtype = node.outputs[1].type.dtype
+        if p is not None:
+            n = dim_size(p, _last_axis(p))
+        elif len(static_shape(pop.type)) == 0:
+            n = dim_max(pop, 0)
+        else:  # a batch of populations: orders of the largest, positions past an entry's own last
+            n = dim_max(fold(pop, range(len(static_shape(pop.type))), hlo.maximum, 0), 0)
+            valid = compare(iota([*batch, n], axis, "int64"), broadcast_in_dim(broadcast_param(pop, batch, 0),
+                                                                               [*batch, n], range(axis)), "LT")
+        values = iota([*batch, n], axis, out_dtype)
+    else:
+        values = broadcast_param(a, batch, node.op.ndims_params[0])
+        n = dim_size(values, axis)
+    keys = _uniform_keys(draw_key, [*batch, n], valid) if p is None else _gumbel_keys(draw_key, p, batch)
+    chosen = slice_axis(_padded(_ordered(keys, values, axis), axis, k), axis, 0, k)
+    rest = list(shape_of(chosen))[axis + 1:]
+    return next_key, reshape(chosen, [*batch, *core, *rest])
+
+
+# --- draws with replacement: categorical, integers --------------------------------------
+
+
+def _cumsum_last(x: ir.Value) -> ir.Value:
+    """Inclusive cumulative sum along the last axis."""
+    axis = _last_axis(x)
+    n = static_shape(x.type)[axis]
+    if n is None:
+        return prefix_scan(x, axis, hlo.add, 0.0)
+    rank = axis + 1
+    window = [n if i == axis else 1 for i in range(rank)]
+    padding = [(n - 1, 0) if i == axis else (0, 0) for i in range(rank)]
+    return reduce_window(x, ir_constant(np.asarray(0, dtype=value_dtype(x))), window, padding, hlo.add)
+
+
+@register_lowering(rv.CategoricalRV)
+def _categorical(ctx, node, key, size, p):
+    """Inversion, as PyTensor's perform: the number of cumsum(p) entries below a uniform
+    u in [0, 1) (`searchsorted`); p is not checked or normalized there either. The
+    cumulative sums are taken at p's own shape, then broadcast."""
+    next_key, draw_key, batch, _ = _rule_start(ctx, node, key, size, [p])
+    cdf = broadcast_param(_cumsum_last(convert(p, "float64")), batch, 1)
+    u = uniform(draw_key, batch, "float64")
+    below = compare(cdf, broadcast_in_dim(u, shape_of(cdf), range(len(batch))), "LT")
+    return next_key, convert(fold(convert(below, "int64"), [len(batch)], hlo.add, 0), node.outputs[1].type.dtype)
+
+
+def _broadcast_together(a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Two parameters of one rank broadcast to each other (PyTensor broadcasts static 1s)."""
+    dims = [db if sa == 1 else da for da, db, sa in zip(shape_of(a), shape_of(b), static_shape(a.type))]
+    return broadcast_in_dim(a, dims, range(len(dims))), broadcast_in_dim(b, dims, range(len(dims)))
+
+
+def _integers_checks(ctx, low, high):
+    empty = compare(*_broadcast_together(low, high), "GE")
+    all_zero = hlo.not_(any_true(compare(low, full_like(low, 0), "NE")))
+    # numpy names the default low = 0 case differently.
+    require(ctx, hlo.and_(any_true(empty), all_zero), "high <= 0")
+    require(ctx, hlo.and_(any_true(empty), hlo.not_(all_zero)), "low >= high")
+
+
+@_sampler_rule(rv.IntegersRV, checks=_integers_checks)
+def _integers(key, dims, low, high):
+    """Uniform integers in [low, high) without bias: 64 random bits w, kept when
+    w >= 2^64 mod r (what remains is a whole number of periods of r = high - low),
+    then low + w mod r (Lemire, 2019). Computed on the int64 bits as uint64, so a
+    span past 2^63 wraps correctly; int64 as numpy draws them, then cast."""
+    low, high = convert(low, "int64"), convert(high, "int64")
+    low_bits, high_bits = (hlo.bitcast_convert(with_dtype(v.type, "uint64"), v) for v in (low, high))
+    drawable = compare(high, low, "GT")
+    span = select(drawable, hlo.subtract(high_bits, low_bits), full_like(low_bits, 1))
+    floor = hlo.remainder(hlo.subtract(full_like(span, 0), span), span)
+
+    def propose(key):
+        w = bits(key, dims)
+        return hlo.remainder(w, span), compare(w, floor, "GE")
+
+    offset = rejection(key, dims, "uint64", propose, drawable)
+    return hlo.bitcast_convert(low.type, hlo.add(low_bits, offset))
