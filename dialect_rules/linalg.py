@@ -26,6 +26,7 @@ from pytensor.tensor.nlinalg import (
     Eig,
     Eigh,
     EighGrad,
+    Lstsq,
     MatrixInverse,
     MatrixPinv,
     SLogDet,
@@ -48,6 +49,7 @@ from pytensor.tensor.slinalg import (
     SolveTriangular,
 )
 from pytensor.tensor._linalg.solve.linear_control import TRSYL
+from pytensor.tensor._linalg.solve.tridiagonal import LUFactorTridiagonal, SolveLUFactorTridiagonal
 
 from lowering._jax_internal import lapack_target
 from lowering.builders import (
@@ -58,12 +60,14 @@ from lowering.builders import (
     convert,
     custom_call,
     dim_add,
+    dim_max,
     dim_min,
     dim_product,
     dim_size,
     dim_sub,
     dim_value,
     dot_general,
+    dynamic_index,
     full,
     full_like,
     iota,
@@ -724,6 +728,108 @@ def lower_matrix_pinv(ctx, node, batch_ndim, x):
     return _declared(node, pinv, 0)
 
 
+# --- least squares ----------------------------------------------------------------
+
+# LAPACK's relative machine precision, dlamch("E"): half of numpy's finfo(float).eps.
+_LAPACK_EPS = 2.0**-53
+
+
+def _all_finite(x: ir.Value, axes=None) -> ir.Value:
+    axes = range(len(static_shape(x.type))) if axes is None else axes
+    return fold(hlo.is_finite(x), axes, hlo.and_, True)
+
+
+def _with_rows(b: ir.Value, m: Dim) -> ir.Value:
+    """b's first m rows, zero-padded: b itself where it has m rows. Where it has not,
+    the rule raises numpy's error; this keeps the products that follow valid IR."""
+    rows, cols = _matrix_dims(b)
+    if _dims_equal(m, rows) is True:
+        return b
+    padded = hlo.concatenate([b, full(0, [m, cols], value_dtype(b))], 0)
+    return slice_axis(padded, 0, 0, m)
+
+
+@register_lowering(Lstsq)
+def lower_lstsq(ctx, node, a, b, rcond):
+    """numpy.linalg.lstsq, with gelsd's rules on the SVD a = u diag(s) vt: singular
+    values s <= r * max(s) count as zero, where r is rcond inside (0, 1) and 2^-53
+    otherwise (a NaN rcond drops none); x = vt^T diag(1/s) u^T b over the others, and
+    rank is their number. numpy computes in double whatever the inputs, and rounds to
+    float32 when a and b both are: so here, before PyTensor's declared float64. A
+    non-finite a raises numpy's LinAlgError (gelsd fails on it). Complex input is
+    refused: PyTensor types x as float64.
+
+    The residuals, squared column norms of b - a x = (I - u u^T) b (what gelsd reads
+    off its rotated b), exist only where rank == n < m: elsewhere numpy returns an
+    empty vector. That length is data, computed here and measured by the runtime
+    before it specializes (`specialize.runtime_dims`), as for `unique`; a variable
+    rcond is a scalar that feeds a shape, so each value specializes anew.
+
+    A 1-d b gives x as an (n, 1) matrix: numpy returns a vector, but PyTensor types x
+    as a matrix and every Op after it reads one."""
+    a_type, b_type = node.inputs[0].type, node.inputs[1].type
+    if a_type.ndim != 2 or b_type.ndim not in (1, 2):
+        raise UnsupportedParameterError(
+            node, f"a.ndim={a_type.ndim}, b.ndim={b_type.ndim}",
+            "numpy.linalg.lstsq takes a matrix and a vector or matrix",
+        )
+    dtypes = [np.dtype(t.dtype) for t in (a_type, b_type)]
+    if np.float16 in dtypes:
+        raise UnsupportedParameterError(node, "float16 input", "numpy.linalg.lstsq refuses float16")
+    if any(d.kind == "c" for d in dtypes):
+        raise UnsupportedParameterError(
+            node, "complex input", "PyTensor types output 0 as float64 but its values are complex128"
+        )
+    rounded = "float32" if all(d == np.float32 for d in dtypes) else "float64"
+    a, b = convert(a, "float64"), convert(b, "float64")
+    b, _ = _as_matrix(b, b_type.ndim)
+    m, n = _matrix_dims(a)
+    nrhs = _matrix_dims(b)[1]
+    _require(ctx, [(m, _matrix_dims(b)[0])], message="Incompatible dimensions")
+    b = _with_rows(b, m)
+    finite = _all_finite(a)
+    # gesdd never sees a non-finite matrix: the result is an error (or NaN) anyway.
+    s, u, vt, ok = _gesdd(select(broadcast_in_dim(finite, shape_of(a), []), a, full_like(a, 0)), "S")
+
+    rcond = convert(rcond, "float64")
+    outside = hlo.or_(compare(rcond, full_like(rcond, 0.0), "LE"), compare(rcond, full_like(rcond, 1.0), "GE"))
+    rcond = select(outside, full_like(rcond, _LAPACK_EPS), rcond)
+    cutoff = hlo.multiply(rcond, fold(s, [0], hlo.maximum, 0.0))
+    kept = hlo.not_(compare(s, broadcast_in_dim(cutoff, shape_of(s), []), "LE"))
+    rank = _sum(convert(kept, "int32"), [0])
+
+    c = _matmul(_mT(u), b, 0)
+    dims = shape_of(c)
+    divided = hlo.divide(c, broadcast_in_dim(s, dims, [0]))
+    x = _matmul(_mT(vt), select(broadcast_in_dim(kept, dims, [0]), divided, full_like(c, 0)), 0)
+    r = hlo.subtract(b, _matmul(u, c, 0))
+    residuals = _sum(hlo.multiply(r, r), [0])
+    # gelsd on a non-finite b, as numpy returns it: NaN in the columns holding one. With
+    # an infinity and no NaN, max|b| is inf and gelsd scales b by bignum / inf = 0:
+    # every x is NaN, and the finite columns' residuals 0 (gelsd scales x back, not the
+    # rows the residuals are read from).
+    bad = hlo.not_(_all_finite(b, [0]))
+    inf_only = hlo.and_(any_true(bad), hlo.not_(any_true(is_nan(b))))
+    nan_x = hlo.or_(bad, broadcast_in_dim(inf_only, shape_of(bad), []))
+    x = select(broadcast_in_dim(nan_x, shape_of(x), [1]), full_like(x, np.nan), x)
+    residuals = select(bad, full_like(residuals, np.nan),
+                       select(broadcast_in_dim(inf_only, shape_of(bad), []), full_like(residuals, 0), residuals))
+
+    x, residuals, s = _failed(ctx, hlo.and_(ok, finite), [x, residuals, s],
+                              "SVD did not converge in Linear Least Squares")
+    if isinstance(m, int) and isinstance(n, int) and m <= n:
+        length = 0
+    else:
+        full_rank = compare(rank, convert(dim_value(n), "int32"), "EQ")
+        exists = hlo.and_(full_rank, compare(dim_value(m), dim_value(n), "GT"))
+        length = select(exists, dim_value(nrhs), dim_value(0))
+    # The barrier keeps MHLO's canonicalizer from folding the slice of a constant (m = 0)
+    # into a constant of the slice's `?` type, which fails to verify.
+    residuals = slice_axis(hlo.optimization_barrier([residuals]), 0, 0, length)
+    outs = [convert(x, rounded), convert(residuals, rounded), rank, convert(s, rounded)]
+    return tuple(_declared(node, v, i) for i, v in enumerate(outs))
+
+
 @linalg_rule(Eig)
 def lower_eig(ctx, node, batch_ndim, x):
     """numpy.linalg.eig: geev's eigenvalues and unit-norm right eigenvectors, complex."""
@@ -968,6 +1074,195 @@ def lower_trsyl(ctx, node, batch_ndim, a, b, c):
 
     x = while_loop([full(0, (), "int64"), full(0, [*batch, m, n1], dtype)], cond, body)[1]
     return _declared(node, slice_axis(x, rank - 1, 0, n), 0)
+
+
+# --- tridiagonal LU (LAPACK's gttrf and gttrs, as loops over rows) -----------------
+#
+# jaxlib registers no gttrf/gttrs. The loops below take LAPACK's steps in LAPACK's
+# order, so the factors, pivots and solutions are scipy's. They work on rows-first
+# copies (row, *batch[, rhs]), one row of every batch entry per step, padded with two
+# zero rows on each side: the first and last rows need no special case (their
+# neighbours in the padding are zeros that change nothing and are never returned).
+# A loop reads only arrays it does not write, and carries the rows a step changes for
+# the next: XLA then updates its buffers in place (reading and writing one buffer in
+# a step cost a copy of it per step, O(n^2) in all).
+
+_PAD = 2
+
+
+def _rows_first(v, batch_ndim, total: Dim) -> ir.Value:
+    """v (*batch, k[, rhs]) as (PAD + k + zeros, *batch[, rhs]) with `total` rows."""
+    rank = len(static_shape(v.type))
+    v = transpose(v, [batch_ndim, *range(batch_ndim), *range(batch_ndim + 1, rank)])
+    dims = shape_of(v)
+    back = dim_sub(dim_sub(total, _PAD), dims[0])
+    zeros = [full(0, [k, *dims[1:]], value_dtype(v)) for k in (_PAD, back)]
+    return hlo.concatenate([zeros[0], v, zeros[1]], 0)
+
+
+def _from_rows(v, batch_ndim, length: Dim) -> ir.Value:
+    """The inverse of `_rows_first`: `length` rows after the padding, batch dims first."""
+    rank = len(static_shape(v.type))
+    v = slice_axis(v, 0, _PAD, dim_add(length, _PAD))
+    return transpose(v, [*range(1, batch_ndim + 1), 0, *range(batch_ndim + 1, rank)])
+
+
+def _row(v, i: ir.Value, offset: int = 0) -> ir.Value:
+    """Padded row i + offset of every batch entry, shape (1, *batch[, rhs])."""
+    return dynamic_index(v, [0], [hlo.add(i, full_like(i, _PAD + offset))])
+
+
+def _put_row(v, row: ir.Value, i: ir.Value, offset: int = 0) -> ir.Value:
+    start = hlo.add(i, full_like(i, _PAD + offset))
+    return hlo.dynamic_update_slice(v, row, [start] + [dim_value(0)] * (len(static_shape(v.type)) - 1))
+
+
+def _rows_loop(count: Dim, values, step, downward: bool = False):
+    """step(i, values) -> values for i = 0 .. count - 1 (or back down to 0); returns
+    the last i + 1 (or i - 1) and the values."""
+    start = hlo.subtract(dim_value(count), dim_value(1)) if downward else dim_value(0)
+
+    def cond(state):
+        i = state[0]
+        return compare(i, full_like(i, 0), "GE") if downward else compare(i, dim_value(count), "LT")
+
+    def body(state):
+        i, *rest = state
+        return [hlo.add(i, full_like(i, -1 if downward else 1)), *step(i, rest)]
+
+    return while_loop([start, *values], cond, body)
+
+
+def _cabs1(x: ir.Value) -> ir.Value:
+    """LAPACK's pivoting magnitude: |x|, or |re| + |im| for complex x."""
+    if is_complex(x):
+        return hlo.add(hlo.abs(hlo.real(x)), hlo.abs(hlo.imag(x)))
+    return hlo.abs(x)
+
+
+def _tridiagonal_dims(ctx, batch_ndim, d, dl, du, du2=None):
+    """n and the checked lengths of the off-diagonals (scipy's f2py raises ValueError)."""
+    n = dim_size(d, batch_ndim)
+    off, off2 = dim_max(dim_sub(n, 1), 0), dim_max(dim_sub(n, 2), 0)
+    pairs = [(dim_size(dl, batch_ndim), off), (dim_size(du, batch_ndim), off)]
+    if du2 is not None:
+        pairs.append((dim_size(du2, batch_ndim), off2))
+    _require(ctx, pairs, ValueError, "the diagonals' lengths do not fit a tridiagonal matrix")
+    return n, off, off2
+
+
+@linalg_rule(LUFactorTridiagonal)
+def lower_lu_factor_tridiagonal(ctx, node, batch_ndim, dl, d, du):
+    """gttrf: LU of the tridiagonal matrix (dl, d, du) with partial pivoting, rows i
+    and i + 1 swapped where |dl[i]| > |d[i]| (or either is NaN, as in LAPACK). U has
+    the diagonals d, du, du2; L's multipliers replace dl; ipiv is 1-based, as scipy
+    returns it. A singular matrix (LAPACK's info > 0) is factored all the same:
+    PyTensor's perform ignores info. scipy's wrapper refuses n <= 2, computed here.
+
+    Step i finishes row i of every output; d[i + 1] and du[i + 1], which it changes,
+    are carried to step i + 1."""
+    dtype = node.outputs[0].type.dtype
+    dl, d, du = (convert(v, dtype) for v in (dl, d, du))
+    n, off, off2 = _tridiagonal_dims(ctx, batch_ndim, d, dl, du)
+    total = dim_add(n, 2 * _PAD)
+    d, dl, du = (_rows_first(v, batch_ndim, total) for v in (d, dl, du))
+    zero = dim_value(0)
+
+    def step(i, values):
+        d0, u0, d_out, dl_out, du_out, du2_out, piv = values
+        d1, l, u1 = _row(d, i, 1), _row(dl, i), _row(du, i, 1)
+        keep = compare(_cabs1(d0), _cabs1(l), "GE")
+
+        def pick(kept, swapped):
+            return select(keep, kept, swapped)
+
+        nonzero = compare(d0, full_like(d0, 0), "NE")
+        fact = hlo.divide(l, d0)  # no interchange: eliminate dl[i], unless d[i] == 0
+        swap = hlo.divide(d0, l)  # interchange rows i and i + 1, then eliminate
+        one_based = broadcast_in_dim(convert(hlo.add(i, full_like(i, 1)), "int32"), shape_of(keep), [])
+        return [
+            pick(select(nonzero, hlo.subtract(d1, hlo.multiply(fact, u0)), d1), hlo.subtract(u0, hlo.multiply(swap, d1))),
+            pick(u1, hlo.negate(hlo.multiply(swap, u1))),
+            _put_row(d_out, pick(d0, l), i),
+            _put_row(dl_out, pick(select(nonzero, fact, l), swap), i),
+            _put_row(du_out, pick(u0, d1), i),
+            _put_row(du2_out, pick(full_like(u1, 0), u1), i),
+            _put_row(piv, pick(one_based, hlo.add(one_based, full_like(one_based, 1))), i),
+        ]
+
+    empty = full_like(d, 0)
+    unswapped = hlo.add(iota(shape_of(d), 0, "int32"), full_like(d, 1 - _PAD, "int32"))  # ipiv[i] = i + 1
+    start = [_row(d, zero), _row(du, zero), empty, empty, empty, empty, unswapped]
+    last, d_last, _, d_out, dl_out, du_out, du2_out, pivots = _rows_loop(off, start, step)
+    d_out = _put_row(d_out, d_last, last)  # row n - 1, which no step finishes
+    outs = [_from_rows(dl_out, batch_ndim, off), _from_rows(d_out, batch_ndim, n),
+            _from_rows(du_out, batch_ndim, off), _from_rows(du2_out, batch_ndim, off2),
+            _from_rows(pivots, batch_ndim, n)]
+    return tuple(convert(v, o.type.dtype) for v, o in zip(outs, node.outputs))
+
+
+@linalg_rule(SolveLUFactorTridiagonal)
+def lower_solve_lu_factor_tridiagonal(ctx, node, batch_ndim, dl, d, du, du2, ipiv, b):
+    """gttrs: a x = b (a.T x = b when `transposed`, no conjugate) from gttrf's factors,
+    every right-hand side column along: L's row interchanges and multipliers, then U's
+    back substitution; for a.T, U.T's forward substitution, then L.T's."""
+    op = core_op(node)
+    dtype = node.outputs[0].type.dtype
+    dl, d, du, du2, b = (convert(v, dtype) for v in (dl, d, du, du2, b))
+    ipiv = convert(ipiv, "int64")
+    b, back = _as_matrix(b, op.b_ndim)
+    n, off, _ = _tridiagonal_dims(ctx, batch_ndim, d, dl, du, du2)
+    _require(ctx, [(dim_size(ipiv, batch_ndim), n), (_matrix_dims(b)[0], n)], ValueError,
+             "the pivots or b do not fit the factors' order")
+    total = dim_add(n, 2 * _PAD)
+    d, dl, du, du2, ipiv, b = (_rows_first(v, batch_ndim, total) for v in (d, dl, du, du2, ipiv, b))
+    row_dims = [1, *shape_of(b)[1:]]
+    zero = dim_value(0)
+
+    def wide(v):  # a factor row (1, *batch) against a row of b (1, *batch, rhs)
+        return broadcast_in_dim(v, row_dims, range(batch_ndim + 1))
+
+    def interchanged(i):  # ipiv[i] != i + 1 (1-based)
+        row = _row(ipiv, i)
+        return wide(compare(row, broadcast_in_dim(hlo.add(i, full_like(i, 1)), shape_of(row), []), "NE"))
+
+    def minus(x, factor, y):
+        return hlo.subtract(x, hlo.multiply(wide(factor), y))
+
+    def solve_l(y):
+        """L (L.T) applied: step i finishes row i (i + 1 for L.T, downward) and
+        carries the other row it changes."""
+
+        def step(i, values):
+            near, out = values  # row i (row i + 1 for L.T) as the last step left it
+            swap, l = interchanged(i), _row(dl, i)
+            if op.transposed:
+                other = _row(y, i)
+                done = select(swap, minus(other, l, near), near)
+                return [select(swap, near, minus(other, l, near)), _put_row(out, done, i, 1)]
+            other = _row(y, i, 1)
+            return [select(swap, minus(near, l, other), minus(other, l, near)),
+                    _put_row(out, select(swap, other, near), i)]
+
+        first = _row(y, dim_sub(n, 1)) if op.transposed else _row(y, zero)
+        last, near, out = _rows_loop(off, [first, full_like(y, 0)], step, downward=op.transposed)
+        return _put_row(out, near, last, 1 if op.transposed else 0)
+
+    def solve_u(y):
+        """U (U.T) solved, row i from the two rows after it (before it, for U.T),
+        which the last two steps carry."""
+
+        def step(i, values):
+            x1, x2, out = values
+            k = -1 if op.transposed else 0  # U.T reads du[i - 1] and du2[i - 2]
+            x = hlo.divide(minus(minus(_row(y, i), _row(du, i, k), x1), _row(du2, i, 2 * k), x2), wide(_row(d, i)))
+            return [x, x1, _put_row(out, x, i)]
+
+        zeros = full(0, row_dims, dtype)
+        return _rows_loop(n, [zeros, zeros, full_like(y, 0)], step, downward=not op.transposed)[3]
+
+    x = solve_l(solve_u(b)) if op.transposed else solve_u(solve_l(b))
+    return _declared(node, back(_from_rows(x, batch_ndim, n)), 0)
 
 
 # --- tensor inverse and solve -----------------------------------------------------

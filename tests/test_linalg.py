@@ -12,6 +12,7 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor import nlinalg as nl
 from pytensor.tensor import slinalg as sl
 from pytensor.tensor._linalg.solve import linear_control
+from pytensor.tensor._linalg.solve import tridiagonal as tri
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.type_other import NoneConst
 
@@ -315,6 +316,140 @@ def test_kronecker_product():
     compare_with_py([x, y], [nl.kron(x, y)], [rng.normal(size=(2, 3)), rng.normal(size=(3, 2))])
 
 
+# --- least squares, tridiagonal LU --------------------------------------------------
+
+
+def _lstsq_function():
+    a, b, rcond = pt.matrix("a"), pt.matrix("b"), pt.dscalar("rcond")
+    return pytensor.function([a, b, rcond], nl.lstsq(a, b, rcond), mode="STABLEHLO")
+
+
+def _expected_lstsq(a, b, rcond):
+    """numpy's results in the types PyTensor declares: float64, rank int32, and x a
+    matrix (one column for a 1-d b, where numpy returns a vector)."""
+    x, residuals, rank, s = np.linalg.lstsq(a, b, rcond)
+    return [(x if x.ndim == 2 else x[:, None]).astype(np.float64), residuals.astype(np.float64), np.int32(rank),
+            s.astype(np.float64)]
+
+
+def _rank_deficient(rng, shape, rank):
+    return rng.normal(size=(shape[0], rank)) @ rng.normal(size=(rank, shape[1]))
+
+
+def test_lstsq_matches_the_python_mode():
+    rng = np.random.default_rng(30)
+    a, b, rcond = pt.matrix("a"), pt.matrix("b"), pt.dscalar("rcond")
+    for value in [rng.normal(size=(6, 3)), _rank_deficient(rng, (5, 5), 3)]:  # 2 residuals, none
+        compare_with_py([a, b, rcond], list(nl.lstsq(a, b, rcond)), [value, rng.normal(size=(len(value), 2)), -1.0],
+                        rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype, b_ndim", [("float32", 2), ("float64", 1)])
+def test_lstsq_dtypes_and_a_vector_b(dtype, b_ndim):
+    # numpy computes in double and rounds to float32 when a and b both are; PyTensor
+    # declares float64 results and a matrix x. One function, so the residuals' length
+    # (measured at run time) changes between calls.
+    rng = np.random.default_rng(31)
+    a, b, rcond = pt.matrix("a", dtype=dtype), pt.tensor("b", dtype=dtype, shape=(None,) * b_ndim), pt.dscalar("r")
+    fn = pytensor.function([a, b, rcond], nl.lstsq(a, b, rcond), mode="STABLEHLO")
+    tol = dict(rtol=1e-6, atol=1e-7) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for value in [rng.normal(size=(6, 3)), _rank_deficient(rng, (6, 3), 2), rng.normal(size=(3, 5))]:
+        rhs = rng.normal(size=(len(value), 2)[:b_ndim])
+        value, rhs = value.astype(dtype), rhs.astype(dtype)
+        got, expected = fn(value, rhs, -1.0), _expected_lstsq(value, rhs, -1.0)
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g, e, **tol)
+
+
+def test_lstsq_rcond_and_an_ill_conditioned_matrix():
+    # Singular values from 1 to 1e-20: the rank is what gelsd's cutoff keeps,
+    # s > r * max(s) with r = rcond inside (0, 1), LAPACK's 2^-53 otherwise.
+    rng = np.random.default_rng(32)
+    u, _ = np.linalg.qr(rng.normal(size=(10, 8)))
+    v, _ = np.linalg.qr(rng.normal(size=(8, 8)))
+    a = (u * np.logspace(0, -20, 8)) @ v.T
+    rhs = rng.normal(size=(10, 2))
+    fn = _lstsq_function()
+    for rcond in [1e-7, 1e-12, -1.0, 2.0]:
+        got, expected = fn(a, rhs, rcond), _expected_lstsq(a, rhs, rcond)
+        assert got[2] == expected[2], rcond
+        np.testing.assert_allclose(got[3], expected[3], rtol=1e-9, atol=1e-15)
+        # x is as accurate as the kept singular values' spread allows (nothing, for
+        # the last two: the rank is what they check).
+        kept = expected[3][expected[3] > expected[3][0] * (rcond if 0 < rcond < 1 else 2.0**-53)]
+        scale = np.abs(expected[0]).max()
+        np.testing.assert_allclose(got[0] / scale, expected[0] / scale, atol=1e-15 * kept[0] / kept[-1] * 10)
+    # At the cutoffs: s <= r * max(s) is dropped; rcond 0 keeps 1.5e-16 > 2^-53 (numpy's
+    # eps, 2^-52, would not).
+    diagonal = np.diag([1.0, 0.5, 1.5e-16])
+    for rcond, rank in [(0.5, 1), (0.0, 3)]:
+        got = fn(diagonal, np.ones((3, 1)), rcond)
+        assert got[2] == rank == np.linalg.lstsq(diagonal, np.ones((3, 1)), rcond)[2]
+
+
+def test_lstsq_failures_and_empty_shapes():
+    fn = _lstsq_function()
+    a = np.random.default_rng(33).normal(size=(4, 3))
+    with pytest.raises(np.linalg.LinAlgError, match="SVD did not converge in Linear Least Squares"):
+        fn(np.where(np.eye(4, 3) > 0, np.nan, a), np.ones((4, 2)), -1.0)  # as numpy: gelsd fails
+    with pytest.raises(np.linalg.LinAlgError, match="Incompatible dimensions"):
+        fn(a, np.ones((3, 2)), -1.0)
+    rhs = np.ones((4, 2))
+    rhs[1, 1] = np.inf  # a non-finite b is no error: NaN in its column, as numpy
+    for shapes in [((4, 3), rhs), ((0, 3), np.ones((0, 2))), ((3, 0), np.ones((3, 2))), ((4, 3), np.ones((4, 0)))]:
+        value = a[:shapes[0][0], :shapes[0][1]]
+        got, expected = fn(value, shapes[1], -1.0), _expected_lstsq(value, shapes[1], -1.0)
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14, equal_nan=True)
+
+
+def _tridiagonal(rng, shape, dtype):
+    a = rng.normal(size=shape) * 3
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.normal(size=shape)
+    return np.triu(np.tril(a, 1), -1).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_tridiagonal_lu_factor_and_solve(dtype):
+    # Random diagonals: rows swap wherever |dl[i]| > |d[i]|, so ipiv has both kinds;
+    # factors and pivots are compared entry by entry with scipy's gttrf.
+    rng = np.random.default_rng(34)
+    a = _tridiagonal(rng, (3, 7, 7), dtype)
+    b = _general(rng, (3, 7, 2), dtype)
+    x, y = pt.tensor3("a", dtype=dtype), pt.tensor3("b", dtype=dtype)
+    factors = tri.tridiagonal_lu_factor(x)
+    outputs = [*factors, *(tri.tridiagonal_lu_solve(factors, y, b_ndim=2, transposed=t) for t in (False, True))]
+    got = compare_with_py([x, y], outputs, [a, b], **LOOSE[dtype], modes=("STABLEHLO",))
+    pivots = got[4]
+    assert (pivots != np.arange(1, 8)).any() and (pivots == np.arange(1, 8)).any()
+    np.testing.assert_allclose(got[5], np.linalg.solve(a, b), **LOOSE[dtype])
+    np.testing.assert_allclose(got[6], np.linalg.solve(np.swapaxes(a, -1, -2), b), **LOOSE[dtype])
+
+
+def test_tridiagonal_lu_of_a_singular_matrix_and_small_orders():
+    # A zero pivot (LAPACK's info > 0) is no error in PyTensor's perform: the factors
+    # as LAPACK leaves them, and the solve divides by zero.
+    dl, d, du = pt.vector("dl"), pt.vector("d"), pt.vector("du")
+    factors = tri.LUFactorTridiagonal()(dl, d, du)
+    got = compare_with_py([dl, d, du], factors, [np.zeros(3), np.array([0.0, 1.0, 0.0, 2.0]), np.ones(3)])
+    inputs = [pt.vector(n) for n in ("l", "c", "u", "u2")] + [pt.vector("p", dtype="int32"), pt.vector("b")]
+    solves = [tri.SolveLUFactorTridiagonal(b_ndim=1, transposed=t)(*inputs) for t in (False, True)]
+    solved = compare_with_py(inputs, solves, [*got, np.ones(4)])
+    assert not np.isfinite(solved[0]).all() and not np.isfinite(solved[1]).all()
+    # scipy's wrapper refuses n <= 2 (an f2py size check); LAPACK's answer for them.
+    fn = pytensor.function([dl, d, du], factors, mode="STABLEHLO")
+    for values, expected in [
+        ((np.array([2.0]), np.array([1.0, 2.0]), np.array([1.0])), ([0.5], [2, 0], [2], [], [2, 2])),
+        ((np.zeros(0), np.array([3.0]), np.zeros(0)), ([], [3], [], [], [1])),
+        ((np.zeros(0), np.zeros(0), np.zeros(0)), ([], [], [], [], [])),
+    ]:
+        for g, e in zip(fn(*values), expected, strict=True):
+            np.testing.assert_array_equal(g, e)
+
+
 # --- batches, empty and dynamic shapes, conditioning --------------------------------
 
 
@@ -529,6 +664,7 @@ def test_tensor_inverse_and_solve():
         (lambda x: nl.eigh(x)[1], "complex128"),  # eigenvectors typed real
         (lambda x: sl.lu_factor(x)[0], "int64"),  # LU factors typed int64
         (lambda x: sl.expm(x), "int32"),
+        (lambda x: nl.lstsq(x, x, -1)[0], "complex128"),  # x typed float64
     ],
 )
 def test_results_pytensor_types_narrower_than_their_values_are_refused(build, dtype):

@@ -5,6 +5,7 @@
 import pytensor.tensor as pt
 from pytensor.tensor import nlinalg as nl
 from pytensor.tensor import slinalg as sl
+from pytensor.tensor._linalg.solve import tridiagonal as tri
 
 from ir_printing import print_ir
 
@@ -90,3 +91,24 @@ print_ir("expm", [x], [sl.expm(x)])
 # CHECK-LABEL: TEST: schur opt
 # CHECK: stablehlo.custom_call @lapack_dgees_ffi({{.*}}backend_config = {mode = 86 : ui8, sort = 78 : ui8}
 print_ir("schur", [x], list(sl.schur(x)))
+
+# lstsq: gesdd's reduced SVD; the residuals' length comes from the rank, a slice whose
+# limit the program computes (the runtime measures it before specializing).
+# CHECK-LABEL: TEST: lstsq opt
+# CHECK: stablehlo.custom_call @lapack_dgesdd_ffi({{.*}}backend_config = {mode = 83 : ui8}
+# CHECK: %[[RES:.*]] = stablehlo.optimization_barrier
+# CHECK: stablehlo.real_dynamic_slice %[[RES]]
+print_ir("lstsq", [x, y], list(nl.lstsq(x, y, -1)))
+
+# gttrf and gttrs have no jaxlib target: loops over the rows, rows first (5 + 2 * 2
+# padding rows), one row of every batch entry a step, carrying the rows a step changes
+# and only writing the buffers; LAPACK's pivot test |d[i]| >= |dl[i]| picks the branch.
+a, b = pt.tensor("a", shape=(2, 5, 5)), pt.tensor("b", shape=(2, 5, 3))
+factors = tri.tridiagonal_lu_factor(a)
+# CHECK-LABEL: TEST: tridiagonal_lu opt
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1x2xf64>, tensor<1x2xf64>, tensor<9x2xf64>, tensor<9x2xf64>, tensor<9x2xf64>, tensor<9x2xf64>, tensor<9x2xi32>
+# CHECK: stablehlo.compare GE, {{.*}} : (tensor<1x2xf64>, tensor<1x2xf64>) -> tensor<1x2xi1>
+# CHECK: stablehlo.dynamic_update_slice {{.*}} -> tensor<9x2xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1x2x3xf64>, tensor<9x2x3xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1x2x3xf64>, tensor<1x2x3xf64>, tensor<9x2x3xf64>
+print_ir("tridiagonal_lu", [a, b], [*factors, tri.tridiagonal_lu_solve(factors, b, b_ndim=2)])
