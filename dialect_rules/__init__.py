@@ -23,6 +23,7 @@ from dialect_rules import (  # noqa: F401
     special,
     subtensor,
     random,
+    random_continuous,
     random_multivariate,
     tensor_basic,
 )

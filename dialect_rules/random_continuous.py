@@ -1,0 +1,444 @@
+"""Continuous RandomVariables beyond uniform, normal and gamma (those are in
+`random`): inversion where the quantile is cheap, Marsaglia-Tsang gammas taken to
+log space where a shape below 1 would underflow, and rejection for von Mises.
+
+Parameterizations and parameter errors are those of each Op's `rng_fn`: numpy's
+Generator methods (their messages, "scale < 0"), or a scipy.stats distribution
+(one "Domain error in arguments" message; `loc` where `scale` is 0, as scipy).
+The streams are not numpy's: same distributions, different numbers.
+
+Inversions whose quantile is infinite at 0 or 1 draw from `open_uniform`, whose
+points are all strictly inside (0, 1) and symmetric about 1/2, so log(u), log1p(-u)
+and 2u - 1 are exact and finite, and each tail comes from the end of the lattice that
+resolves it; truncated exponential and triangular take the core's [0, 1), as numpy.
+Keys are split as little as possible (`open_uniforms`): each Threefry inside a
+rejection loop costs about half a second of XLA compile time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from jax.extend.mlir.dialects import chlo
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.tensor.random import basic as rv
+
+from dialect_rules.random import bits, register_sampler, rejection, require, split, standard_gamma, uniform
+from lowering.builders import compare, convert, full_like, reshape, select, signbit, slice_axis, value_dtype
+
+# --- small arithmetic helpers ------------------------------------------------------------
+
+
+def _c(like, value):
+    return full_like(like, value)
+
+
+def _lt(a, value):
+    return compare(a, _c(a, value), "LT")
+
+
+def _not(mask):
+    return hlo.not_(mask)
+
+
+def _square(x):
+    return hlo.multiply(x, x)
+
+
+# --- standard draws -------------------------------------------------------------------
+
+
+def open_uniform(key, dims, dtype):
+    """Uniform numbers strictly inside (0, 1) (`open_unit` of fresh bits)."""
+    return open_unit(bits(key, dims), dtype)
+
+
+def open_unit(word, dtype):
+    """ui64 words to (k + 1/2) 2^(1-m) in (0, 1), k their top m-1 bits, m = 24
+    (float32) or 53 (float64).
+
+    The core's `uniform(open_zero=True)` adds 1/2 to an m-bit k, which is not
+    representable for k >= 2^(m-1) and rounds the largest k up to u = 1 (probability
+    2^-24 in float32, where the core's normal is then inf). One bit fewer keeps every
+    point exact and the lattice symmetric about 1/2.
+    """
+    m = 24 if np.dtype(dtype) == np.float32 else 53
+    top = convert(hlo.shift_right_logical(word, full_like(word, 64 - (m - 1))), dtype)
+    return hlo.multiply(hlo.add(top, _c(top, 0.5)), _c(top, 2.0 ** (1 - m)))
+
+
+def open_uniforms(key, dims, dtype, n):
+    """`n` tensors of open uniforms from one run of Threefry over n times the counters:
+    one cipher, not a split and n ciphers (each costs compile and run time)."""
+    u = open_uniform(key, [n, *dims], dtype)
+    return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(n)]
+
+
+def _symmetric(u):
+    """2u - 1 for an open uniform u: exact, never 0 or +-1, symmetric about 0."""
+    return hlo.subtract(hlo.add(u, u), _c(u, 1.0))
+
+
+def normal_of(u):
+    """Standard normals sqrt(2) erfinv(2u - 1), as the core's `normal` but never inf."""
+    return hlo.multiply(chlo.erf_inv(_symmetric(u)), _c(u, math.sqrt(2.0)))
+
+
+def exponential_of(u):
+    """Standard exponentials -log(u): strictly positive and finite (Gumbel's log(E)
+    and Weibull's E^(1/a) need both)."""
+    return hlo.negate(hlo.log(u))
+
+
+def cauchy_of(u):
+    """Standard Cauchy numbers cot(pi w / 2), w = 2u - 1: the quantile written so that
+    the far tails (w near 0) come from a small angle known to full relative precision,
+    unlike tan(pi (u - 1/2)) near u = 0 or 1."""
+    w = _symmetric(u)
+    return hlo.divide(_c(w, 1.0), hlo.tan(hlo.multiply(w, _c(w, math.pi / 2))))
+
+
+def _log_gamma_parts(key, alpha, u):
+    """log G for G ~ Gamma(alpha, 1), as `head + tail / alpha`; `key` is for the core's
+    gamma draw, `u` an open uniform of alpha's shape.
+
+    For alpha < 1, G = G' u^(1/alpha) with G' ~ Gamma(alpha + 1) (Marsaglia and Tsang,
+    2000, the core's boost) underflows to 0 for most u once alpha is small (alpha =
+    1e-3: u < 0.5 in float64), though G^(1/p) or sqrt(df / G) are finite; in logs,
+    head = log G' and tail = log u stay finite. For alpha >= 1 (or NaN, inf,
+    negative: the core's NaN and inf), tail = 0.
+    """
+    boost = hlo.and_(_lt(alpha, 1.0), compare(alpha, _c(alpha, 0.0), "GE"))
+    head = hlo.log(standard_gamma(key, select(boost, hlo.add(alpha, _c(alpha, 1.0)), alpha)))
+    return head, select(boost, hlo.log(u), _c(u, 0.0))
+
+
+def log_standard_gamma(key, alpha, u):
+    """log of a Gamma(alpha, 1) draw, finite wherever the draw's log is (see
+    `_log_gamma_parts`); alpha = 0 gives -inf."""
+    head, tail = _log_gamma_parts(key, alpha, u)
+    return hlo.add(head, hlo.divide(tail, alpha))
+
+
+def _gamma_key_and_uniforms(key, dims, dtype, n):
+    """A key for the core's gamma draw and `n` open uniforms of shape `dims`."""
+    gamma_key, uniform_key = split(key, 2)
+    return gamma_key, open_uniforms(uniform_key, dims, dtype, n)
+
+
+# --- parameter checks ---------------------------------------------------------------
+
+
+def _numpy_check(index, message, fails):
+    """numpy's check of parameter `index`: NaN passes, as in numpy."""
+    def checks(ctx, *params):
+        require(ctx, fails(params[index]), message)
+    return checks
+
+
+def _all_checks(*checks):
+    def run(ctx, *params):
+        for check in checks:
+            check(ctx, *params)
+    return run
+
+
+def _negative(x):
+    """numpy's "< 0" check: the sign bit, so -0.0 fails, NaN passes."""
+    return hlo.and_(signbit(x), compare(x, x, "EQ"))
+
+
+def _not_positive(x):
+    return compare(x, _c(x, 0.0), "LE")
+
+
+def _scipy_message(name):
+    return (
+        "Domain error in arguments. The `scale` parameter must be positive for all "
+        "distributions, and many distributions have restrictions on shape parameters. "
+        f"Please see the `scipy.stats.{name}` documentation for details."
+    )
+
+
+def _scipy_failed(shapes, scale):
+    """scipy.stats' `rvs` check fails unless every shape parameter is > 0 and the scale
+    >= 0 (NaN fails both)."""
+    fails = [_not(compare(x, _c(x, 0.0), "GT")) for x in shapes]
+    fails.append(_not(compare(scale, _c(scale, 0.0), "GE")))
+    return functools.reduce(hlo.or_, fails)
+
+
+def _scipy_checks(name, shapes=(), scale=1):
+    """scipy's check of the parameters at indices `shapes` and `scale`: one message."""
+    def checks(ctx, *params):
+        require(ctx, _scipy_failed([params[i] for i in shapes], params[scale]), _scipy_message(name))
+    return checks
+
+
+def _location_scale(loc, scale, z):
+    """scipy's `z * scale + loc`, giving `loc` where scale is 0 (scipy does so when
+    every scale is 0) even for an infinite z."""
+    return select(compare(scale, _c(scale, 0.0), "EQ"), loc, hlo.add(loc, hlo.multiply(scale, z)))
+
+
+# --- location-scale families by inversion ----------------------------------------------
+
+
+@register_sampler(rv.HalfNormalRV, checks=_scipy_checks("halfnorm"))
+def _halfnormal(key, dims, loc, scale):
+    """scipy.stats.halfnorm: loc + scale |N(0, 1)|."""
+    return _location_scale(loc, scale, hlo.abs(normal_of(open_uniform(key, dims, value_dtype(loc)))))
+
+
+@register_sampler(rv.LogNormalRV, checks=_numpy_check(1, "sigma < 0", _negative))
+def _lognormal(key, dims, mean, sigma):
+    """numpy's lognormal: exp(mean + sigma N(0, 1))."""
+    return hlo.exponential(hlo.add(mean, hlo.multiply(sigma, normal_of(open_uniform(key, dims, value_dtype(mean))))))
+
+
+@register_sampler(rv.ExponentialRV, checks=_numpy_check(0, "scale < 0", _negative))
+def _exponential(key, dims, scale):
+    return hlo.multiply(scale, exponential_of(open_uniform(key, dims, value_dtype(scale))))
+
+
+@register_sampler(rv.CauchyRV, checks=_scipy_checks("cauchy"))
+def _cauchy(key, dims, loc, scale):
+    return _location_scale(loc, scale, cauchy_of(open_uniform(key, dims, value_dtype(loc))))
+
+
+@register_sampler(rv.HalfCauchyRV, checks=_scipy_checks("halfcauchy"))
+def _halfcauchy(key, dims, loc, scale):
+    """|Cauchy| = cot(pi |w| / 2): the half-Cauchy quantile tan(pi q / 2) at q = 1 - |w|."""
+    return _location_scale(loc, scale, hlo.abs(cauchy_of(open_uniform(key, dims, value_dtype(loc)))))
+
+
+@register_sampler(rv.LaplaceRV, checks=_numpy_check(1, "scale < 0", _negative))
+def _laplace(key, dims, loc, scale):
+    """Inversion as numpy: a random sign times the exponential -log|w|, |w| in (0, 1)
+    uniform (w = 2u - 1 exact)."""
+    w = _symmetric(open_uniform(key, dims, value_dtype(loc)))
+    z = hlo.multiply(hlo.sign(w), hlo.log(hlo.abs(w)))
+    return hlo.subtract(loc, hlo.multiply(scale, z))
+
+
+@register_sampler(rv.LogisticRV, checks=_numpy_check(1, "scale < 0", _negative))
+def _logistic(key, dims, loc, scale):
+    """Inversion as numpy: logit(u) = log(u) - log1p(-u), each tail from its own term."""
+    u = open_uniform(key, dims, value_dtype(loc))
+    z = hlo.subtract(hlo.log(u), hlo.log_plus_one(hlo.negate(u)))
+    return hlo.add(loc, hlo.multiply(scale, z))
+
+
+@register_sampler(rv.GumbelRV, checks=_scipy_checks("gumbel_r"))
+def _gumbel(key, dims, loc, scale):
+    """scipy.stats.gumbel_r by inversion: -log(E), E = -log(q) standard exponential."""
+    z = hlo.negate(hlo.log(exponential_of(open_uniform(key, dims, value_dtype(loc)))))
+    return _location_scale(loc, scale, z)
+
+
+def _weibull_checks(ctx, a):
+    require(ctx, _negative(a), "a < 0")
+
+
+@register_sampler(rv.WeibullRV, checks=_weibull_checks)
+def _weibull(key, dims, a):
+    """numpy's weibull: E^(1/a), and 0 for a = 0."""
+    e = exponential_of(open_uniform(key, dims, value_dtype(a)))
+    x = hlo.power(e, hlo.divide(_c(a, 1.0), a))
+    return select(compare(a, _c(a, 0.0), "EQ"), _c(a, 0.0), x)
+
+
+@register_sampler(rv.ParetoRV, checks=_scipy_checks("pareto", shapes=(0,), scale=1))
+def _pareto(key, dims, b, scale):
+    """scipy.stats.pareto by inversion: (1 - q)^(-1/b) = exp(E / b), support x >= scale."""
+    z = hlo.exponential(hlo.divide(exponential_of(open_uniform(key, dims, value_dtype(b))), b))
+    return _location_scale(_c(b, 0.0), scale, z)
+
+
+@register_sampler(rv.TruncExponentialRV, checks=_scipy_checks("truncexpon", shapes=(0,), scale=2))
+def _truncexpon(key, dims, b, loc, scale):
+    """scipy.stats.truncexpon by inversion: -log1p(q expm1(-b)) on [0, b], q in [0, 1);
+    both functions keep the digits a small b or q would lose."""
+    q = uniform(key, dims, value_dtype(b))
+    z = hlo.negate(hlo.log_plus_one(hlo.multiply(q, hlo.exponential_minus_one(hlo.negate(b)))))
+    return _location_scale(loc, scale, z)
+
+
+_triangular_checks = _all_checks(
+    lambda ctx, left, mode, right: require(ctx, compare(left, mode, "GT"), "left > mode"),
+    lambda ctx, left, mode, right: require(ctx, compare(mode, right, "GT"), "mode > right"),
+    lambda ctx, left, mode, right: require(ctx, compare(left, right, "EQ"), "left == right"),
+)
+
+
+@register_sampler(rv.TriangularRV, checks=_triangular_checks)
+def _triangular(key, dims, left, mode, right):
+    """Inversion as numpy; sqrt(u (m - l)(r - l)) taken as sqrt(u (m - l)) sqrt(r - l),
+    which cannot overflow, and is numpy's -inf for an infinite left."""
+    u = uniform(key, dims, value_dtype(left))
+    base = hlo.sqrt(hlo.subtract(right, left))
+    rising = hlo.add(left, hlo.multiply(hlo.sqrt(hlo.multiply(u, hlo.subtract(mode, left))), base))
+    falling_u = hlo.subtract(_c(u, 1.0), u)
+    falling = hlo.subtract(right, hlo.multiply(hlo.sqrt(hlo.multiply(falling_u, hlo.subtract(right, mode))), base))
+    ratio = hlo.divide(hlo.subtract(mode, left), hlo.subtract(right, left))
+    return select(compare(u, ratio, "LE"), rising, falling)
+
+
+# --- built on gamma draws ---------------------------------------------------------------
+
+
+def _invgamma_checks(ctx, shape, scale):
+    require(ctx, _negative(shape), "shape < 0")
+    # numpy checks the gamma's scale 1 / scale, so -0.0 fails too.
+    require(ctx, _negative(hlo.divide(_c(scale, 1.0), scale)), "scale < 0")
+
+
+@register_sampler(rv.InvGammaRV, checks=_invgamma_checks)
+def _invgamma(key, dims, shape, scale):
+    """PyTensor's 1 / gamma(shape, 1 / scale) = scale exp(-log G): the log keeps a
+    small shape's draws finite where G itself underflows."""
+    gamma_key, (u,) = _gamma_key_and_uniforms(key, dims, value_dtype(shape), 1)
+    return hlo.multiply(scale, hlo.exponential(hlo.negate(log_standard_gamma(gamma_key, shape, u))))
+
+
+_beta_checks = _all_checks(
+    _numpy_check(0, "a <= 0", _not_positive),
+    _numpy_check(1, "b <= 0", _not_positive),
+)
+
+
+@register_sampler(rv.BetaRV, checks=_beta_checks)
+def _beta(key, dims, a, b):
+    """Ga / (Ga + Gb) from two gammas, in logs: logistic(log Ga - log Gb).
+
+    numpy switches to Johnk's method for a, b <= 1 because both gammas then
+    underflow and Ga / (Ga + Gb) is 0/0; their logs do not. The difference
+    d = (hb - ha) + tb / b - ta / a (`_log_gamma_parts`) is computed times m =
+    min(1, a, b) and divided by it last, so for tiny a and b the two huge tails
+    never meet as inf - inf: d may overflow to +-inf only with its right sign.
+    Both gammas come from one loop over a and b stacked (each rejection loop costs
+    about a second of XLA compile time).
+    """
+    gamma_key, (u,) = _gamma_key_and_uniforms(key, [2, *dims], value_dtype(a), 1)
+    stacked = hlo.concatenate([reshape(x, [1, *dims]) for x in (a, b)], 0)
+    parts = _log_gamma_parts(gamma_key, stacked, u)
+    (ha, ta), (hb, tb) = ([reshape(slice_axis(x, 0, i, i + 1), dims) for x in parts] for i in (0, 1))
+    m = hlo.minimum(_c(a, 1.0), hlo.minimum(a, b))
+    scaled = hlo.add(
+        hlo.multiply(hlo.subtract(ha, hb), m),
+        hlo.subtract(hlo.multiply(ta, hlo.divide(m, a)), hlo.multiply(tb, hlo.divide(m, b))),
+    )
+    return hlo.logistic(hlo.divide(scaled, m))
+
+
+@register_sampler(rv.StudentTRV, checks=_scipy_checks("t", shapes=(0,), scale=2))
+def _student_t(key, dims, df, loc, scale):
+    """numpy's standard_t: N sqrt(nu / G), G ~ Gamma(nu = df / 2), with G in logs so a
+    small df gives its huge finite draws (not inf where G underflows)."""
+    gamma_key, (u_normal, u_gamma) = _gamma_key_and_uniforms(key, dims, value_dtype(df), 2)
+    half = hlo.multiply(df, _c(df, 0.5))
+    log_ratio = hlo.subtract(hlo.log(half), log_standard_gamma(gamma_key, half, u_gamma))
+    z = hlo.multiply(normal_of(u_normal), hlo.exponential(hlo.multiply(log_ratio, _c(df, 0.5))))
+    return _location_scale(loc, scale, z)
+
+
+def _gengamma_checks(ctx, alpha, p, lambd):
+    # scipy sees a = alpha / p and c = p, and requires c != 0 too
+    failed = hlo.or_(_scipy_failed([hlo.divide(alpha, p)], lambd), compare(p, _c(p, 0.0), "EQ"))
+    require(ctx, failed, _scipy_message("gengamma"))
+
+
+@register_sampler(rv.GenGammaRV, checks=_gengamma_checks)
+def _gengamma(key, dims, alpha, p, lambd):
+    """scipy.stats.gengamma(a = alpha / p, c = p, scale = lambd): G^(1/p), G ~ Gamma(a).
+
+    In logs, log G / p = head / p + tail / alpha: for a small a (a large p) G
+    underflows to 0 while G^(1/p) is an ordinary number; this form never forms
+    log G itself.
+    """
+    gamma_key, (u,) = _gamma_key_and_uniforms(key, dims, value_dtype(alpha), 1)
+    head, tail = _log_gamma_parts(gamma_key, hlo.divide(alpha, p), u)
+    z = hlo.exponential(hlo.add(hlo.divide(head, p), hlo.divide(tail, alpha)))
+    return _location_scale(_c(alpha, 0.0), lambd, z)
+
+
+# --- Wald and von Mises ------------------------------------------------------------------
+
+
+_wald_checks = _all_checks(
+    _numpy_check(0, "mean <= 0", _not_positive),
+    _numpy_check(1, "scale <= 0", _not_positive),
+)
+
+
+@register_sampler(rv.WaldRV, checks=_wald_checks)
+def _wald(key, dims, mean, scale):
+    """Michael, Schucany and Haas (1976), as numpy, rewritten without cancellation.
+
+    With y = mean N^2 the two roots are mean / d^2 and mean d^2, d = a + sqrt(a^2 + 1)
+    = exp(asinh a), a = |N| sqrt(mean / (4 scale)); the smaller is kept with
+    probability mean / (mean + x) = logistic(2 asinh a). numpy's
+    mean + mean/(2 scale) (y - sqrt(4 scale y + y^2)) loses every digit once y >> scale.
+    """
+    u_normal, u_root = open_uniforms(key, dims, value_dtype(mean), 2)
+    a = hlo.multiply(hlo.abs(normal_of(u_normal)), hlo.sqrt(hlo.divide(mean, hlo.multiply(scale, _c(scale, 4.0)))))
+    t = hlo.multiply(chlo.asinh(a), _c(a, 2.0))
+    larger = compare(u_root, hlo.logistic(t), "GT")
+    return hlo.multiply(mean, hlo.exponential(select(larger, t, hlo.negate(t))))
+
+
+def _vonmises_checks(ctx, mu, kappa):
+    require(ctx, _negative(kappa), "kappa < 0")
+
+
+_VONMISES_UNIFORM = 1e-8  # numpy: below, a uniform angle
+_VONMISES_NORMAL = 1e6  # numpy: above, a wrapped normal
+
+
+@register_sampler(rv.VonMisesRV, checks=_vonmises_checks)
+def _vonmises(key, dims, mu, kappa):
+    """Best and Fisher (1979) as numpy: wrapped-Cauchy proposals accepted with
+    probability Y e^(1 - Y), Y = kappa (s - cos theta); numpy's uniform below
+    kappa = 1e-8 and wrapped normal above 1e6.
+
+    Written for float32 too: rho = 2 kappa / (r + sqrt(2r)), r = 1 + sqrt(1 + 4 kappa^2)
+    (numpy's (r - sqrt(2r)) / (2 kappa) cancels for small kappa); the proposal is
+    theta = 2 atan(c C), C standard Cauchy, c = (1 - rho) / (1 + rho), with 1 - rho
+    formed from positive terms; and s - cos theta = (1 - rho)^2 / (2 rho) +
+    2 sin^2(theta / 2), which acos(W) near W = 1 would lose for a large kappa.
+    """
+    dtype = value_dtype(mu)
+    loop_key, uniform_key = split(key, 2)
+    u_normal, u_flat = open_uniforms(uniform_key, dims, dtype, 2)
+    q = hlo.sqrt(hlo.add(_c(kappa, 1.0), hlo.multiply(_c(kappa, 4.0), _square(kappa))))
+    r = hlo.add(_c(q, 1.0), q)
+    root = hlo.sqrt(hlo.add(r, r))
+    rho = hlo.divide(hlo.add(kappa, kappa), hlo.add(r, root))
+    # 1 - rho = (r - 2 kappa + sqrt(2r)) / (r + sqrt(2r)), r - 2 kappa = 1 + 1 / (q + 2 kappa)
+    gap = hlo.add(_c(q, 1.0), hlo.divide(_c(q, 1.0), hlo.add(q, hlo.add(kappa, kappa))))
+    one_minus_rho = hlo.divide(hlo.add(gap, root), hlo.add(r, root))
+    c = hlo.divide(one_minus_rho, hlo.subtract(_c(rho, 2.0), one_minus_rho))
+    s_minus_one = hlo.divide(_square(one_minus_rho), hlo.add(rho, rho))
+
+    def propose(key):
+        u, v = open_uniforms(key, dims, dtype, 2)
+        half = chlo.atan(hlo.multiply(c, cauchy_of(u)))
+        y = hlo.multiply(kappa, hlo.add(s_minus_one, hlo.multiply(_c(half, 2.0), _square(hlo.sine(half)))))
+        bound = hlo.add(hlo.subtract(hlo.log(y), hlo.log(v)), hlo.subtract(_c(y, 1.0), y))
+        return hlo.add(half, half), compare(bound, _c(bound, 0.0), "GE")
+
+    middle = hlo.and_(compare(kappa, _c(kappa, _VONMISES_UNIFORM), "GE"), compare(kappa, _c(kappa, _VONMISES_NORMAL), "LE"))
+    theta = hlo.add(mu, rejection(loop_key, dims, dtype, propose, middle))
+    # numpy's fmod(|x| + pi, 2 pi) - pi, with x's sign
+    wrapped = hlo.subtract(hlo.remainder(hlo.add(hlo.abs(theta), _c(theta, math.pi)), _c(theta, 2 * math.pi)), _c(theta, math.pi))
+    wrapped = select(_lt(theta, 0.0), hlo.negate(wrapped), wrapped)
+
+    near = hlo.add(mu, hlo.multiply(hlo.rsqrt(kappa), normal_of(u_normal)))
+    near = select(_lt(near, -math.pi), hlo.add(near, _c(near, 2 * math.pi)), near)
+    near = select(compare(near, _c(near, math.pi), "GT"), hlo.subtract(near, _c(near, 2 * math.pi)), near)
+
+    flat = hlo.multiply(_symmetric(u_flat), _c(mu, math.pi))
+    out = select(_lt(kappa, _VONMISES_UNIFORM), flat, select(compare(kappa, _c(kappa, _VONMISES_NORMAL), "GT"), near, wrapped))
+    return select(compare(kappa, kappa, "NE"), kappa, out)
