@@ -33,14 +33,16 @@ from lowering.builders import (
     dim_size,
     full,
     full_like,
+    iota,
     ir_constant,
     reshape,
     select,
     shape_of,
+    signbit,
+    slice_axis,
     static_slice,
     value_dtype,
     vector_element,
-    iota,
 )
 from lowering.regions import any_true, while_loop
 from lowering.registry import register_lowering
@@ -120,29 +122,49 @@ def work_dtype(dtype) -> str:
     return "float32" if np.dtype(dtype) in (np.float16, np.float32) else "float64"
 
 
-def uniform(key: ir.Value, dims: Sequence[Dim], dtype, open_zero: bool = False) -> ir.Value:
-    """Uniform numbers in [0, 1) of float32/float64 `dtype`, as numpy makes them from
-    the top 24 or 53 bits; with `open_zero`, in (0, 1): half a step higher."""
-    mantissa = 24 if np.dtype(dtype) == np.float32 else 53
-    word = bits(key, dims)
-    top = hlo.shift_right_logical(word, full_like(word, 64 - mantissa))
-    x = convert(top, dtype)
+def unit(word: ir.Value, dtype, open_zero: bool = False) -> ir.Value:
+    """ui64 words to uniform numbers of float32/float64 `dtype`: in [0, 1) from the top
+    m bits (m = 24 or 53), as numpy makes them; with `open_zero`, in (0, 1) as
+    (k + 1/2) 2^(1-m) from the top m-1 bits k. (With m bits, k + 1/2 is not
+    representable for k >= 2^(m-1), and the largest k would round up to 1.)"""
+    m = 24 if np.dtype(dtype) == np.float32 else 53
+    m -= open_zero
+    x = convert(hlo.shift_right_logical(word, full_like(word, 64 - m)), dtype)
     if open_zero:
         x = hlo.add(x, full_like(x, 0.5))
-    return hlo.multiply(x, full_like(x, 2.0**-mantissa))
+    return hlo.multiply(x, full_like(x, 2.0**-m))
 
 
-def normal(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
-    """Standard normal numbers: sqrt(2) erfinv(2u - 1) for u in (0, 1)."""
-    u = uniform(key, dims, dtype, open_zero=True)
+def uniform(key: ir.Value, dims: Sequence[Dim], dtype, open_zero: bool = False) -> ir.Value:
+    """Uniform numbers in [0, 1) (with `open_zero`, in (0, 1)); see `unit`."""
+    return unit(bits(key, dims), dtype, open_zero)
+
+
+def uniforms(key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool = False) -> list[ir.Value]:
+    """`n` tensors of uniform numbers from one run of Threefry over n times the
+    counters: one cipher rather than a split and n ciphers."""
+    u = uniform(key, [n, *dims], dtype, open_zero)
+    return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(n)]
+
+
+def normal_of(u: ir.Value) -> ir.Value:
+    """Standard normal numbers sqrt(2) erfinv(2u - 1) of open uniforms u (finite)."""
     centered = hlo.subtract(hlo.add(u, u), full_like(u, 1.0))
     return hlo.multiply(chlo.erf_inv(centered), full_like(u, math.sqrt(2.0)))
 
 
+def normal(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
+    """Standard normal numbers (`normal_of` open uniforms)."""
+    return normal_of(uniform(key, dims, dtype, open_zero=True))
+
+
+def exponential_of(u: ir.Value) -> ir.Value:
+    """Standard exponential numbers -log(u) of open uniforms u: positive and finite."""
+    return hlo.negate(hlo.log(u))
+
+
 def exponential(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
-    """Standard exponential numbers: -log(u) for u in (0, 1]."""
-    u = uniform(key, dims, dtype)
-    return hlo.negate(hlo.log_plus_one(hlo.negate(u)))
+    return exponential_of(uniform(key, dims, dtype, open_zero=True))
 
 
 def rejection(
@@ -173,40 +195,65 @@ def rejection(
     return while_loop([key, pending, zero], cond, body)[2]
 
 
-def standard_gamma(key: ir.Value, alpha: ir.Value) -> ir.Value:
-    """Gamma(alpha, 1) numbers by Marsaglia and Tsang's method; for alpha < 1, a
-    Gamma(alpha + 1) number times u^(1/alpha). alpha = 0 gives 0; alpha = inf gives
-    inf; NaN or negative alpha give NaN."""
+def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
+    """Gamma(alpha, 1) numbers for alpha >= 1 by Marsaglia and Tsang's (2000) rejection
+    of cubed normals; 0 for alpha = 0, inf for inf, NaN for NaN or other alpha < 1."""
     dtype, dims = value_dtype(alpha), shape_of(alpha)
     one = full_like(alpha, 1.0)
-    boost = compare(alpha, one, "LT")
-    d = hlo.subtract(select(boost, hlo.add(alpha, one), alpha), full_like(alpha, 1 / 3))
+    d = hlo.subtract(alpha, full_like(alpha, 1 / 3))
     c = hlo.rsqrt(hlo.multiply(d, full_like(d, 9.0)))
-    loop_key, boost_key = split(key, 2)
 
     def propose(key):
-        normal_key, uniform_key = split(key, 2)
-        x = normal(normal_key, dims, dtype)
+        u_normal, u = uniforms(key, dims, dtype, 2, open_zero=True)
+        x = normal_of(u_normal)
         cube_root = hlo.add(one, hlo.multiply(c, x))
         v = hlo.multiply(hlo.multiply(cube_root, cube_root), cube_root)
-        log_u = hlo.log(uniform(uniform_key, dims, dtype, open_zero=True))
         bound = hlo.add(
             hlo.multiply(full_like(x, 0.5), hlo.multiply(x, x)),
             hlo.multiply(d, hlo.add(hlo.subtract(one, v), hlo.log(v))),
         )
-        accepted = hlo.and_(compare(v, full_like(v, 0.0), "GT"), compare(log_u, bound, "LT"))
+        accepted = hlo.and_(compare(v, full_like(v, 0.0), "GT"), compare(hlo.log(u), bound, "LT"))
         return hlo.multiply(d, v), accepted
 
-    finite = hlo.is_finite(alpha)
-    positive = compare(alpha, full_like(alpha, 0.0), "GT")
+    pending = hlo.and_(hlo.is_finite(alpha), compare(alpha, one, "GE"))
     special = select(
         compare(alpha, full_like(alpha, 0.0), "EQ"), full_like(alpha, 0.0),
         select(compare(alpha, full_like(alpha, np.inf), "EQ"), alpha, full_like(alpha, np.nan)),
     )
-    g = rejection(loop_key, dims, dtype, propose, hlo.and_(finite, positive), special)
-    u = uniform(boost_key, dims, dtype, open_zero=True)
-    scale = hlo.power(u, hlo.divide(one, alpha))
-    return select(hlo.and_(boost, positive), hlo.multiply(g, scale), g)
+    return rejection(key, dims, dtype, propose, pending, special)
+
+
+def gamma_parts(key: ir.Value, alpha: ir.Value, u: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """log G for G ~ Gamma(alpha, 1), as `head + tail / alpha`; `key` is for the
+    rejection loop, `u` an open uniform of alpha's shape (the caller's, so one cipher
+    can give it and the caller's own numbers).
+
+    For alpha < 1, G = G' u^(1/alpha) with G' ~ Gamma(alpha + 1) (Marsaglia and Tsang's
+    boost) underflows to 0 for most u once alpha is small (alpha = 1e-3: u < 0.5 in
+    float64), though G^(1/p) or sqrt(df / G) are ordinary numbers; in logs, head =
+    log G' and tail = log u stay finite. For alpha >= 1 (and NaN, inf, negative
+    alpha: NaN, inf, NaN), tail = 0.
+    """
+    zero, one = full_like(alpha, 0.0), full_like(alpha, 1.0)
+    boosted = hlo.and_(compare(alpha, one, "LT"), compare(alpha, zero, "GE"))
+    head = hlo.log(marsaglia_tsang(key, select(boosted, hlo.add(alpha, one), alpha)))
+    return head, select(boosted, hlo.log(u), full_like(u, 0.0))
+
+
+def log_standard_gamma(key: ir.Value, alpha: ir.Value, u: ir.Value) -> ir.Value:
+    """The logs of Gamma(alpha, 1) numbers (`gamma_parts`): finite where the draws
+    themselves underflow; alpha = 0 gives -inf."""
+    head, tail = gamma_parts(key, alpha, u)
+    return hlo.add(head, hlo.divide(tail, alpha))
+
+
+def standard_gamma(key: ir.Value, alpha: ir.Value) -> ir.Value:
+    """Gamma(alpha, 1) numbers (alpha of the output's shape). alpha = 0 gives 0, inf
+    gives inf, NaN or negative alpha NaN. For small alpha most draws underflow to 0:
+    take `log_standard_gamma` where their logs are what is needed."""
+    gamma_key, uniform_key = split(key, 2)
+    u = uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True)
+    return hlo.exponential(log_standard_gamma(gamma_key, alpha, u))
 
 
 # --- the rule every RandomVariable shares ----------------------------------------------
@@ -275,18 +322,20 @@ def register_sampler(*op_classes, checks: Callable | None = None):
     """
     def decorate(sampler: Sampler) -> Sampler:
         def rule(ctx, node, key, size, *params):
-            key = _key_operand(ctx, key)
+            next_key, draw_key = node_keys(key)
             out_dtype = node.outputs[1].type.dtype
             real = np.dtype(out_dtype).kind == "f"
             dtype = work_dtype(out_dtype) if real else "float64"
-            params = [convert(p, dtype if real or value_dtype(p).startswith("float") else "int64") for p in params]
             cores = node.op.ndims_params
-            if checks is not None:
+            if checks is not None:  # in float64 (or int64): numpy checks before any cast
                 own = param_batch_dims(node, params)
-                checks(ctx, *(broadcast_param(p, own, core) for p, core in zip(params, cores)))
+                checks(ctx, *(
+                    broadcast_param(convert(p, "float64" if real or _is_float(p) else "int64"), own, core)
+                    for p, core in zip(params, cores)
+                ))
+            params = [convert(_opaque(p), dtype if real or _is_float(p) else "int64") for p in params]
             batch = batch_dims(node, size, params)
             params = [broadcast_param(p, batch, core) for p, core in zip(params, cores)]
-            next_key, draw_key = split(key, 2)
             return next_key, convert(sampler(draw_key, batch, *params), out_dtype)
 
         for cls in op_classes:
@@ -296,26 +345,37 @@ def register_sampler(*op_classes, checks: Callable | None = None):
     return decorate
 
 
-def _key_operand(ctx, key):
-    """The key of a generator input; a constant Generator gives a constant key."""
+def _is_float(x: ir.Value) -> bool:
+    return value_dtype(x).startswith("float")
+
+
+def _opaque(x: ir.Value) -> ir.Value:
+    """A constant parameter hidden from XLA's constant folder: broadcast to a large
+    `size`, the sampler's whole elementwise chain would be folded at compile time
+    (seconds, for values computed at run time in microseconds)."""
+    if isinstance(x, ir.OpResult) and x.owner.name == "stablehlo.constant":
+        return hlo.optimization_barrier([x])
+    return x
+
+
+def node_keys(key) -> tuple[ir.Value, ir.Value]:
+    """A RandomVariable node's (next_rng key, key for its draws) from its rng operand:
+    a key, or a constant Generator (whose key is drawn from a copy at lowering)."""
     if isinstance(key, np.random.Generator):
         state = key.bit_generator.state
         copy = type(key.bit_generator)(0)
         copy.state = state
-        return ir_constant(copy.random_raw(1).view(np.uint32))
-    return key
+        key = ir_constant(copy.random_raw(1).view(np.uint32))
+    return tuple(split(key, 2))
 
 
-def _negative(x: ir.Value) -> ir.Value:
-    return compare(x, full_like(x, 0), "LT")
-
-
-def _not_positive(x: ir.Value) -> ir.Value:
-    return compare(x, full_like(x, 0), "LE")
+def negative(x: ir.Value) -> ir.Value:
+    """numpy's "< 0" parameter check: on the sign bit, so -0.0 fails and NaN passes."""
+    return hlo.and_(signbit(x), compare(x, x, "EQ"))
 
 
 def _scale_checks(ctx, *params):
-    require(ctx, _negative(params[-1]), "scale < 0")
+    require(ctx, negative(params[-1]), "scale < 0")
 
 
 # --- samplers made directly from uniform and normal numbers -----------------------------
@@ -328,8 +388,8 @@ def _uniform(key, dims, low, high):
 
 
 def _gamma_checks(ctx, shape, scale):
-    require(ctx, _negative(shape), "shape < 0")
-    require(ctx, _negative(scale), "scale < 0")
+    require(ctx, negative(shape), "shape < 0")
+    require(ctx, negative(scale), "scale < 0")
 
 
 @register_sampler(rv.GammaRV, checks=_gamma_checks)

@@ -7,11 +7,11 @@ Generator methods (their messages, "scale < 0"), or a scipy.stats distribution
 (one "Domain error in arguments" message; `loc` where `scale` is 0, as scipy).
 The streams are not numpy's: same distributions, different numbers.
 
-Inversions whose quantile is infinite at 0 or 1 draw from `open_uniform`, whose
+Inversions whose quantile is infinite at 0 or 1 draw open uniforms (`open_zero`), whose
 points are all strictly inside (0, 1) and symmetric about 1/2, so log(u), log1p(-u)
 and 2u - 1 are exact and finite, and each tail comes from the end of the lattice that
 resolves it; truncated exponential and triangular take the core's [0, 1), as numpy.
-Keys are split as little as possible (`open_uniforms`): each Threefry inside a
+Keys are split as little as possible (`uniforms`): each Threefry inside a
 rejection loop costs about half a second of XLA compile time.
 """
 
@@ -20,13 +20,24 @@ from __future__ import annotations
 import functools
 import math
 
-import numpy as np
 from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
-from dialect_rules.random import bits, register_sampler, rejection, require, split, standard_gamma, uniform
-from lowering.builders import compare, convert, full_like, reshape, select, signbit, slice_axis, value_dtype
+from dialect_rules.random import (
+    exponential_of,
+    gamma_parts,
+    log_standard_gamma,
+    negative,
+    normal_of,
+    register_sampler,
+    rejection,
+    require,
+    split,
+    uniform,
+    uniforms,
+)
+from lowering.builders import compare, full_like, reshape, select, slice_axis, value_dtype
 
 # --- small arithmetic helpers ------------------------------------------------------------
 
@@ -50,46 +61,9 @@ def _square(x):
 # --- standard draws -------------------------------------------------------------------
 
 
-def open_uniform(key, dims, dtype):
-    """Uniform numbers strictly inside (0, 1) (`open_unit` of fresh bits)."""
-    return open_unit(bits(key, dims), dtype)
-
-
-def open_unit(word, dtype):
-    """ui64 words to (k + 1/2) 2^(1-m) in (0, 1), k their top m-1 bits, m = 24
-    (float32) or 53 (float64).
-
-    The core's `uniform(open_zero=True)` adds 1/2 to an m-bit k, which is not
-    representable for k >= 2^(m-1) and rounds the largest k up to u = 1 (probability
-    2^-24 in float32, where the core's normal is then inf). One bit fewer keeps every
-    point exact and the lattice symmetric about 1/2.
-    """
-    m = 24 if np.dtype(dtype) == np.float32 else 53
-    top = convert(hlo.shift_right_logical(word, full_like(word, 64 - (m - 1))), dtype)
-    return hlo.multiply(hlo.add(top, _c(top, 0.5)), _c(top, 2.0 ** (1 - m)))
-
-
-def open_uniforms(key, dims, dtype, n):
-    """`n` tensors of open uniforms from one run of Threefry over n times the counters:
-    one cipher, not a split and n ciphers (each costs compile and run time)."""
-    u = open_uniform(key, [n, *dims], dtype)
-    return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(n)]
-
-
 def _symmetric(u):
     """2u - 1 for an open uniform u: exact, never 0 or +-1, symmetric about 0."""
     return hlo.subtract(hlo.add(u, u), _c(u, 1.0))
-
-
-def normal_of(u):
-    """Standard normals sqrt(2) erfinv(2u - 1), as the core's `normal` but never inf."""
-    return hlo.multiply(chlo.erf_inv(_symmetric(u)), _c(u, math.sqrt(2.0)))
-
-
-def exponential_of(u):
-    """Standard exponentials -log(u): strictly positive and finite (Gumbel's log(E)
-    and Weibull's E^(1/a) need both)."""
-    return hlo.negate(hlo.log(u))
 
 
 def cauchy_of(u):
@@ -100,32 +74,10 @@ def cauchy_of(u):
     return hlo.divide(_c(w, 1.0), hlo.tan(hlo.multiply(w, _c(w, math.pi / 2))))
 
 
-def _log_gamma_parts(key, alpha, u):
-    """log G for G ~ Gamma(alpha, 1), as `head + tail / alpha`; `key` is for the core's
-    gamma draw, `u` an open uniform of alpha's shape.
-
-    For alpha < 1, G = G' u^(1/alpha) with G' ~ Gamma(alpha + 1) (Marsaglia and Tsang,
-    2000, the core's boost) underflows to 0 for most u once alpha is small (alpha =
-    1e-3: u < 0.5 in float64), though G^(1/p) or sqrt(df / G) are finite; in logs,
-    head = log G' and tail = log u stay finite. For alpha >= 1 (or NaN, inf,
-    negative: the core's NaN and inf), tail = 0.
-    """
-    boost = hlo.and_(_lt(alpha, 1.0), compare(alpha, _c(alpha, 0.0), "GE"))
-    head = hlo.log(standard_gamma(key, select(boost, hlo.add(alpha, _c(alpha, 1.0)), alpha)))
-    return head, select(boost, hlo.log(u), _c(u, 0.0))
-
-
-def log_standard_gamma(key, alpha, u):
-    """log of a Gamma(alpha, 1) draw, finite wherever the draw's log is (see
-    `_log_gamma_parts`); alpha = 0 gives -inf."""
-    head, tail = _log_gamma_parts(key, alpha, u)
-    return hlo.add(head, hlo.divide(tail, alpha))
-
-
 def _gamma_key_and_uniforms(key, dims, dtype, n):
     """A key for the core's gamma draw and `n` open uniforms of shape `dims`."""
     gamma_key, uniform_key = split(key, 2)
-    return gamma_key, open_uniforms(uniform_key, dims, dtype, n)
+    return gamma_key, uniforms(uniform_key, dims, dtype, n, open_zero=True)
 
 
 # --- parameter checks ---------------------------------------------------------------
@@ -143,11 +95,6 @@ def _all_checks(*checks):
         for check in checks:
             check(ctx, *params)
     return run
-
-
-def _negative(x):
-    """numpy's "< 0" check: the sign bit, so -0.0 fails, NaN passes."""
-    return hlo.and_(signbit(x), compare(x, x, "EQ"))
 
 
 def _not_positive(x):
@@ -189,44 +136,45 @@ def _location_scale(loc, scale, z):
 @register_sampler(rv.HalfNormalRV, checks=_scipy_checks("halfnorm"))
 def _halfnormal(key, dims, loc, scale):
     """scipy.stats.halfnorm: loc + scale |N(0, 1)|."""
-    return _location_scale(loc, scale, hlo.abs(normal_of(open_uniform(key, dims, value_dtype(loc)))))
+    return _location_scale(loc, scale, hlo.abs(normal_of(uniform(key, dims, value_dtype(loc), open_zero=True))))
 
 
-@register_sampler(rv.LogNormalRV, checks=_numpy_check(1, "sigma < 0", _negative))
+@register_sampler(rv.LogNormalRV, checks=_numpy_check(1, "sigma < 0", negative))
 def _lognormal(key, dims, mean, sigma):
     """numpy's lognormal: exp(mean + sigma N(0, 1))."""
-    return hlo.exponential(hlo.add(mean, hlo.multiply(sigma, normal_of(open_uniform(key, dims, value_dtype(mean))))))
+    z = normal_of(uniform(key, dims, value_dtype(mean), open_zero=True))
+    return hlo.exponential(hlo.add(mean, hlo.multiply(sigma, z)))
 
 
-@register_sampler(rv.ExponentialRV, checks=_numpy_check(0, "scale < 0", _negative))
+@register_sampler(rv.ExponentialRV, checks=_numpy_check(0, "scale < 0", negative))
 def _exponential(key, dims, scale):
-    return hlo.multiply(scale, exponential_of(open_uniform(key, dims, value_dtype(scale))))
+    return hlo.multiply(scale, exponential_of(uniform(key, dims, value_dtype(scale), open_zero=True)))
 
 
 @register_sampler(rv.CauchyRV, checks=_scipy_checks("cauchy"))
 def _cauchy(key, dims, loc, scale):
-    return _location_scale(loc, scale, cauchy_of(open_uniform(key, dims, value_dtype(loc))))
+    return _location_scale(loc, scale, cauchy_of(uniform(key, dims, value_dtype(loc), open_zero=True)))
 
 
 @register_sampler(rv.HalfCauchyRV, checks=_scipy_checks("halfcauchy"))
 def _halfcauchy(key, dims, loc, scale):
     """|Cauchy| = cot(pi |w| / 2): the half-Cauchy quantile tan(pi q / 2) at q = 1 - |w|."""
-    return _location_scale(loc, scale, hlo.abs(cauchy_of(open_uniform(key, dims, value_dtype(loc)))))
+    return _location_scale(loc, scale, hlo.abs(cauchy_of(uniform(key, dims, value_dtype(loc), open_zero=True))))
 
 
-@register_sampler(rv.LaplaceRV, checks=_numpy_check(1, "scale < 0", _negative))
+@register_sampler(rv.LaplaceRV, checks=_numpy_check(1, "scale < 0", negative))
 def _laplace(key, dims, loc, scale):
     """Inversion as numpy: a random sign times the exponential -log|w|, |w| in (0, 1)
     uniform (w = 2u - 1 exact)."""
-    w = _symmetric(open_uniform(key, dims, value_dtype(loc)))
+    w = _symmetric(uniform(key, dims, value_dtype(loc), open_zero=True))
     z = hlo.multiply(hlo.sign(w), hlo.log(hlo.abs(w)))
     return hlo.subtract(loc, hlo.multiply(scale, z))
 
 
-@register_sampler(rv.LogisticRV, checks=_numpy_check(1, "scale < 0", _negative))
+@register_sampler(rv.LogisticRV, checks=_numpy_check(1, "scale < 0", negative))
 def _logistic(key, dims, loc, scale):
     """Inversion as numpy: logit(u) = log(u) - log1p(-u), each tail from its own term."""
-    u = open_uniform(key, dims, value_dtype(loc))
+    u = uniform(key, dims, value_dtype(loc), open_zero=True)
     z = hlo.subtract(hlo.log(u), hlo.log_plus_one(hlo.negate(u)))
     return hlo.add(loc, hlo.multiply(scale, z))
 
@@ -234,18 +182,18 @@ def _logistic(key, dims, loc, scale):
 @register_sampler(rv.GumbelRV, checks=_scipy_checks("gumbel_r"))
 def _gumbel(key, dims, loc, scale):
     """scipy.stats.gumbel_r by inversion: -log(E), E = -log(q) standard exponential."""
-    z = hlo.negate(hlo.log(exponential_of(open_uniform(key, dims, value_dtype(loc)))))
+    z = hlo.negate(hlo.log(exponential_of(uniform(key, dims, value_dtype(loc), open_zero=True))))
     return _location_scale(loc, scale, z)
 
 
 def _weibull_checks(ctx, a):
-    require(ctx, _negative(a), "a < 0")
+    require(ctx, negative(a), "a < 0")
 
 
 @register_sampler(rv.WeibullRV, checks=_weibull_checks)
 def _weibull(key, dims, a):
     """numpy's weibull: E^(1/a), and 0 for a = 0."""
-    e = exponential_of(open_uniform(key, dims, value_dtype(a)))
+    e = exponential_of(uniform(key, dims, value_dtype(a), open_zero=True))
     x = hlo.power(e, hlo.divide(_c(a, 1.0), a))
     return select(compare(a, _c(a, 0.0), "EQ"), _c(a, 0.0), x)
 
@@ -253,7 +201,7 @@ def _weibull(key, dims, a):
 @register_sampler(rv.ParetoRV, checks=_scipy_checks("pareto", shapes=(0,), scale=1))
 def _pareto(key, dims, b, scale):
     """scipy.stats.pareto by inversion: (1 - q)^(-1/b) = exp(E / b), support x >= scale."""
-    z = hlo.exponential(hlo.divide(exponential_of(open_uniform(key, dims, value_dtype(b))), b))
+    z = hlo.exponential(hlo.divide(exponential_of(uniform(key, dims, value_dtype(b), open_zero=True)), b))
     return _location_scale(_c(b, 0.0), scale, z)
 
 
@@ -290,9 +238,9 @@ def _triangular(key, dims, left, mode, right):
 
 
 def _invgamma_checks(ctx, shape, scale):
-    require(ctx, _negative(shape), "shape < 0")
+    require(ctx, negative(shape), "shape < 0")
     # numpy checks the gamma's scale 1 / scale, so -0.0 fails too.
-    require(ctx, _negative(hlo.divide(_c(scale, 1.0), scale)), "scale < 0")
+    require(ctx, negative(hlo.divide(_c(scale, 1.0), scale)), "scale < 0")
 
 
 @register_sampler(rv.InvGammaRV, checks=_invgamma_checks)
@@ -315,7 +263,7 @@ def _beta(key, dims, a, b):
 
     numpy switches to Johnk's method for a, b <= 1 because both gammas then
     underflow and Ga / (Ga + Gb) is 0/0; their logs do not. The difference
-    d = (hb - ha) + tb / b - ta / a (`_log_gamma_parts`) is computed times m =
+    d = (hb - ha) + tb / b - ta / a (`gamma_parts`) is computed times m =
     min(1, a, b) and divided by it last, so for tiny a and b the two huge tails
     never meet as inf - inf: d may overflow to +-inf only with its right sign.
     Both gammas come from one loop over a and b stacked (each rejection loop costs
@@ -323,7 +271,7 @@ def _beta(key, dims, a, b):
     """
     gamma_key, (u,) = _gamma_key_and_uniforms(key, [2, *dims], value_dtype(a), 1)
     stacked = hlo.concatenate([reshape(x, [1, *dims]) for x in (a, b)], 0)
-    parts = _log_gamma_parts(gamma_key, stacked, u)
+    parts = gamma_parts(gamma_key, stacked, u)
     (ha, ta), (hb, tb) = ([reshape(slice_axis(x, 0, i, i + 1), dims) for x in parts] for i in (0, 1))
     m = hlo.minimum(_c(a, 1.0), hlo.minimum(a, b))
     scaled = hlo.add(
@@ -359,7 +307,7 @@ def _gengamma(key, dims, alpha, p, lambd):
     log G itself.
     """
     gamma_key, (u,) = _gamma_key_and_uniforms(key, dims, value_dtype(alpha), 1)
-    head, tail = _log_gamma_parts(gamma_key, hlo.divide(alpha, p), u)
+    head, tail = gamma_parts(gamma_key, hlo.divide(alpha, p), u)
     z = hlo.exponential(hlo.add(hlo.divide(head, p), hlo.divide(tail, alpha)))
     return _location_scale(_c(alpha, 0.0), lambd, z)
 
@@ -382,7 +330,7 @@ def _wald(key, dims, mean, scale):
     probability mean / (mean + x) = logistic(2 asinh a). numpy's
     mean + mean/(2 scale) (y - sqrt(4 scale y + y^2)) loses every digit once y >> scale.
     """
-    u_normal, u_root = open_uniforms(key, dims, value_dtype(mean), 2)
+    u_normal, u_root = uniforms(key, dims, value_dtype(mean), 2, open_zero=True)
     a = hlo.multiply(hlo.abs(normal_of(u_normal)), hlo.sqrt(hlo.divide(mean, hlo.multiply(scale, _c(scale, 4.0)))))
     t = hlo.multiply(chlo.asinh(a), _c(a, 2.0))
     larger = compare(u_root, hlo.logistic(t), "GT")
@@ -390,7 +338,7 @@ def _wald(key, dims, mean, scale):
 
 
 def _vonmises_checks(ctx, mu, kappa):
-    require(ctx, _negative(kappa), "kappa < 0")
+    require(ctx, negative(kappa), "kappa < 0")
 
 
 _VONMISES_UNIFORM = 1e-8  # numpy: below, a uniform angle
@@ -411,7 +359,7 @@ def _vonmises(key, dims, mu, kappa):
     """
     dtype = value_dtype(mu)
     loop_key, uniform_key = split(key, 2)
-    u_normal, u_flat = open_uniforms(uniform_key, dims, dtype, 2)
+    u_normal, u_flat = uniforms(uniform_key, dims, dtype, 2, open_zero=True)
     q = hlo.sqrt(hlo.add(_c(kappa, 1.0), hlo.multiply(_c(kappa, 4.0), _square(kappa))))
     r = hlo.add(_c(q, 1.0), q)
     root = hlo.sqrt(hlo.add(r, r))
@@ -423,7 +371,7 @@ def _vonmises(key, dims, mu, kappa):
     s_minus_one = hlo.divide(_square(one_minus_rho), hlo.add(rho, rho))
 
     def propose(key):
-        u, v = open_uniforms(key, dims, dtype, 2)
+        u, v = uniforms(key, dims, dtype, 2, open_zero=True)
         half = chlo.atan(hlo.multiply(c, cauchy_of(u)))
         y = hlo.multiply(kappa, hlo.add(s_minus_one, hlo.multiply(_c(half, 2.0), _square(hlo.sine(half)))))
         bound = hlo.add(hlo.subtract(hlo.log(y), hlo.log(v)), hlo.subtract(_c(y, 1.0), y))

@@ -17,16 +17,17 @@ from pytensor.tensor.random import basic as rv
 from dialect_rules.extra_ops import prefix_scan
 from dialect_rules.linalg import _failed, _gesdd, _matrix_dims, _potrf, _syevd
 from dialect_rules.random import (
-    _key_operand,
     batch_dims,
     bits,
     broadcast_param,
     exponential,
+    log_standard_gamma,
+    node_keys,
     normal,
+    register_sampler,
     rejection,
     require,
     split,
-    standard_gamma,
     uniform,
     work_dtype,
 )
@@ -76,32 +77,8 @@ def _expand_last(x: ir.Value, like: ir.Value) -> ir.Value:
 def _rule_start(ctx, node, key, size, params):
     """What every rule here begins with: the next key and the draw key, the batch dims,
     and the output dims where PyTensor knows them statically (None elsewhere)."""
-    next_key, draw_key = split(_key_operand(ctx, key), 2)
+    next_key, draw_key = node_keys(key)
     return next_key, draw_key, batch_dims(node, size, params), node.outputs[1].type.shape
-
-
-def _sampler_rule(*op_classes, checks=None):
-    """The core's `register_sampler`, except that `checks(ctx, *params)` sees the
-    parameters at their own shapes, before they are broadcast to the batch: checks on
-    constant parameters broadcast to a large `size` cost seconds of XLA constant folding."""
-
-    def decorate(sampler):
-        def rule(ctx, node, key, size, *params):
-            next_key, draw_key, batch, _ = _rule_start(ctx, node, key, size, params)
-            out_dtype = node.outputs[1].type.dtype
-            real = np.dtype(out_dtype).kind == "f"
-            dtype = work_dtype(out_dtype) if real else "float64"
-            params = [convert(p, dtype if real or value_dtype(p).startswith("float") else "int64") for p in params]
-            if checks is not None:
-                checks(ctx, *params)
-            params = [broadcast_param(p, batch, core) for p, core in zip(params, node.op.ndims_params)]
-            return next_key, convert(sampler(draw_key, batch, *params), out_dtype)
-
-        for cls in op_classes:
-            register_lowering(cls)(rule)
-        return sampler
-
-    return decorate
 
 
 # --- Dirichlet ---------------------------------------------------------------------
@@ -111,12 +88,12 @@ def _dirichlet_checks(ctx, alpha):
     require(ctx, compare(alpha, full_like(alpha, 0.0), "LT"), "alpha < 0")
 
 
-@_sampler_rule(rv.DirichletRV, checks=_dirichlet_checks)
+@register_sampler(rv.DirichletRV, checks=_dirichlet_checks)
 def _dirichlet(key, dims, alpha):
     """Normalized Gamma(alpha_i) numbers, normalized in log space.
 
-    log G(alpha) = log G(alpha + 1) + log(u) / alpha (the boost of Marsaglia and Tsang,
-    2000, kept in logs) stays finite where G(alpha) itself underflows to 0 (alpha below
+    log G(alpha) (the core's `log_standard_gamma`: Marsaglia and Tsang's boost kept in
+    logs) stays finite where G(alpha) itself underflows to 0 (alpha below
     ~0.01 in float32), so a softmax over the core axis never divides 0 by 0: numpy's
     reason to switch to beta stick-breaking for small alphas (max(alpha) < 0.1). As in
     numpy, alpha = 0 gives 0, all alphas 0 give zeros, an infinite alpha gives NaN
@@ -124,9 +101,8 @@ def _dirichlet(key, dims, alpha):
     to zero: a subnormal alpha counts as 0.)
     """
     gamma_key, uniform_key = split(key, 2)
-    log_boosted = hlo.log(standard_gamma(gamma_key, hlo.add(alpha, full_like(alpha, 1.0))))
-    log_u = hlo.log(uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True))
-    log_g = hlo.add(log_boosted, hlo.divide(log_u, alpha))
+    u = uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True)
+    log_g = log_standard_gamma(gamma_key, alpha, u)
     axis = _last_axis(alpha)
     top = _expand_last(fold(log_g, [axis], hlo.maximum, -np.inf), log_g)
     weights = hlo.exponential(hlo.subtract(log_g, top))
@@ -379,7 +355,7 @@ def _integers_checks(ctx, low, high):
     require(ctx, hlo.and_(any_true(empty), hlo.not_(all_zero)), "low >= high")
 
 
-@_sampler_rule(rv.IntegersRV, checks=_integers_checks)
+@register_sampler(rv.IntegersRV, checks=_integers_checks)
 def _integers(key, dims, low, high):
     """Uniform integers in [low, high) without bias: 64 random bits w, kept when
     w >= 2^64 mod r (what remains is a whole number of periods of r = high - low),

@@ -18,7 +18,7 @@ from jax.extend.mlir.dialects import func
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
-from dialect_rules.random_continuous import open_unit
+from dialect_rules.random import unit
 from lowering._jax_internal import make_ir_context
 from lowering.builders import convert, full_like
 from lowering.compile import compile_bytecode, module_bytecode
@@ -183,7 +183,7 @@ def test_public_helpers_built_on_other_ops():
 
 
 def _open_unit(words, dtype):
-    """`open_unit` compiled alone and run on the given 64-bit words (entering as two
+    """`unit(..., open_zero=True)` compiled alone and run on the given 64-bit words (entering as two
     ui32 halves: jax.device_put would truncate ui64)."""
     n = len(words)
     halves = np.asarray(words, dtype=np.uint64).view(np.uint32).reshape(n, 2)  # little-endian: lo, hi
@@ -196,7 +196,7 @@ def _open_unit(words, dtype):
             with ir.InsertionPoint(fn.add_entry_block()):
                 lo, hi = (convert(a, "uint64") for a in fn.arguments)
                 word = hlo.or_(hlo.shift_left(hi, full_like(hi, 32)), lo)
-                func.return_([open_unit(word, dtype)])
+                func.return_([unit(word, dtype, open_zero=True)])
         exe = compile_bytecode(module_bytecode(module), "cpu")
     result = exe.execute_sharded([jax.device_put(np.ascontiguousarray(halves[:, i])) for i in (0, 1)])
     return np.asarray(result.disassemble_into_single_device_arrays()[0][0])
