@@ -23,5 +23,6 @@ from dialect_rules import (  # noqa: F401
     special,
     subtensor,
     random,
+    random_discrete,
     tensor_basic,
 )
