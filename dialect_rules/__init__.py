@@ -24,6 +24,7 @@ from dialect_rules import (  # noqa: F401
     subtensor,
     random,
     random_continuous,
+    random_discrete,
     random_multivariate,
     tensor_basic,
 )
