@@ -171,28 +171,33 @@ def rejection(
     key: ir.Value,
     dims: Sequence[Dim],
     dtype,
-    propose: Callable[[ir.Value], tuple[ir.Value, ir.Value]],
+    draw: Callable[[ir.Value], list[ir.Value]],
+    propose: Callable[..., tuple[ir.Value, ir.Value]],
     pending: ir.Value | None = None,
     default: ir.Value | None = None,
 ) -> ir.Value:
-    """Rejection sampling on whole tensors: `propose(key)` returns candidates and an
-    acceptance mask of shape `dims`; each `pending` element (all by default) keeps its
-    first accepted candidate, the others `default` (0). The loop runs until every
-    pending element has one: leave out elements whose parameters never accept."""
-    zero = full(0, dims, dtype) if default is None else default
-    pending = full(True, dims, "bool") if pending is None else pending
+    """Rejection sampling on whole tensors: `draw(key)` gives a round's random numbers,
+    `propose(*numbers)` the candidates and an acceptance mask of shape `dims`; each
+    `pending` element (all by default) keeps its first accepted candidate, the others
+    `default` (0). The loop runs until every pending element has one: leave out
+    elements whose parameters never accept.
 
-    def cond(values):
-        return any_true(values[1])
+    Each round's numbers are drawn at the end of the round before and carried in the
+    loop state. Drawn inside the round, XLA's CPU fusion copies their Threefry into
+    every fusion of the test that reads them and recomputes it there (five times in a
+    Poisson PTRS round, which ran eight times slower)."""
+    out = full(0, dims, dtype) if default is None else default
+    pending = full(True, dims, "bool") if pending is None else pending
+    key, first = split(key, 2)
 
     def body(values):
-        key, pending, out = values
-        key, draw = split(key, 2)
-        candidate, accepted = propose(draw)
+        key, pending, out, *numbers = values
+        candidate, accepted = propose(*numbers)
+        key, following = split(key, 2)
         take = hlo.and_(pending, accepted)
-        return [key, hlo.and_(pending, hlo.not_(accepted)), select(take, candidate, out)]
+        return [key, hlo.and_(pending, hlo.not_(accepted)), select(take, candidate, out), *draw(following)]
 
-    return while_loop([key, pending, zero], cond, body)[2]
+    return while_loop([key, pending, out, *draw(first)], lambda values: any_true(values[1]), body)[2]
 
 
 def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
@@ -203,8 +208,7 @@ def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
     d = hlo.subtract(alpha, full_like(alpha, 1 / 3))
     c = hlo.rsqrt(hlo.multiply(d, full_like(d, 9.0)))
 
-    def propose(key):
-        u_normal, u = uniforms(key, dims, dtype, 2, open_zero=True)
+    def propose(u_normal, u):
         x = normal_of(u_normal)
         cube_root = hlo.add(one, hlo.multiply(c, x))
         v = hlo.multiply(hlo.multiply(cube_root, cube_root), cube_root)
@@ -220,7 +224,7 @@ def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
         compare(alpha, full_like(alpha, 0.0), "EQ"), full_like(alpha, 0.0),
         select(compare(alpha, full_like(alpha, np.inf), "EQ"), alpha, full_like(alpha, np.nan)),
     )
-    return rejection(key, dims, dtype, propose, pending, special)
+    return rejection(key, dims, dtype, lambda k: uniforms(k, dims, dtype, 2, open_zero=True), propose, pending, special)
 
 
 def gamma_parts(key: ir.Value, alpha: ir.Value, u: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -254,6 +258,31 @@ def standard_gamma(key: ir.Value, alpha: ir.Value) -> ir.Value:
     gamma_key, uniform_key = split(key, 2)
     u = uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True)
     return hlo.exponential(log_standard_gamma(gamma_key, alpha, u))
+
+
+def beta_log_odds(key: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+    """log(X / (1 - X)) for X ~ Beta(a, b): log Ga - log Gb from two gammas in logs, so
+    X = logistic of it and 1 - X = logistic of its negation, each to full precision.
+
+    numpy switches to Johnk's method for a, b <= 1 because both gammas then underflow
+    and Ga / (Ga + Gb) is 0/0; their logs do not. The difference d = (hb - ha) +
+    tb / b - ta / a (`gamma_parts`) is computed times m = min(1, a, b) and divided by
+    it last, so for tiny a and b the two huge tails never meet as inf - inf: d may
+    overflow to +-inf only with its right sign. Both gammas come from one loop over a
+    and b stacked (each rejection loop costs about a second of XLA compile time).
+    """
+    dims = shape_of(a)
+    gamma_key, uniform_key = split(key, 2)
+    u = uniform(uniform_key, [2, *dims], value_dtype(a), open_zero=True)
+    stacked = hlo.concatenate([reshape(x, [1, *dims]) for x in (a, b)], 0)
+    parts = gamma_parts(gamma_key, stacked, u)
+    (ha, ta), (hb, tb) = ([reshape(slice_axis(x, 0, i, i + 1), dims) for x in parts] for i in (0, 1))
+    m = hlo.minimum(full_like(a, 1.0), hlo.minimum(a, b))
+    scaled = hlo.add(
+        hlo.multiply(hlo.subtract(ha, hb), m),
+        hlo.subtract(hlo.multiply(ta, hlo.divide(m, a)), hlo.multiply(tb, hlo.divide(m, b))),
+    )
+    return hlo.divide(scaled, m)
 
 
 # --- the rule every RandomVariable shares ----------------------------------------------
@@ -316,9 +345,10 @@ def register_sampler(*op_classes, checks: Callable | None = None):
     parameters broadcast to them (core dims kept), in the work dtype of the output
     (`work_dtype`); for integer draws, real parameters in float64 and integer ones
     as int64.
-    `checks(ctx, *params)` adds numpy's parameter checks; it sees the parameters
-    broadcast to each other only, not to `size` (XLA would fold checks of constant
-    parameters over the whole output otherwise).
+    `checks(ctx, node, *params)` adds numpy's parameter checks; it sees the parameters
+    as given, in float64 (int64 for integer ones of integer draws), broadcast to each
+    other only: numpy checks them before drawing `size` numbers (and XLA would fold
+    checks of constant parameters over the whole output otherwise).
     """
     def decorate(sampler: Sampler) -> Sampler:
         def rule(ctx, node, key, size, *params):
@@ -329,7 +359,7 @@ def register_sampler(*op_classes, checks: Callable | None = None):
             cores = node.op.ndims_params
             if checks is not None:  # in float64 (or int64): numpy checks before any cast
                 own = param_batch_dims(node, params)
-                checks(ctx, *(
+                checks(ctx, node, *(
                     broadcast_param(convert(p, "float64" if real or _is_float(p) else "int64"), own, core)
                     for p, core in zip(params, cores)
                 ))
@@ -374,7 +404,7 @@ def negative(x: ir.Value) -> ir.Value:
     return hlo.and_(signbit(x), compare(x, x, "EQ"))
 
 
-def _scale_checks(ctx, *params):
+def _scale_checks(ctx, node, *params):
     require(ctx, negative(params[-1]), "scale < 0")
 
 
@@ -387,7 +417,7 @@ def _uniform(key, dims, low, high):
     return hlo.add(low, hlo.multiply(hlo.subtract(high, low), u))
 
 
-def _gamma_checks(ctx, shape, scale):
+def _gamma_checks(ctx, node, shape, scale):
     require(ctx, negative(shape), "shape < 0")
     require(ctx, negative(scale), "scale < 0")
 

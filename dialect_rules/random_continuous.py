@@ -25,6 +25,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
 from dialect_rules.random import (
+    beta_log_odds,
     exponential_of,
     gamma_parts,
     log_standard_gamma,
@@ -37,7 +38,7 @@ from dialect_rules.random import (
     uniform,
     uniforms,
 )
-from lowering.builders import compare, full_like, reshape, select, slice_axis, value_dtype
+from lowering.builders import compare, full_like, select, value_dtype
 
 # --- small arithmetic helpers ------------------------------------------------------------
 
@@ -85,15 +86,15 @@ def _gamma_key_and_uniforms(key, dims, dtype, n):
 
 def _numpy_check(index, message, fails):
     """numpy's check of parameter `index`: NaN passes, as in numpy."""
-    def checks(ctx, *params):
+    def checks(ctx, node, *params):
         require(ctx, fails(params[index]), message)
     return checks
 
 
 def _all_checks(*checks):
-    def run(ctx, *params):
+    def run(ctx, node, *params):
         for check in checks:
-            check(ctx, *params)
+            check(ctx, node, *params)
     return run
 
 
@@ -119,7 +120,7 @@ def _scipy_failed(shapes, scale):
 
 def _scipy_checks(name, shapes=(), scale=1):
     """scipy's check of the parameters at indices `shapes` and `scale`: one message."""
-    def checks(ctx, *params):
+    def checks(ctx, node, *params):
         require(ctx, _scipy_failed([params[i] for i in shapes], params[scale]), _scipy_message(name))
     return checks
 
@@ -186,7 +187,7 @@ def _gumbel(key, dims, loc, scale):
     return _location_scale(loc, scale, z)
 
 
-def _weibull_checks(ctx, a):
+def _weibull_checks(ctx, node, a):
     require(ctx, negative(a), "a < 0")
 
 
@@ -215,9 +216,9 @@ def _truncexpon(key, dims, b, loc, scale):
 
 
 _triangular_checks = _all_checks(
-    lambda ctx, left, mode, right: require(ctx, compare(left, mode, "GT"), "left > mode"),
-    lambda ctx, left, mode, right: require(ctx, compare(mode, right, "GT"), "mode > right"),
-    lambda ctx, left, mode, right: require(ctx, compare(left, right, "EQ"), "left == right"),
+    lambda ctx, node, left, mode, right: require(ctx, compare(left, mode, "GT"), "left > mode"),
+    lambda ctx, node, left, mode, right: require(ctx, compare(mode, right, "GT"), "mode > right"),
+    lambda ctx, node, left, mode, right: require(ctx, compare(left, right, "EQ"), "left == right"),
 )
 
 
@@ -237,7 +238,7 @@ def _triangular(key, dims, left, mode, right):
 # --- built on gamma draws ---------------------------------------------------------------
 
 
-def _invgamma_checks(ctx, shape, scale):
+def _invgamma_checks(ctx, node, shape, scale):
     require(ctx, negative(shape), "shape < 0")
     # numpy checks the gamma's scale 1 / scale, so -0.0 fails too.
     require(ctx, negative(hlo.divide(_c(scale, 1.0), scale)), "scale < 0")
@@ -259,26 +260,9 @@ _beta_checks = _all_checks(
 
 @register_sampler(rv.BetaRV, checks=_beta_checks)
 def _beta(key, dims, a, b):
-    """Ga / (Ga + Gb) from two gammas, in logs: logistic(log Ga - log Gb).
-
-    numpy switches to Johnk's method for a, b <= 1 because both gammas then
-    underflow and Ga / (Ga + Gb) is 0/0; their logs do not. The difference
-    d = (hb - ha) + tb / b - ta / a (`gamma_parts`) is computed times m =
-    min(1, a, b) and divided by it last, so for tiny a and b the two huge tails
-    never meet as inf - inf: d may overflow to +-inf only with its right sign.
-    Both gammas come from one loop over a and b stacked (each rejection loop costs
-    about a second of XLA compile time).
-    """
-    gamma_key, (u,) = _gamma_key_and_uniforms(key, [2, *dims], value_dtype(a), 1)
-    stacked = hlo.concatenate([reshape(x, [1, *dims]) for x in (a, b)], 0)
-    parts = gamma_parts(gamma_key, stacked, u)
-    (ha, ta), (hb, tb) = ([reshape(slice_axis(x, 0, i, i + 1), dims) for x in parts] for i in (0, 1))
-    m = hlo.minimum(_c(a, 1.0), hlo.minimum(a, b))
-    scaled = hlo.add(
-        hlo.multiply(hlo.subtract(ha, hb), m),
-        hlo.subtract(hlo.multiply(ta, hlo.divide(m, a)), hlo.multiply(tb, hlo.divide(m, b))),
-    )
-    return hlo.logistic(hlo.divide(scaled, m))
+    """logistic(log Ga - log Gb) from two gammas in logs (the core's `beta_log_odds`):
+    no Johnk switch is needed for small a, b."""
+    return hlo.logistic(beta_log_odds(key, a, b))
 
 
 @register_sampler(rv.StudentTRV, checks=_scipy_checks("t", shapes=(0,), scale=2))
@@ -292,7 +276,7 @@ def _student_t(key, dims, df, loc, scale):
     return _location_scale(loc, scale, z)
 
 
-def _gengamma_checks(ctx, alpha, p, lambd):
+def _gengamma_checks(ctx, node, alpha, p, lambd):
     # scipy sees a = alpha / p and c = p, and requires c != 0 too
     failed = hlo.or_(_scipy_failed([hlo.divide(alpha, p)], lambd), compare(p, _c(p, 0.0), "EQ"))
     require(ctx, failed, _scipy_message("gengamma"))
@@ -337,7 +321,7 @@ def _wald(key, dims, mean, scale):
     return hlo.multiply(mean, hlo.exponential(select(larger, t, hlo.negate(t))))
 
 
-def _vonmises_checks(ctx, mu, kappa):
+def _vonmises_checks(ctx, node, mu, kappa):
     require(ctx, negative(kappa), "kappa < 0")
 
 
@@ -370,15 +354,14 @@ def _vonmises(key, dims, mu, kappa):
     c = hlo.divide(one_minus_rho, hlo.subtract(_c(rho, 2.0), one_minus_rho))
     s_minus_one = hlo.divide(_square(one_minus_rho), hlo.add(rho, rho))
 
-    def propose(key):
-        u, v = uniforms(key, dims, dtype, 2, open_zero=True)
+    def propose(u, v):
         half = chlo.atan(hlo.multiply(c, cauchy_of(u)))
         y = hlo.multiply(kappa, hlo.add(s_minus_one, hlo.multiply(_c(half, 2.0), _square(hlo.sine(half)))))
         bound = hlo.add(hlo.subtract(hlo.log(y), hlo.log(v)), hlo.subtract(_c(y, 1.0), y))
         return hlo.add(half, half), compare(bound, _c(bound, 0.0), "GE")
 
     middle = hlo.and_(compare(kappa, _c(kappa, _VONMISES_UNIFORM), "GE"), compare(kappa, _c(kappa, _VONMISES_NORMAL), "LE"))
-    theta = hlo.add(mu, rejection(loop_key, dims, dtype, propose, middle))
+    theta = hlo.add(mu, rejection(loop_key, dims, dtype, lambda k: uniforms(k, dims, dtype, 2, open_zero=True), propose, middle))
     # numpy's fmod(|x| + pi, 2 pi) - pi, with x's sign
     wrapped = hlo.subtract(hlo.remainder(hlo.add(hlo.abs(theta), _c(theta, math.pi)), _c(theta, 2 * math.pi)), _c(theta, math.pi))
     wrapped = select(_lt(theta, 0.0), hlo.negate(wrapped), wrapped)

@@ -25,14 +25,15 @@ from pytensor.tensor.random import basic as rv
 
 from dialect_rules.extra_ops import prefix_scan
 from dialect_rules.random import (
-    batch_dims,
+    beta_log_odds,
     bits,
-    broadcast_param,
     register_sampler,
+    rejection,
     require,
     split,
     standard_gamma,
     uniform,
+    uniforms,
 )
 from lowering.builders import (
     add_all,
@@ -57,7 +58,6 @@ from lowering.builders import (
     with_dtype,
 )
 from lowering.regions import any_true, fold, while_loop
-from lowering.registry import lookup_rule_for_class, register_lowering
 from lowering.types import static_shape
 
 F64 = "float64"
@@ -89,33 +89,6 @@ def _le(a, b):
 
 def _not(x):
     return hlo.not_(x)
-
-
-def _uniforms(key, dims, count: int) -> list[ir.Value]:
-    """`count` independent float64 uniform tensors in [0, 1) from one Threefry pass."""
-    u = uniform(key, [count, *dims], F64)
-    return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(count)]
-
-
-def _rejection(key, dims, dtype, draw, propose, pending, default=None) -> ir.Value:
-    """The core's whole-tensor `rejection`, with each round's random numbers drawn at the
-    end of the round before and carried in the loop state. `draw(key)` gives the list of
-    numbers, `propose(*numbers)` (candidates, accepted).
-
-    Carried values are read from memory; drawn inside the round, XLA fuses their Threefry
-    into every fusion of the test that reads them and recomputes it there (5 times in a
-    PTRS round, which ran 8 times slower)."""
-    out = full(0, dims, dtype) if default is None else default
-    key, first = split(key, 2)
-
-    def body(values):
-        key, pending, out, *numbers = values
-        candidate, accepted = propose(*numbers)
-        key, following = split(key, 2)
-        take = hlo.and_(pending, accepted)
-        return [key, hlo.and_(pending, _not(accepted)), select(take, candidate, out), *draw(following)]
-
-    return while_loop([key, pending, out, *draw(first)], lambda v: any_true(v[1]), body)[2]
 
 
 # --- log-factorials ----------------------------------------------------------------------
@@ -173,7 +146,7 @@ def _inversion(key, first: ir.Value, ratio, bound: ir.Value, pending: ir.Value) 
         x = while_loop([active, full(0.0, dims, F64), first, u], lambda v: any_true(v[0]), body)[1]
         return x, _le(x, bound)
 
-    return _rejection(key, dims, F64, lambda k: _uniforms(k, dims, 1), propose, pending)
+    return rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 1), propose, pending)
 
 
 # --- Poisson --------------------------------------------------------------------------------
@@ -218,7 +191,7 @@ def _poisson_ptrs(key, lam, pending):
         rhs = hlo.subtract(hlo.subtract(hlo.multiply(k, loglam), lam), _log_factorial(hlo.maximum(k, _c(k, 0.0))))
         return k, any_of(quick, all_of(_not(squeezed_out), _le(lhs, rhs)))
 
-    return _rejection(key, dims, F64, lambda k: _uniforms(k, dims, 2), propose, pending)
+    return rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 2), propose, pending)
 
 
 # --- binomial -------------------------------------------------------------------------------
@@ -292,28 +265,7 @@ def _binomial_btrs(key, n, p, q, pending):
         log_v = hlo.log(hlo.divide(hlo.multiply(v, alpha), hlo.add(hlo.divide(a, hlo.multiply(us, us)), b)))
         return k, all_of(in_range, any_of(quick, _le(log_v, log_ratio)))
 
-    return _rejection(key, dims, F64, lambda k: _uniforms(k, dims, 2), propose, pending)
-
-
-# --- beta, for the beta-binomial ---------------------------------------------------------------
-
-
-def beta_log_odds(key: ir.Value, a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """A Beta(a, b) number as (p, 1 - p), each to full relative precision, float64.
-
-    Gamma ratio in log space: log Gamma(a) = log Gamma(a + 1) + log(u)/a (Stuart 1962), so
-    tiny a and b (where Gamma(a) underflows to 0 and Ga / (Ga + Gb) would be 0/0) give
-    p = 1 / (1 + exp(log Gb - log Ga)) without overflow or cancellation."""
-    dims = shape_of(a)
-    gamma_key, uniform_key = split(key, 2)
-    # One gamma pass over a and b stacked: half the loops for XLA to compile.
-    stacked = hlo.concatenate([reshape(x, [1, *dims]) for x in (a, b)], 0)
-    g = standard_gamma(gamma_key, hlo.add(stacked, full_like(stacked, 1.0)))
-    u = uniform(uniform_key, [2, *dims], F64, open_zero=True)
-    log_g = hlo.add(hlo.log(g), hlo.divide(hlo.log(u), stacked))
-    log_a, log_b = (reshape(slice_axis(log_g, 0, i, i + 1), dims) for i in (0, 1))
-    diff = hlo.subtract(log_a, log_b)
-    return hlo.logistic(diff), hlo.logistic(hlo.negate(diff))
+    return rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 2), propose, pending)
 
 
 # --- hypergeometric -------------------------------------------------------------------------
@@ -387,7 +339,7 @@ def _hypergeometric_hrua(key, good, bad, sample, pending):
         slow = all_of(_not(squeezed_out), _le(hlo.multiply(_c(u, 2.0), hlo.log(u)), t))
         return k, all_of(inside, any_of(quick, slow))
 
-    k = convert(_rejection(key, dims, F64, lambda k: _uniforms(k, dims, 2), propose, pending), I64)
+    k = convert(rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 2), propose, pending), I64)
     k = select(compare(good, bad, "GT"), hlo.subtract(count, k), k)
     return select(_lt(count, sample), hlo.subtract(good, k), k)
 
@@ -423,7 +375,7 @@ def bounded_integers(key: ir.Value, low: ir.Value, high: ir.Value) -> ir.Value:
         offset, low_word = _multiply_wide(word, span)
         return hlo.add(low, hlo.bitcast_convert(with_dtype(low.type, I64), offset)), compare(low_word, threshold, "GE")
 
-    return _rejection(key, dims, I64, lambda k: [bits(k, dims)], propose, valid, low)
+    return rejection(key, dims, I64, lambda k: [bits(k, dims)], propose, valid, low)
 
 
 # --- searching cumulative sums along the core axis -----------------------------------------
@@ -453,32 +405,16 @@ def _count_partial_sums_below(p: ir.Value, u: ir.Value) -> ir.Value:
 
 
 def _sampler(*op_classes, checks=None, counts=()):
-    """`register_sampler`, plus what numpy's checks need to know about the node: how the
-    parameters were given (numpy words some errors by whether all are 0-d) and their
-    dtypes: `counts` are the positions of the parameters numpy casts to int64 with the
-    'safe' rule, so a float or uint64 one raises its TypeError at every call.
-    `checks(ctx, node, *params)` gets the parameters broadcast to the batch dims, counts
-    in int64, the others in float64 (real) or int64 (integer)."""
-    def decorate(sampler):
-        register_sampler(*op_classes)(sampler)
-        shared = lookup_rule_for_class(op_classes[0]).fn
+    """`register_sampler` whose checks first refuse counts (the parameters at positions
+    `counts`) that numpy would not cast to int64 with the 'safe' rule: a float or
+    uint64 one raises its TypeError at every call."""
+    def all_checks(ctx, node, *params):
+        for i in counts:
+            _count_type_check(ctx, node, node.inputs[2 + i].type)
+        if checks is not None:
+            checks(ctx, node, *(convert(p, I64) if i in counts else p for i, p in enumerate(params)))
 
-        def rule(ctx, node, key, size, *params):
-            for i in counts:
-                _count_type_check(ctx, node, node.inputs[2 + i].type)
-            if checks is not None:
-                batch = batch_dims(node, size, params)
-                given = [
-                    broadcast_param(convert(p, I64 if i in counts or not value_dtype(p).startswith("float") else F64), batch, core)
-                    for i, (p, core) in enumerate(zip(params, node.op.ndims_params))
-                ]
-                checks(ctx, node, *given)
-            return shared(ctx, node, key, size, *params)
-
-        register_lowering(*op_classes)(rule)
-        return sampler
-
-    return decorate
+    return register_sampler(*op_classes, checks=all_checks)
 
 
 def _count_type_check(ctx, node, t):
@@ -561,7 +497,8 @@ def _beta_binomial_checks(ctx, node, n, a, b):
 def _beta_binomial(key, dims, n, a, b):
     """binomial(n, Beta(a, b)) as scipy draws it; the beta in log space (`beta_log_odds`)."""
     beta_key, binomial_key = split(key, 2)
-    p, q = beta_log_odds(beta_key, *_as_float(a, b))
+    log_odds = beta_log_odds(beta_key, *_as_float(a, b))
+    p, q = hlo.logistic(log_odds), hlo.logistic(hlo.negate(log_odds))
     return binomial(binomial_key, convert(n, I64), p, q)
 
 

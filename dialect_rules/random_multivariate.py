@@ -14,7 +14,6 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
-from dialect_rules.extra_ops import prefix_scan
 from dialect_rules.linalg import _failed, _gesdd, _matrix_dims, _potrf, _syevd
 from dialect_rules.random import (
     batch_dims,
@@ -25,7 +24,6 @@ from dialect_rules.random import (
     node_keys,
     normal,
     register_sampler,
-    rejection,
     require,
     split,
     uniform,
@@ -45,7 +43,6 @@ from lowering.builders import (
     full_like,
     iota,
     is_nan,
-    ir_constant,
     reshape,
     select,
     shape_of,
@@ -53,9 +50,8 @@ from lowering.builders import (
     static_slice,
     value_dtype,
     vector_element,
-    with_dtype,
 )
-from lowering.regions import any_true, fold, reduce_window, sort
+from lowering.regions import fold, sort
 from lowering.registry import register_lowering
 from lowering.types import static_shape
 
@@ -84,7 +80,7 @@ def _rule_start(ctx, node, key, size, params):
 # --- Dirichlet ---------------------------------------------------------------------
 
 
-def _dirichlet_checks(ctx, alpha):
+def _dirichlet_checks(ctx, node, alpha):
     require(ctx, compare(alpha, full_like(alpha, 0.0), "LT"), "alpha < 0")
 
 
@@ -312,64 +308,3 @@ def _choice_without_replacement(ctx, node, key, size, a, *params):
     chosen = slice_axis(_padded(_ordered(keys, values, axis), axis, k), axis, 0, k)
     rest = list(shape_of(chosen))[axis + 1:]
     return next_key, reshape(chosen, [*batch, *core, *rest])
-
-
-# --- draws with replacement: categorical, integers --------------------------------------
-
-
-def _cumsum_last(x: ir.Value) -> ir.Value:
-    """Inclusive cumulative sum along the last axis."""
-    axis = _last_axis(x)
-    n = static_shape(x.type)[axis]
-    if n is None:
-        return prefix_scan(x, axis, hlo.add, 0.0)
-    rank = axis + 1
-    window = [n if i == axis else 1 for i in range(rank)]
-    padding = [(n - 1, 0) if i == axis else (0, 0) for i in range(rank)]
-    return reduce_window(x, ir_constant(np.asarray(0, dtype=value_dtype(x))), window, padding, hlo.add)
-
-
-@register_lowering(rv.CategoricalRV)
-def _categorical(ctx, node, key, size, p):
-    """Inversion, as PyTensor's perform: the number of cumsum(p) entries below a uniform
-    u in [0, 1) (`searchsorted`); p is not checked or normalized there either. The
-    cumulative sums are taken at p's own shape, then broadcast."""
-    next_key, draw_key, batch, _ = _rule_start(ctx, node, key, size, [p])
-    cdf = broadcast_param(_cumsum_last(convert(p, "float64")), batch, 1)
-    u = uniform(draw_key, batch, "float64")
-    below = compare(cdf, broadcast_in_dim(u, shape_of(cdf), range(len(batch))), "LT")
-    return next_key, convert(fold(convert(below, "int64"), [len(batch)], hlo.add, 0), node.outputs[1].type.dtype)
-
-
-def _broadcast_together(a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """Two parameters of one rank broadcast to each other (PyTensor broadcasts static 1s)."""
-    dims = [db if sa == 1 else da for da, db, sa in zip(shape_of(a), shape_of(b), static_shape(a.type))]
-    return broadcast_in_dim(a, dims, range(len(dims))), broadcast_in_dim(b, dims, range(len(dims)))
-
-
-def _integers_checks(ctx, low, high):
-    empty = compare(*_broadcast_together(low, high), "GE")
-    all_zero = hlo.not_(any_true(compare(low, full_like(low, 0), "NE")))
-    # numpy names the default low = 0 case differently.
-    require(ctx, hlo.and_(any_true(empty), all_zero), "high <= 0")
-    require(ctx, hlo.and_(any_true(empty), hlo.not_(all_zero)), "low >= high")
-
-
-@register_sampler(rv.IntegersRV, checks=_integers_checks)
-def _integers(key, dims, low, high):
-    """Uniform integers in [low, high) without bias: 64 random bits w, kept when
-    w >= 2^64 mod r (what remains is a whole number of periods of r = high - low),
-    then low + w mod r (Lemire, 2019). Computed on the int64 bits as uint64, so a
-    span past 2^63 wraps correctly; int64 as numpy draws them, then cast."""
-    low, high = convert(low, "int64"), convert(high, "int64")
-    low_bits, high_bits = (hlo.bitcast_convert(with_dtype(v.type, "uint64"), v) for v in (low, high))
-    drawable = compare(high, low, "GT")
-    span = select(drawable, hlo.subtract(high_bits, low_bits), full_like(low_bits, 1))
-    floor = hlo.remainder(hlo.subtract(full_like(span, 0), span), span)
-
-    def propose(key):
-        w = bits(key, dims)
-        return hlo.remainder(w, span), compare(w, floor, "GE")
-
-    offset = rejection(key, dims, "uint64", propose, drawable)
-    return hlo.bitcast_convert(low.type, hlo.add(low_bits, offset))

@@ -244,7 +244,7 @@ def test_pymc_prior_predictive_matches_numba_moments():
     samples = {}
     for mode in ("STABLEHLO", "NUMBA"):
         idata = pm.sample_prior_predictive(
-            model=model, draws=n, random_seed=1, compile_kwargs={"mode": mode}, progressbar=False
+            model=model, draws=n, random_seed=1, compile_kwargs={"mode": mode}
         )
         samples[mode] = {
             name: group[name].values.reshape(n, -1)

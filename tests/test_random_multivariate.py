@@ -316,7 +316,7 @@ def test_choice_without_replacement_errors_as_numpy():
     assert sorted(g(almost.astype(np.float32))) == [0, 1]
 
 
-# --- choice with replacement: integers and categorical -----------------------------------
+# --- choice with replacement (integers and categorical, in random_discrete) -----------------------------------
 
 
 def test_choice_with_replacement_is_uniform():
@@ -338,27 +338,3 @@ def test_choice_with_replacement_follows_p():
     assert x.shape == (N_DRAWS // 2, 2)
     for b in range(2):
         _assert_frequencies(x[:, b], ps[b])
-
-
-def test_integers_distribution_dtypes_and_errors():
-    rng = _shared_rng()
-    small = pt.random.integers(-3, 4, size=N_DRAWS, rng=rng)
-    # A span past 2**63 (uint64 arithmetic on the int64 bounds): uniform over all of it.
-    big = pt.random.integers(-(2**62) * 2, 2**62 * 2 - 1, size=N_DRAWS, rng=rng)
-    small, big = pytensor.function([], [small, big], mode="STABLEHLO")()
-    assert_distribution(small, st.randint(-3, 4), discrete=True)
-    assert_distribution(big / 2.0**63, st.uniform(-1, 2))
-    low, high = pt.lvector("low"), pt.lvector("high")
-    rv = pt.random.integers(low, high, rng=_shared_rng(), dtype="int8")
-    x = _same_type(rv, [low, high], [np.array([0, 100]), np.array([3, 101])])
-    assert 0 <= x[0] < 3 and x[1] == 100
-    f = pytensor.function([low, high], rv, mode="STABLEHLO")
-    with pytest.raises(ValueError, match="low >= high"):
-        f(np.array([5]), np.array([5]))
-    with pytest.raises(ValueError, match="high <= 0"):
-        f(np.array([0]), np.array([-1]))
-    # low and high broadcast to each other for the check, as numpy compares them.
-    g = pytensor.function([low], pt.random.integers(low, 5, rng=_shared_rng()), mode="STABLEHLO")
-    assert (g(np.array([0, 1, 4])) < 5).all()
-    with pytest.raises(ValueError, match="low >= high"):
-        g(np.array([0, 1, 6]))
