@@ -1,0 +1,107 @@
+"""Random draws on every PyTensor backend, in one run.
+
+    python benchmarks/bench_random.py [--repeat N] [--only NAME ...]
+
+Per workload and backend (FAST_RUN is the C backend; it draws with numpy): compile time (first call included) and the median time of a
+call, its results read back as numpy arrays (JAX returns before its work is done
+otherwise). Each function updates its shared Generator, as PyMC's do. Numbers depend on
+the machine; compare ratios within one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pytensor  # noqa: E402
+import pytensor.tensor as pt  # noqa: E402
+
+import lowering  # noqa: E402,F401  (registers the STABLEHLO mode)
+
+# PyTensor's default mode: its C VM, which runs RandomVariables' numpy perform.
+MODES = ("STABLEHLO", "JAX", "NUMBA", "FAST_RUN")
+
+
+def _draws(make):
+    def build():
+        rng = pytensor.shared(np.random.default_rng(0))
+        next_rng, x = make(rng).owner.outputs
+        return [x], {rng: next_rng}
+    return build
+
+
+def prior_predictive():
+    """One draw of a hierarchical model's prior and prior predictive, the function
+    `pm.sample_prior_predictive` calls once per draw."""
+    import pymc as pm
+    from pymc.pytensorf import collect_default_updates
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfNormal("tau", 2.5)
+        theta = pm.Normal("theta", mu, tau, shape=8)
+        pm.Normal("y", theta, np.linspace(9.0, 18.0, 8), observed=np.arange(8.0))
+    outputs = [model[name] for name in ("mu", "tau", "theta", "y")]
+    return outputs, collect_default_updates(outputs=outputs)
+
+
+WORKLOADS = {
+    "prior-predictive": prior_predictive,
+    "normal-1e6": _draws(lambda r: pt.random.normal(0.0, 1.0, size=1_000_000, rng=r)),
+    "gamma-1e6": _draws(lambda r: pt.random.gamma(2.5, scale=1.0, size=1_000_000, rng=r)),
+    "beta-1e5": _draws(lambda r: pt.random.beta(0.5, 2.0, size=100_000, rng=r)),
+    "poisson-1e5": _draws(lambda r: pt.random.poisson(20.0, size=100_000, rng=r)),
+    "binomial-1e5": _draws(lambda r: pt.random.binomial(100, 0.3, size=100_000, rng=r)),
+    "dirichlet-1e4x10": _draws(lambda r: pt.random.dirichlet(np.ones(10), size=10_000, rng=r)),
+    "mvnormal-1e4x10": _draws(lambda r: pt.random.multivariate_normal(np.zeros(10), np.eye(10) + 0.5, size=10_000, rng=r)),
+}
+
+
+def time_mode(build, mode, repeat):
+    outputs, updates = build()
+    start = time.perf_counter()
+    fn = pytensor.function([], outputs, updates=updates, mode=mode)
+    [np.asarray(r) for r in fn()]
+    compile_s = time.perf_counter() - start
+    samples = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        [np.asarray(r) for r in fn()]
+        samples.append(time.perf_counter() - t)
+    return compile_s, statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--only", nargs="*", choices=list(WORKLOADS), help="run these workloads only")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")  # JAX's "shared RNG is copied" warnings
+    for name, build in WORKLOADS.items():
+        if args.only and name not in args.only:
+            continue
+        repeat = args.repeat * 100 if name == "prior-predictive" else args.repeat
+        rows = {}
+        for mode in MODES:
+            try:
+                rows[mode] = time_mode(build, mode, repeat)
+            except Exception as exc:  # a backend without a rule for these Ops
+                print(f"{name}: {mode} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+        ours = rows["STABLEHLO"][1]
+        print(f"\n{name}")
+        print(f"{'mode':<10} {'compile s':>10} {'per call us':>12} {'vs STABLEHLO':>13}")
+        for mode, (compile_s, per_call) in rows.items():
+            print(f"{mode:<10} {compile_s:>10.3f} {per_call * 1e6:>12.1f} {per_call / ours:>12.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
