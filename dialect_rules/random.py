@@ -15,6 +15,7 @@ directly on uniform and normal numbers; families with their own algorithms live 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Sequence
 
@@ -368,6 +369,7 @@ def register_sampler(*op_classes, checks: Callable | None = None):
             params = [broadcast_param(p, batch, core) for p, core in zip(params, cores)]
             return next_key, convert(sampler(draw_key, batch, *params), out_dtype)
 
+        functools.update_wrapper(rule, sampler)  # the family of the sampler's module
         for cls in op_classes:
             register_lowering(cls)(rule)
         return sampler
