@@ -413,7 +413,12 @@ def _scale_checks(ctx, node, *params):
 # --- samplers made directly from uniform and normal numbers -----------------------------
 
 
-@register_sampler(rv.UniformRV)
+def _uniform_checks(ctx, node, low, high):
+    span = hlo.subtract(high, low)  # in float64, as numpy
+    require(ctx, hlo.not_(hlo.is_finite(span)), "high - low range exceeds valid bounds", OverflowError)
+
+
+@register_sampler(rv.UniformRV, checks=_uniform_checks)
 def _uniform(key, dims, low, high):
     u = uniform(key, dims, value_dtype(low))
     return hlo.add(low, hlo.multiply(hlo.subtract(high, low), u))

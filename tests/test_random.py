@@ -259,3 +259,12 @@ def test_pymc_prior_predictive_matches_numba_moments():
         assert (abs(ours.std(0) - theirs.std(0)) < 5 * se_sd).all(), name
     draws = samples["STABLEHLO"]
     assert not np.array_equal(draws["mu"][: n // 2], draws["mu"][n // 2:])
+
+
+def test_uniform_range_must_be_finite_as_in_numpy():
+    low, high = pt.dscalar("low"), pt.dscalar("high")
+    f = pytensor.function([low, high], pt.random.uniform(low, high, size=2), mode="STABLEHLO")
+    assert ((f(1.0, -1.0) > -1.0) & (f(1.0, -1.0) <= 1.0)).all()  # numpy allows low > high
+    for bad in [(0.0, np.inf), (0.0, np.nan), (-1e308, 1e308)]:
+        with pytest.raises(OverflowError, match="high - low range exceeds valid bounds"):
+            f(*bad)
