@@ -268,3 +268,18 @@ def test_uniform_range_must_be_finite_as_in_numpy():
     for bad in [(0.0, np.inf), (0.0, np.nan), (-1e308, 1e308)]:
         with pytest.raises(OverflowError, match="high - low range exceeds valid bounds"):
             f(*bad)
+
+
+def test_a_generator_output_from_either_of_two_inputs_is_seeded_from_the_key():
+    from pytensor.ifelse import ifelse
+
+    r1, r2 = (pt.random.type.random_generator_type(n) for n in ("r1", "r2"))
+    cond = pt.bscalar("cond")
+    n1, x1 = pt.random.normal(size=2, rng=r1).owner.outputs
+    n2, x2 = pt.random.normal(size=2, rng=r2).owner.outputs
+    f = pytensor.function([cond, r1, r2], [ifelse(cond, n1, n2), x1 + x2], mode="STABLEHLO")
+    g1, g2 = np.random.default_rng(1), np.random.default_rng(2)
+    chosen, x = f(1, g1, g2)
+    again, _ = f(1, g1, g2)
+    assert isinstance(chosen, np.random.Generator) and chosen.random() == again.random()
+    assert not np.array_equal(f(1, chosen, g2)[1], x)
