@@ -70,31 +70,45 @@ def threefry2x32(key: ir.Value, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, i
     """The 20-round Threefry-2x32 block cipher of the counters (x0, x1) (ui32 tensors of
     one shape) under `key` (tensor<2xui32>).
 
-    The five groups of four rounds run as a loop, as JAX does on CPU: unrolled, every
-    sampler's module would carry 80 rounds per key use and XLA compiles it seconds longer.
-    The loop carries the key schedule and the rotation sets, rotated each step.
+    In a function body the rounds are unrolled; inside a loop body (a rejection round)
+    the five groups of four rounds are a loop, as JAX's are on CPU, carrying the key
+    schedule and the rotation amounts, rotated each step. Measured on 10^6 draws:
+    unrolled runs twice as fast and compiles faster at top level, but in loop-heavy
+    samplers costs 0.3-0.7 s more compile time for 10-20% less run time.
     """
     k0, k1 = (reshape(static_slice(key, [i], [i + 1]), ()) for i in (0, 1))
     k2 = hlo.xor(hlo.xor(k0, k1), ir_constant(np.uint32(_PARITY)))
     x0 = hlo.add(x0, broadcast_in_dim(k0, shape_of(x0), ()))
     x1 = hlo.add(x1, broadcast_in_dim(k1, shape_of(x1), ()))
     rotations = [ir_constant(np.uint32(r)) for r in _ROTATIONS[0] + _ROTATIONS[1]]
-    step = ir_constant(np.uint32(0))
+
+    def group(i, x0, x1, k_next, k_after, rotations):
+        """Four rounds, then the key injection of step i + 1 (a 0-d ui32)."""
+        for r in rotations:
+            x0 = hlo.add(x0, x1)
+            x1 = hlo.xor(_rotate_left(x1, r), x0)
+        x0 = hlo.add(x0, broadcast_in_dim(k_next, shape_of(x0), ()))
+        x1 = hlo.add(x1, broadcast_in_dim(hlo.add(k_after, i), shape_of(x1), ()))
+        return x0, x1
+
+    if ir.InsertionPoint.current.block.owner.operation.name == "func.func":
+        schedule = (k0, k1, k2)
+        for i in range(5):
+            step = ir_constant(np.uint32(i + 1))
+            half = rotations[4 * (i % 2): 4 * (i % 2) + 4]
+            x0, x1 = group(step, x0, x1, schedule[(i + 1) % 3], schedule[(i + 2) % 3], half)
+        return x0, x1
 
     def body(values):
         i, x0, x1, k0, k1, k2, *rotations = values
-        for r in rotations[:4]:
-            x0 = hlo.add(x0, x1)
-            x1 = hlo.xor(_rotate_left(x1, r), x0)
         i = hlo.add(i, ir_constant(np.uint32(1)))
-        x0 = hlo.add(x0, broadcast_in_dim(k1, shape_of(x0), ()))
-        x1 = hlo.add(x1, broadcast_in_dim(hlo.add(k2, i), shape_of(x1), ()))
+        x0, x1 = group(i, x0, x1, k1, k2, rotations[:4])
         return [i, x0, x1, k1, k2, k0, *rotations[4:], *rotations[:4]]
 
     def cond(values):
         return compare(values[0], ir_constant(np.uint32(5)), "LT")
 
-    _, x0, x1, *_ = while_loop([step, x0, x1, k0, k1, k2, *rotations], cond, body)
+    _, x0, x1, *_ = while_loop([ir_constant(np.uint32(0)), x0, x1, k0, k1, k2, *rotations], cond, body)
     return x0, x1
 
 

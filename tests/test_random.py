@@ -11,15 +11,20 @@ import scipy.stats as st
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 
+from jax.extend.mlir.dialects import stablehlo as hlo
+
 from dialect_rules.random import threefry2x32
 from lowering._jax_internal import make_ir_context
+from lowering.builders import compare, ir_constant
+from lowering.regions import while_loop
 from lowering.compile import compile_bytecode, module_bytecode
 from lowering.types import tensor_type
 from tests.helpers import PY_MODE, assert_distribution, draw
 
 
-def _threefry(key, x0, x1):
-    """Our Threefry-2x32 lowering, compiled and run on numpy words."""
+def _threefry(key, x0, x1, in_loop=False):
+    """Our Threefry-2x32 lowering, compiled and run on numpy words; `in_loop`: built
+    inside a loop body (one step), where its rounds are a loop of their own."""
     n = len(x0)
     with make_ir_context(), ir.Location.unknown():
         module = ir.Module.create()
@@ -28,13 +33,22 @@ def _threefry(key, x0, x1):
             fn = func.FuncOp("main", ir.FunctionType.get([tensor_type((2,), "uint32"), words, words], [words, words]))
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
             with ir.InsertionPoint(fn.add_entry_block()):
-                func.return_(list(threefry2x32(*fn.arguments)))
+                if not in_loop:
+                    func.return_(list(threefry2x32(*fn.arguments)))
+                else:
+                    once = while_loop(
+                        [ir_constant(np.int64(0)), *fn.arguments],
+                        lambda v: compare(v[0], ir_constant(np.int64(1)), "LT"),
+                        lambda v: [hlo.add(v[0], ir_constant(np.int64(1))), v[1], *threefry2x32(*v[1:])],
+                    )
+                    func.return_(once[2:])
         exe = compile_bytecode(module_bytecode(module), "cpu")
     args = [jax.device_put(np.asarray(a, dtype=np.uint32)) for a in (key, x0, x1)]
     return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()]
 
 
-def test_threefry_matches_random123_known_answers():
+@pytest.mark.parametrize("in_loop", [False, True])
+def test_threefry_matches_random123_known_answers(in_loop):
     # Random123's kat_vectors for threefry2x32 with 20 rounds: (counter, key) -> result.
     cases = [
         ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
@@ -42,7 +56,7 @@ def test_threefry_matches_random123_known_answers():
         ((0x243F6A88, 0x85A308D3), (0x13198A2E, 0x03707344), (0xC4923A9C, 0x483DF7A0)),
     ]
     for counter, key, expected in cases:
-        y0, y1 = _threefry(key, [counter[0]], [counter[1]])
+        y0, y1 = _threefry(key, [counter[0]], [counter[1]], in_loop)
         assert (int(y0[0]), int(y1[0])) == expected
 
 
