@@ -67,14 +67,20 @@ def lower_cumop(ctx, node, x):
     dtype = np.dtype(value_dtype(x))
     combine, identity = _COMBINE[(node.op.mode, dtype == np.bool_)]
     axis = node.op.axis % node.inputs[0].type.ndim
-    init = ir_constant(np.asarray(identity, dtype=dtype))
+    return cumulative(x, axis, combine, identity)
+
+
+def cumulative(x, axis, combine, identity):
+    """Inclusive scan along `axis`: a reduce_window where the axis is static, otherwise
+    `prefix_scan`."""
     n = static_shape(x.type)[axis]
-    if n is not None:
-        rank = len(static_shape(x.type))
-        window = [n if i == axis else 1 for i in range(rank)]
-        padding = [(n - 1, 0) if i == axis else (0, 0) for i in range(rank)]
-        return reduce_window(x, init, window, padding, combine)
-    return prefix_scan(x, axis, combine, identity)
+    if n is None:
+        return prefix_scan(x, axis, combine, identity)
+    rank = len(static_shape(x.type))
+    window = [n if i == axis else 1 for i in range(rank)]
+    padding = [(n - 1, 0) if i == axis else (0, 0) for i in range(rank)]
+    init = ir_constant(np.asarray(identity, dtype=value_dtype(x)))
+    return reduce_window(x, init, window, padding, combine)
 
 
 def prefix_scan(x, axis, combine, identity):

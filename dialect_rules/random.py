@@ -47,6 +47,7 @@ from lowering.builders import (
 )
 from lowering.regions import any_true, while_loop
 from lowering.registry import register_lowering
+from lowering.runtime import peek_key
 from lowering.types import static_shape
 
 U32 = "uint32"
@@ -406,12 +407,9 @@ def _opaque(x: ir.Value) -> ir.Value:
 
 def node_keys(key) -> tuple[ir.Value, ir.Value]:
     """A RandomVariable node's (next_rng key, key for its draws) from its rng operand:
-    a key, or a constant Generator (whose key is drawn from a copy at lowering)."""
+    a key, or a constant Generator (whose key is peeked at lowering)."""
     if isinstance(key, np.random.Generator):
-        state = key.bit_generator.state
-        copy = type(key.bit_generator)(0)
-        copy.state = state
-        key = ir_constant(copy.random_raw(1).view(np.uint32))
+        key = ir_constant(peek_key(key))
     return tuple(split(key, 2))
 
 

@@ -23,7 +23,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
-from dialect_rules.extra_ops import prefix_scan
+from dialect_rules.extra_ops import cumulative
 from dialect_rules.random import (
     beta_log_odds,
     bits,
@@ -383,20 +383,9 @@ def bounded_integers(key: ir.Value, low: ir.Value, high: ir.Value) -> ir.Value:
 
 def _count_partial_sums_below(p: ir.Value, u: ir.Value) -> ir.Value:
     """For each row of `p` (last axis), how many of its partial sums are below `u` (the
-    row's batch element): numpy's searchsorted(cumsum(p), u). A few categories known
-    statically are summed one after another (numpy's own rounding, and nothing XLA's
-    constant folding chokes on when p is a constant broadcast to a large batch); many, or
-    a number known only at run time, by a log-depth prefix scan."""
+    row's batch element): numpy's searchsorted(cumsum(p), u)."""
     last = len(static_shape(p.type)) - 1
-    size = static_shape(p.type)[last]
-    if size is not None and size <= 64:
-        dims = shape_of(u)
-        total, count = full(0.0, dims, F64), full(0, dims, I64)
-        for j in range(size):
-            total = hlo.add(total, reshape(slice_axis(p, last, j, j + 1), dims))
-            count = hlo.add(count, convert(_lt(total, u), I64))
-        return count
-    cdf = prefix_scan(p, last, hlo.add, 0.0)
+    cdf = cumulative(p, last, hlo.add, 0.0)
     below = _lt(cdf, broadcast_in_dim(u, shape_of(cdf), range(last)))
     return fold(convert(below, I64), [last], hlo.add, 0)
 

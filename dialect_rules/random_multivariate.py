@@ -14,7 +14,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
-from dialect_rules.linalg import _failed, _gesdd, _matrix_dims, _potrf, _syevd
+from dialect_rules.linalg import _dims_differ, _failed, _gesdd, _i1, _matrix_dims, _potrf, _syevd
 from dialect_rules.random import (
     batch_dims,
     bits,
@@ -54,11 +54,6 @@ from lowering.builders import (
 from lowering.regions import fold, sort
 from lowering.registry import register_lowering
 from lowering.types import static_shape
-
-
-def _dims_differ(a, b) -> ir.Value:
-    """0-d i1: whether two dims differ."""
-    return compare(dim_value(a), dim_value(b), "NE")
 
 
 def _last_axis(x: ir.Value) -> int:
@@ -143,8 +138,8 @@ def _mv_normal(ctx, node, key, size, mean, cov):
     rows, n = _matrix_dims(cov)
     m = dim_size(mean, _last_axis(mean))
     if not (rows == n and n == m):  # a numpy error and shapes that do not fit the graph
-        require(ctx, _dims_differ(rows, n), "Last 2 dimensions of the array must be square", np.linalg.LinAlgError)
-        require(ctx, _dims_differ(n, m), "mean and cov must have the same length")
+        require(ctx, _i1(_dims_differ(rows, n)), "Last 2 dimensions of the array must be square", np.linalg.LinAlgError)
+        require(ctx, _i1(_dims_differ(n, m)), "mean and cov must have the same length")
     factor = _mv_normal_factor(ctx, node.op.method, cov)
     n = out_shape[-1] if out_shape[-1] is not None else n
     z = normal(draw_key, [*batch, n], dtype)
@@ -278,7 +273,7 @@ def _choice_without_replacement(ctx, node, key, size, a, *params):
     else:
         pop = dim_value(dim_size(a, len(static_shape(a.type)) - node.op.ndims_params[0]))
         empty, message = compare(pop, full_like(pop, 0), "EQ"), "a cannot be empty unless no samples are taken"
-    require(ctx, hlo.and_(empty, broadcast_in_dim(_dims_differ(k, 0), shape_of(empty), ())), message)
+    require(ctx, hlo.and_(empty, broadcast_in_dim(_i1(_dims_differ(k, 0)), shape_of(empty), ())), message)
     if p is not None:
         p = convert(p, "float64")
         require(ctx, versus(pop, dim_size(p, _last_axis(p)), "NE"), "a and p must have same size")

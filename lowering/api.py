@@ -106,7 +106,7 @@ class RngPlan:
     """Where the graph's random generators come from and go to.
 
     A `RandomGeneratorType` input enters the module as a key drawn from the
-    Generator (`runtime.rng_key`). An output of that type leaves as the Generator of
+    Generator (`runtime.rng_keys`). An output of that type leaves as the Generator of
     the one input it was derived from, advanced by that draw; one derived from no
     single input (a constant Generator, a choice between two) is seeded from the key
     the module returns. Where PyTensor writes such an output back to the very
@@ -121,6 +121,8 @@ class RngPlan:
         )
         updates = getattr(fgraph, "update_mapping", None) or {}
         self.in_place = frozenset(i for j, i in self.outputs if i is not None and updates.get(j) == i)
+        # Inputs left as they were whose advanced copy some output returns.
+        self.copied = frozenset(i for _, i in self.outputs if i is not None) - self.in_place
 
     def __bool__(self) -> bool:
         return bool(self.inputs or self.outputs)

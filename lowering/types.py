@@ -53,7 +53,7 @@ def tensor_type(shape, dtype) -> ir.RankedTensorType:
 
 
 # A numpy Generator is passed to the module as a Threefry key: two uint32 words
-# drawn from it at each call (the runtime's `rng_key`).
+# drawn from it at each call (the runtime's `rng_keys`).
 KEY_SHAPE = (2,)
 KEY_DTYPE = "uint32"
 
