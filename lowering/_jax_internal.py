@@ -7,7 +7,12 @@ import threading
 
 import numpy as np
 
+from jax._src import config as _config
+from jax._src import core as _core
+from jax._src import tree_util as _tree_util
+from jax._src.interpreters import pxla as _pxla
 from jax._src.interpreters.mlir import make_ir_context as _make_ir_context
+from jax._src.lib import _jax
 from jax._src.lib import xla_client as _xc
 from jaxlib.mlir._mlir_libs import _mlirHlo, _stablehlo
 
@@ -73,6 +78,75 @@ def to_numpy(array):
     if host.nbytes < _COPY_BELOW_BYTES:
         return host.copy()
     return np.asarray(_HostView(array, host))
+
+
+class Dispatch:
+    """jaxlib's C++ dispatch (what `jax.jit` calls through) around our own executables.
+
+    The first call with a new argument signature (shapes, dtypes) runs `miss(*args)`,
+    which returns `(outputs, fastpath)`; where `fastpath` is not None, later calls with
+    that signature put numpy arguments on the device, execute and build the outputs in
+    C++, never entering Python until the outputs are unflattened. `fastpath` comes from
+    `fastpath_data`. Calls must run with 64-bit types enabled (`x64`), or the C++ side
+    would narrow float64 arguments to float32.
+    """
+
+    __slots__ = ("call", "_cache")
+
+    def __init__(self, name: str, miss):
+        def cache_miss(*args):
+            outputs, fastpath = miss(*args)
+            return outputs, fastpath, False
+
+        self._cache = _jax.PjitFunctionCache(capacity=8)
+        self.call = _jax.pjit(
+            name, None, cache_miss, [], [], _pxla.JitGlobalCppCacheKeys(),
+            _tree_util.dispatch_registry, _pxla.cc_shard_arg, self._cache,
+        )
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+
+class _Unflattened:
+    """A pytree node whose unflattening hands its arrays to a function (its node data)."""
+
+    __slots__ = ("finish", "arrays")
+
+    def __init__(self, finish, arrays):
+        self.finish = finish
+        self.arrays = arrays
+
+
+_tree_util.register_pytree_node(
+    _Unflattened, lambda node: (node.arrays, node.finish), lambda finish, arrays: finish(arrays)
+)
+
+
+def finishing_tree(finish, n: int):
+    """A pytree definition of `n` arrays whose unflattening returns `finish(arrays)`:
+    how `Dispatch`'s C++ side hands an executable's results to Python."""
+    return _tree_util.tree_structure(_Unflattened(finish, list(range(n))))
+
+
+def fastpath_data(xla, out_tree, n_args: int, results, sharding):
+    """What `Dispatch` needs to run `xla` without Python: its `n_args` arguments and its
+    results (arrays of one execution, for their shapes and dtypes) on `sharding`'s
+    device; `out_tree` rebuilds the outputs from the result arrays."""
+    return _pxla.MeshExecutableFastpathData(
+        xla, out_tree, [sharding] * n_args, [sharding] * len(results),
+        [_core.ShapedArray(r.shape, r.dtype) for r in results], [True] * len(results),
+        [True] * n_args, [None] * n_args, [],
+    )
+
+
+def x64_enabled() -> bool:
+    return _config.enable_x64.value
+
+
+def enable_x64():
+    """A context in which jax keeps 64-bit types (thread-local, ~1.5 µs to enter)."""
+    return _config.enable_x64(True)
 
 
 def compatibility_version(weeks: int = 12) -> str:

@@ -34,6 +34,7 @@ class Lowered:
         self.output_types = [v.type for v in fgraph.outputs]
         self.input_names = [v.name or f"<input {i}>" for i, v in enumerate(fgraph.inputs)]
         self.rng = RngPlan(fgraph)
+        self.resident_inputs = _resident_inputs(fgraph)
         self._bytecode = None
         # One MLIR context per Lowered: specializations that share it take turns.
         self.lock = threading.RLock()
@@ -100,6 +101,19 @@ class Lowered:
 
     def __str__(self) -> str:
         return self.as_text()
+
+
+def _resident_inputs(fgraph) -> tuple[int, ...]:
+    """Inputs whose arrays PyTensor keeps between calls and the graph never updates:
+    shared variables, such as a model's observed data. The runtime keeps their device
+    copy for as long as the same array is passed (`Compiled._prepared`)."""
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    updated = set((getattr(fgraph, "update_mapping", None) or {}).values())
+    return tuple(
+        i for i, v in enumerate(fgraph.inputs)
+        if isinstance(v, SharedVariable) and i not in updated and not is_rng_type(v.type)
+    )
 
 
 class RngPlan:

@@ -1,7 +1,10 @@
 """Compiled: argument checks, device buffers, execution, numpy outputs.
 
 Specialization happens here, per call signature: the first call with new shapes
-refines the polymorphic module and compiles it; later calls hit a dict.
+refines the polymorphic module and compiles it. Later calls with those shapes and
+dtypes go through jaxlib's C++ dispatch (`_jax_internal.Dispatch`), which puts the
+arguments on the device and runs the executable without Python; Python only turns
+the results into the outputs (`_Executable.finish`).
 """
 
 from __future__ import annotations
@@ -11,10 +14,20 @@ import threading
 
 import numpy as np
 
+from jax import Array
 from jax.errors import JaxRuntimeError
 from jax.sharding import SingleDeviceSharding
 
-from lowering._jax_internal import HostBufferSemantics, batched_device_put, to_numpy as _to_numpy
+from lowering._jax_internal import (
+    Dispatch,
+    HostBufferSemantics,
+    batched_device_put,
+    enable_x64,
+    fastpath_data,
+    finishing_tree,
+    x64_enabled,
+)
+from lowering._jax_internal import to_numpy as _to_numpy
 from lowering.compile import compile_bytecode, get_backend, module_bytecode
 from lowering.errors import PassPipelineError
 from lowering.specialize import (
@@ -61,14 +74,23 @@ class Compiled:
         self._dtypes = tuple(np.dtype(storage_dtype(t)) for t in self._in_types)
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
         self._scalar_args = scalar_arguments(self._in_types)
-        self._constant_buffers = None
-        self._checks = lowered.runtime_checks
+        self._resident = lowered.resident_inputs
+        self._held = dict.fromkeys(self._resident)  # input -> (its array, the device copy)
+        self._maybe_large = tuple(
+            i for i, t in enumerate(self._in_types) if _may_be_large(t) and i not in self._held
+        )
+        self._prepare = bool(self._resident or self._maybe_large)
+        self._constant_buffers = tuple(
+            self._put(c.value, c.value.dtype) for c in lowered.hoisted_constants
+        )
+        self._checks = tuple(lowered.runtime_checks)
         self._n_outputs = len(lowered.output_types)
         self._rng = lowered.rng or None
         # shapes -> executable, or -> None when the shapes need argument values too.
         self._by_shapes: dict = {}
         self._by_values: dict = {}
         self._lock = threading.Lock()
+        self._dispatch = Dispatch("main", self._miss)
 
     # --- calling ----------------------------------------------------------------
 
@@ -108,6 +130,41 @@ class Compiled:
         return results
 
     def _run(self, args):
+        if self._prepare:
+            args = self._prepared(args)
+        try:
+            if x64_enabled():
+                return self._dispatch.call(*args, *self._constant_buffers)
+            with enable_x64():
+                return self._dispatch.call(*args, *self._constant_buffers)
+        except JaxRuntimeError as exc:  # XLA runs asynchronously: failures surface late
+            raise _runtime_error(exc, [getattr(a, "shape", "?") for a in args]) from None
+
+    def _prepared(self, args) -> list:
+        """The arguments as XLA reads them fastest: a shared variable's array as its
+        device copy, kept while the same array comes back (PyTensor leaves in-place
+        changes to a borrowed value undefined); a large array XLA cannot read in place
+        as an aligned copy."""
+        args = list(args)
+        for i in self._resident:
+            arg = args[i]
+            held = self._held[i]
+            if held is not None and held[0] is arg:
+                args[i] = held[1]
+            elif type(arg) is np.ndarray and arg.dtype == self._dtypes[i]:
+                buffer = self._put(arg if _in_place(arg) else _aligned_copy(arg), arg.dtype)
+                self._held[i] = (arg, buffer)
+                args[i] = buffer
+        for i in self._maybe_large:
+            arg = args[i]
+            if type(arg) is np.ndarray and arg.nbytes >= _ALIGN_FROM_BYTES and not _in_place(arg):
+                args[i] = _aligned_copy(arg)
+        return args
+
+    def _miss(self, *args):
+        """A call the C++ dispatch has no executable for: find or compile one, run it,
+        and hand it to the dispatch where its shapes and dtypes alone choose it."""
+        args = args[: len(self._in_types)]
         try:
             shapes = tuple([a.shape for a in args])
         except AttributeError:
@@ -116,34 +173,28 @@ class Compiled:
         exe = self._by_shapes.get(shapes, False)
         if exe is False:
             exe = self._compile_for(shapes, None)
+        by_shapes = exe is not None
         if exe is None:
             values = tuple((i, args[i].item()) for i in self._scalar_args)
             exe = self._by_values.get((shapes, values)) or self._compile_for(shapes, values)
         buffers = [self._put(a, dt) for a, dt in zip(args, self._dtypes)]
-        buffers += self._constants()
+        buffers += self._constant_buffers
         if type(exe) is _Measured:
+            by_shapes = False
             exe = self._measure(exe, buffers, shapes)
-        # XLA runs asynchronously: its failures surface when results are read.
         try:
             results = exe.xla.execute_sharded(buffers).disassemble_into_single_device_arrays()
-            if exe.packed is not None:
-                results = _unpack(exe.packed, results)
-            else:
-                results = [r[0] for r in results]
-            if exe.checked:
-                self._raise_failed_check(results[self._n_outputs])
-            return [_to_numpy(r) if type(r) is not np.ndarray else r for r in results[: self._n_outputs]]
+            results = [r[0] for r in results]
+            outputs = exe.finish(results)
         except JaxRuntimeError as exc:
             raise _runtime_error(exc, shapes) from None
-
-    def _raise_failed_check(self, flags) -> None:
-        """@main's last result holds one flag per run-time check: raise the first set."""
-        flags = flags if type(flags) is np.ndarray else _to_numpy(flags)
-        if flags.any():
-            check = self._checks[int(flags.argmax())]
-            raise check.error(check.message)
+        if by_shapes and all(_exactly(a, dt) for a, dt in zip(args, self._dtypes)):
+            return outputs, exe.fastpath(len(buffers), results, self._sharding)
+        return outputs, None
 
     def _put(self, value, dtype):
+        if isinstance(value, Array) and value.dtype == dtype:  # a resident input's copy
+            return value
         arr = np.asarray(value)
         if arr.dtype != dtype:
             arr = arr.astype(dtype)
@@ -151,13 +202,6 @@ class Compiled:
             _Aval(arr.shape, dtype), self._sharding, [arr], [self._device],
             True, False, HostBufferSemantics.ZERO_COPY, True,
         )
-
-    def _constants(self):
-        if self._constant_buffers is None:
-            self._constant_buffers = [
-                self._put(c.value, c.value.dtype) for c in self.lowered.hoisted_constants
-            ]
-        return self._constant_buffers
 
     # --- specialization -----------------------------------------------------------
 
@@ -253,13 +297,14 @@ class Compiled:
                 f"at peak (outputs and temporaries), more than the {_gib(available)} "
                 f"of {self._device.platform} memory"
             )
-        return _Executable(exe, checked, packed)
+        return _Executable(exe, self._checks if checked else (), self._n_outputs, packed)
 
     def clear_cache(self) -> None:
         """Drop this function's executables (they compile again on the next call)."""
         with self._lock:
             self._by_shapes.clear()
             self._by_values.clear()
+            self._dispatch.clear()
 
     def specialized_text(self, *args) -> str:
         """The module this call signature runs (after refinement), as text."""
@@ -312,15 +357,77 @@ def generator_from_key(key) -> np.random.Generator:
 
 
 class _Executable:
-    """An XLA executable; whether @main's results end with the check flags; where its
-    small results are packed (`specialize.pack_small_results`), if they are."""
+    """An XLA executable, and how its results become the function's outputs: where its
+    small results are packed (`specialize.pack_small_results`), and the run-time checks
+    whose flags follow the `n_outputs` outputs (none where specialization folded them)."""
 
-    __slots__ = ("xla", "checked", "packed")
+    __slots__ = ("xla", "checks", "n_outputs", "packed", "_fastpath")
 
-    def __init__(self, xla, checked: bool, packed=None):
+    def __init__(self, xla, checks=(), n_outputs=None, packed=None):
         self.xla = xla
-        self.checked = checked
-        self.packed = None if packed is None else _Unpacking(packed)
+        self.checks = checks
+        self.n_outputs = n_outputs
+        # The flags are read for their truth only: a packed one needs no bool copy.
+        raw = (n_outputs,) if checks else ()
+        self.packed = None if packed is None else _Unpacking(packed, raw)
+        self._fastpath = None
+
+    def finish(self, results) -> list:
+        """The outputs, as numpy arrays the caller owns, from @main's results (device
+        arrays); raises the first run-time check that failed."""
+        if self.packed is not None:
+            results = _unpack(self.packed, results)
+        if self.checks:
+            flags = results[self.n_outputs]
+            flags = (flags if type(flags) is np.ndarray else np.asarray(flags)).tolist()
+            if any(flags):  # a list: cheaper than numpy's reduction on a few flags
+                check = self.checks[flags.index(next(f for f in flags if f))]
+                raise check.error(check.message)
+        return [r if type(r) is np.ndarray else _to_numpy(r) for r in results[: self.n_outputs]]
+
+    def fastpath(self, n_args: int, results, sharding):
+        """What the C++ dispatch needs to run this executable on its own (built once)."""
+        if self._fastpath is None:
+            tree = finishing_tree(self.finish, len(results))
+            self._fastpath = fastpath_data(self.xla, tree, n_args, results, sharding)
+        return self._fastpath
+
+
+# XLA's CPU client reads a numpy argument in place only if it starts at a 64-byte
+# boundary and is C-contiguous; numpy's large allocations start 16 bytes past one. XLA's
+# own copy of the others is slow (38 ms for 40 MB on our CI machine, where numpy
+# copies it in 5-9 ms), so large ones get numpy's copy first.
+_XLA_ALIGNMENT = 64
+_ALIGN_FROM_BYTES = 1 << 16
+
+
+def _may_be_large(tensor_type) -> bool:
+    shape = getattr(tensor_type, "shape", None)
+    if shape is None or is_rng_type(tensor_type):
+        return False
+    if None in shape:
+        return True
+    return int(np.prod(shape)) * np.dtype(storage_dtype(tensor_type)).itemsize >= _ALIGN_FROM_BYTES
+
+
+def _in_place(array: np.ndarray) -> bool:
+    """Whether XLA's CPU client can read `array` where it is."""
+    return array.flags.c_contiguous and array.ctypes.data % _XLA_ALIGNMENT == 0
+
+
+def _aligned_copy(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `array` at a 64-byte boundary."""
+    raw = np.empty(array.nbytes + _XLA_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % _XLA_ALIGNMENT
+    out = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    np.copyto(out, array)
+    return out
+
+
+def _exactly(arg, dtype) -> bool:
+    """Whether the C++ dispatch may take `arg` as it is for an argument of `dtype`
+    (anything else goes through `Compiled._put`, which converts)."""
+    return (type(arg) is np.ndarray or isinstance(arg, (np.generic, Array))) and arg.dtype == dtype
 
 
 class _Unpacking:
@@ -328,13 +435,18 @@ class _Unpacking:
 
     __slots__ = ("n", "kept", "views")
 
-    def __init__(self, packed):
+    def __init__(self, packed, raw=()):
+        """`raw`: results to leave as float64 slices whatever their dtype."""
         self.n = len(packed.kept) + len(packed.parts)
         self.kept = packed.kept
-        self.views = [
-            (i, offset, offset + int(np.prod(shape)), None if dtype == np.float64 else dtype, shape)
-            for i, (offset, dtype, shape) in packed.parts.items()
-        ]
+        self.views = []
+        for i, (offset, dtype, shape) in packed.parts.items():
+            stop = offset + int(np.prod(shape))
+            self.views.append((
+                i, offset, stop,
+                None if dtype == np.float64 or i in raw else dtype,
+                None if shape == (stop - offset,) else shape,  # a slice has it already
+            ))
 
 
 def _unpack(unpacking: _Unpacking, results) -> list:
@@ -343,10 +455,10 @@ def _unpack(unpacking: _Unpacking, results) -> list:
     arrays."""
     out = [None] * unpacking.n
     for i, r in zip(unpacking.kept, results):
-        out[i] = r[0]
-    host = np.asarray(results[-1][0]).copy()
+        out[i] = r
+    host = np.asarray(results[-1]).copy()
     for i, start, stop, dtype, shape in unpacking.views:
-        part = host[start:stop].reshape(shape)
+        part = host[start:stop] if shape is None else host[start:stop].reshape(shape)
         out[i] = part if dtype is None else part.astype(dtype)
     return out
 

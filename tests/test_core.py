@@ -424,3 +424,92 @@ def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
     assert executable.packed is not None and len(executable.packed.views) == 7
     with pytest.raises(IndexError):
         fn(values[0], values[1], np.array(5))
+
+
+def test_calls_after_the_first_run_in_cpp_dispatch_and_behave_the_same():
+    """After the first call with a signature, jaxlib's C++ dispatch puts the arguments
+    on the device and runs the executable (nothing in Python until the results come
+    back); hoisted constants, failed checks and other dtypes behave as on a first
+    call, and earlier outputs stay as they were."""
+    data = np.random.default_rng(2).normal(size=4096)
+    x, n = pt.dvector("x"), pt.lscalar("n")
+    compiled = lower(fg([x, n], [x * pt.constant(data), x[n]])).compile()
+    assert len(compiled.lowered.hoisted_constants) == 1
+    puts = []
+    put = compiled._put
+    compiled._put = lambda value, dtype: puts.append(value) or put(value, dtype)
+
+    first = compiled(np.ones(4096), np.array(3))
+    assert len(puts) == 2
+    value = np.arange(4096.0)
+    for i in (5, 7):
+        got = compiled(value, np.array(i))
+        assert_same(got[0], value * data)
+        assert_same(got[1], np.float64(i))
+        assert got[0].flags.writeable
+    assert len(puts) == 2  # no Python argument handling after the first call
+    assert_same(first[0], data)
+    assert_same(first[1], np.float64(1.0))
+    with pytest.raises(IndexError, match="index out of bounds"):
+        compiled(value, np.array(4096))
+    got = compiled.call_trusted([value.astype("float32"), np.array(4)])  # converted
+    assert_same(got[0], value * data)
+    assert len(puts) == 4
+    compiled.clear_cache()
+    assert_same(compiled(value, np.array(9))[1], np.float64(9.0))
+    assert len(puts) == 6
+
+
+def test_large_inputs_xla_cannot_read_in_place_are_copied_once_aligned():
+    """XLA's CPU client reads a C-contiguous argument at a 64-byte boundary in place;
+    large others (numpy puts big arrays 16 bytes past a boundary) get one numpy copy to
+    an aligned buffer first. Results are the same and inputs are left as they were."""
+    from lowering.runtime import _aligned_copy, _in_place
+
+    n = 100_000
+    raw = np.zeros(n * 8 + 256, np.uint8)
+    start = -raw.ctypes.data % 64
+    aligned = raw[start : start + n * 8].view(np.float64)
+    misaligned = raw[start + 16 : start + 16 + n * 8].view(np.float64)
+    misaligned[:] = np.linspace(-1.0, 1.0, n)
+    strided = np.arange(2.0 * n)[::2]
+    assert _in_place(aligned) and not _in_place(misaligned) and not _in_place(strided)
+    copy = _aligned_copy(misaligned)
+    assert _in_place(copy) and copy.dtype == misaligned.dtype
+    np.testing.assert_array_equal(copy, misaligned)
+
+    x = pt.dvector("x")
+    compiled = lower(fg([x], [x * 2 + 1])).compile()
+    for value in (aligned, misaligned, strided, misaligned.copy()):
+        before = value.copy()
+        for _ in range(2):
+            assert_same(compiled(value)[0], before * 2 + 1)
+        np.testing.assert_array_equal(value, before)
+
+
+def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch):
+    """A shared variable the function does not update (observed data) is copied to the
+    device once and reused while the container holds the same array; `set_value` is
+    seen at the next call, and an updated shared variable is passed every call."""
+    import lowering.runtime as runtime
+
+    copies = []
+    aligned_copy = runtime._aligned_copy
+    monkeypatch.setattr(runtime, "_aligned_copy", lambda a: copies.append(a.shape) or aligned_copy(a))
+    rng = np.random.default_rng(3)
+    first = rng.normal(size=50_000)
+    data = pytensor.shared(first, name="data")
+    total = pytensor.shared(np.float64(0.0), name="total")
+    w = pt.dscalar("w")
+    f = pytensor.function([w], (data * w).sum(), updates=[(total, total + w)], mode="STABLEHLO")
+    assert f.vm.jit_fn.compiled.lowered.resident_inputs == (1,)
+    for step in range(3):
+        np.testing.assert_allclose(f(2.0), 2 * first.sum(), rtol=1e-12)
+    held = data.get_value(borrow=True)
+    assert copies == ([] if runtime._in_place(held) else [first.shape])  # once, if at all
+    assert total.get_value() == 6.0
+    second = rng.normal(size=30_000)
+    data.set_value(second)
+    np.testing.assert_allclose(f(1.0), second.sum(), rtol=1e-12)
+    np.testing.assert_allclose(f(3.0), 3 * second.sum(), rtol=1e-12)
+    assert total.get_value() == 10.0
