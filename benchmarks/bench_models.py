@@ -1,17 +1,22 @@
 """Per-call time of PyMC models' logp+dlogp on every PyTensor backend, in one run.
 
-    python benchmarks/bench_models.py [--repeat N]
+    python benchmarks/bench_models.py [--repeat N] [--only NAME ...]
 
-Prints, per model, the compile time (first call included) and the median per-call time
-for STABLEHLO, JAX, NUMBA and C, and each backend's ratio to STABLEHLO. Numbers depend
-on the machine; compare ratios within one run only.
+Prints, per workload, the build time (`pytensor.function`), the first call's time and the
+median per-call time (outputs read back as numpy arrays) for STABLEHLO, JAX, NUMBA and
+C, and each backend's ratio to STABLEHLO; then how lowering time grows with graph size.
+Each backend runs in its own process. Numbers depend on the machine; compare ratios
+within one run only.
 """
 
 from __future__ import annotations
 
 import argparse
+import pickle
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pytensor  # noqa: E402
+import pytensor.tensor as pt  # noqa: E402
 
 import lowering  # noqa: E402,F401  (registers the STABLEHLO mode)
 from lowering.examples import example, model_graph  # noqa: E402
@@ -57,6 +63,95 @@ def scan_rnn(steps: int = 1000, gradient: bool = False):
     return Graph(name, [x, w, h0], outputs, [rng.normal(size=steps), np.float64(0.7), np.float64(0.1)])
 
 
+def logistic_glm(n: int = 5000, d: int = 20):
+    """PyMC logistic regression, the data as constants (as in a logp function)."""
+    import pymc as pm
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(n, d))
+    y = rng.random(n) < 1 / (1 + np.exp(-(X @ rng.normal(scale=0.5, size=d))))
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=d)
+        alpha = pm.Normal("alpha", 0, 2)
+        pm.Bernoulli("y", logit_p=alpha + X @ beta, observed=y.astype("int64"))
+    return model_graph(model, f"logistic-glm-{n}x{d}")
+
+
+def normal_mixture(n: int = 1000, k: int = 3):
+    """PyMC NormalMixture of three components over 1,000 points."""
+    import pymc as pm
+
+    rng = np.random.default_rng(2)
+    y = np.concatenate([rng.normal(m, 0.5, size=n // k + 1) for m in (-2.0, 0.0, 3.0)])[:n]
+    with pm.Model() as model:
+        w = pm.Dirichlet("w", np.ones(k))
+        mu = pm.Normal("mu", 0, 5, shape=k, transform=pm.distributions.transforms.ordered,
+                       initval=np.linspace(-1, 1, k))
+        sigma = pm.HalfNormal("sigma", 1, shape=k)
+        pm.NormalMixture("y", w=w, mu=mu, sigma=sigma, observed=y)
+    return model_graph(model, "normal-mixture")
+
+
+def hierarchical_regression(n: int = 2000, groups: int = 50):
+    """Varying intercepts and slopes (non-centered) over 50 groups, 2,000 points."""
+    import pymc as pm
+
+    rng = np.random.default_rng(4)
+    g = rng.integers(0, groups, size=n)
+    x = rng.normal(size=n)
+    y = rng.normal(size=groups)[g] + rng.normal(size=groups)[g] * x + rng.normal(scale=0.5, size=n)
+    with pm.Model() as model:
+        mu_a, mu_b = pm.Normal("mu_a", 0, 1), pm.Normal("mu_b", 0, 1)
+        s_a, s_b = pm.HalfNormal("s_a", 1), pm.HalfNormal("s_b", 1)
+        z_a = pm.Normal("z_a", 0, 1, shape=groups)
+        z_b = pm.Normal("z_b", 0, 1, shape=groups)
+        sigma = pm.HalfNormal("sigma", 1)
+        a, b = mu_a + s_a * z_a, mu_b + s_b * z_b
+        pm.Normal("y", a[g] + b[g] * x, sigma, observed=y)
+    return model_graph(model, "hierarchical-regression")
+
+
+def arma(n: int = 500):
+    """PyMC ARMA(1,1): the residuals are a recursion, a Scan over the series."""
+    import pymc as pm
+
+    rng = np.random.default_rng(5)
+    y = np.zeros(n)
+    e = rng.normal(scale=0.3, size=n)
+    for t in range(1, n):
+        y[t] = 0.1 + 0.6 * y[t - 1] + e[t] + 0.3 * e[t - 1]
+    with pm.Model() as model:
+        c = pm.Normal("c", 0, 1)
+        phi = pm.Uniform("phi", -1, 1)
+        theta = pm.Uniform("theta", -1, 1)
+        sigma = pm.HalfNormal("sigma", 1)
+
+        def residual(y_t, y_prev, e_prev, c, phi, theta):
+            return y_t - c - phi * y_prev - theta * e_prev
+
+        errors = pytensor.scan(
+            residual, sequences=[pt.as_tensor(y[1:]), pt.as_tensor(y[:-1])],
+            outputs_info=[pt.constant(np.float64(0.0))], non_sequences=[c, phi, theta],
+            return_updates=False,
+        )
+        pm.Potential("likelihood", pm.logp(pm.Normal.dist(0, sigma), errors).sum())
+    return model_graph(model, "arma")
+
+
+def logistic_numpy_inputs(n: int = 100_000, d: int = 50):
+    """Logistic regression logp and gradient with X (40 MB) and y passed at every call."""
+    from lowering.examples import Graph
+
+    beta, X, y = pt.dvector("beta"), pt.dmatrix("X"), pt.dvector("y")
+    eta = X @ beta
+    logp = (y * eta - pt.softplus(eta)).sum() - 0.5 * (beta**2).sum()
+    rng = np.random.default_rng(6)
+    X_value = rng.normal(size=(n, d))
+    y_value = (rng.random(n) < 0.5).astype("float64")
+    return Graph(f"logistic-{n}x{d}-numpy", [beta, X, y], [logp, pytensor.grad(logp, beta)],
+                 [np.zeros(d), X_value, y_value])
+
+
 def gp_marginal(n: int):
     """PyMC's GP marginal likelihood: ExpQuad kernel plus noise, Cholesky-based MvNormal."""
     import pymc as pm
@@ -76,6 +171,11 @@ def gp_marginal(n: int):
 MODELS = {
     "eight-schools": lambda: example("eight-schools"),
     "linear-regression": linear_regression,
+    "logistic-glm": logistic_glm,
+    "normal-mixture": normal_mixture,
+    "hierarchical-regression": hierarchical_regression,
+    "arma": arma,
+    "logistic-numpy-inputs": logistic_numpy_inputs,
     "scan-1000": scan_rnn,
     "scan-1000-grad": lambda: scan_rnn(gradient=True),
     "garch": lambda: example("garch"),
@@ -85,43 +185,106 @@ MODELS = {
 
 
 def time_mode(graph, mode, repeat):
+    """Build time, first-call time, median per-call time and the result. Each call's time
+    includes reading its outputs as numpy arrays: JAX returns before its computation
+    has finished, and a caller (a sampler) needs the numbers."""
     start = time.perf_counter()
     fn = pytensor.function(graph.inputs, graph.outputs, mode=mode, trust_input=True)
+    build_s = time.perf_counter() - start
     args = [np.asarray(v, dtype=i.type.dtype) for v, i in zip(graph.values, graph.inputs)]
-    result = fn(*args)
-    compile_s = time.perf_counter() - start
-    for _ in range(10):
+    start = time.perf_counter()
+    result = [np.asarray(r) for r in fn(*args)]
+    first_s = time.perf_counter() - start
+    for _ in range(min(10, repeat)):
         fn(*args)
     samples = []
     for _ in range(repeat):
         t = time.perf_counter()
-        fn(*args)
+        [np.asarray(r) for r in fn(*args)]
         samples.append(time.perf_counter() - t)
-    return compile_s, statistics.median(samples), result
+    return build_s, first_s, statistics.median(samples), result
+
+
+def lowering_scaling(sizes=(1_000, 3_000, 10_000)):
+    """Seconds to lower (PyTensor graph -> StableHLO, our passes included) and to compile a
+    chain of `n` elementwise nodes, to show lowering time grows linearly."""
+    from pytensor.graph.fg import FunctionGraph
+
+    from lowering import lower
+
+    print("\nlowering time, a chain of n elementwise nodes")
+    print(f"{'nodes':>7} {'lower s':>9} {'compile s':>10} {'lower us/node':>14}")
+    for n in sizes:
+        x = pt.dvector("x")
+        out = x
+        for i in range(n):
+            out = pt.sin(out) if i % 2 else out * 1.0001 + 0.5
+        fgraph = FunctionGraph([x], [out], clone=False)
+        start = time.perf_counter()
+        lowered = lower(fgraph)
+        lower_s = time.perf_counter() - start
+        start = time.perf_counter()
+        lowered.compile()(np.ones(4))
+        compile_s = time.perf_counter() - start
+        print(f"{n:>7} {lower_s:>9.3f} {compile_s:>10.3f} {lower_s / n * 1e6:>14.1f}")
+
+
+def run_isolated(name: str, mode: str, repeat: int):
+    """`time_mode` in a child process: a backend that crashes (PyTensor's C code aborts on
+    the normal mixture) loses its row only. Returns None on failure, after saying why."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "row.pkl"
+        proc = subprocess.run(
+            [sys.executable, __file__, "--worker", name, mode, str(out), "--repeat", str(repeat)],
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0 or not out.exists():
+            lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+            why = next((ln for ln in reversed(lines) if "Error" in ln or "error" in ln),
+                       lines[-1] if lines else f"exit status {proc.returncode}")
+            print(f"{name}: {mode} failed: {why.strip()[:200]}")
+            return None
+        return pickle.loads(out.read_bytes())
+
+
+def worker(name: str, mode: str, out: str, repeat: int) -> int:
+    import warnings
+
+    warnings.simplefilter("ignore")
+    row = time_mode(MODELS[name](), mode, repeat)
+    Path(out).write_bytes(pickle.dumps(row))
+    return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2000)
-    parser.add_argument("--only", nargs="*", choices=list(MODELS), help="run these workloads only")
+    parser.add_argument("--only", nargs="*", choices=[*MODELS, "lowering-scaling"],
+                        help="run these workloads only")
+    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    for name, build in MODELS.items():
+    if args.worker:
+        return worker(*args.worker, args.repeat)
+    for name in MODELS:
         if args.only and name not in args.only:
             continue
-        graph = build()
-        rows, reference = {}, None
+        rows = {}
         for mode in MODES:
-            try:
-                rows[mode] = time_mode(graph, mode, args.repeat)
-            except Exception as exc:  # a backend missing on this machine
-                print(f"{name}: {mode} failed: {type(exc).__name__}: {exc}")
-        reference = rows["STABLEHLO"][2]
-        ours = rows["STABLEHLO"][1]
+            row = run_isolated(name, mode, args.repeat)
+            if row is not None:
+                rows[mode] = row
+        if "STABLEHLO" not in rows:
+            continue
+        reference = rows["STABLEHLO"][3]
+        ours = rows["STABLEHLO"][2]
         print(f"\n{name}")
-        print(f"{'mode':<10} {'compile s':>10} {'per call us':>12} {'vs STABLEHLO':>13}  same result")
-        for mode, (compile_s, per_call, result) in rows.items():
+        print(f"{'mode':<10} {'build s':>8} {'1st call s':>10} {'per call us':>12} {'vs STABLEHLO':>13}  same result")
+        for mode, (build_s, first_s, per_call, result) in rows.items():
             same = all(np.allclose(a, b, rtol=1e-6) for a, b in zip(result, reference))
-            print(f"{mode:<10} {compile_s:>10.3f} {per_call * 1e6:>12.1f} {per_call / ours:>12.2f}x  {same}")
+            print(f"{mode:<10} {build_s:>8.3f} {first_s:>10.3f} {per_call * 1e6:>12.1f} "
+                  f"{per_call / ours:>12.2f}x  {same}", flush=True)
+    if not args.only or "lowering-scaling" in args.only:
+        lowering_scaling()
     return 0
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
+import platform
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -57,7 +59,8 @@ class ExecutableCache:
 
 
 EXECUTABLES = ExecutableCache()
-# Serialized executables survive the process here when set (opt-in).
+# Serialized executables survive the process here when set (opt-in): a second process
+# that compiles the same module on the same machine and jaxlib loads it instead.
 DISK_CACHE_ENV = "STABLEHLO_PYTENSOR_CACHE_DIR"
 
 
@@ -86,7 +89,22 @@ def _disk_path(key) -> Path | None:
     root = os.environ.get(DISK_CACHE_ENV)
     if not root:
         return None
-    return Path(root) / f"{key[0]}-{key[1]}.xla"
+    return Path(root) / f"{key[0]}-{key[1]}-{_build_fingerprint()}.xla"
+
+
+@functools.cache
+def _build_fingerprint() -> str:
+    """What an executable on disk must have been built by and for: this jaxlib, and this
+    CPU (XLA compiles for the host's instruction set; another CPU could not run it)."""
+    from jax._src.lib import version_str
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        cpu = ""
+    text = "|".join([version_str, platform.machine(), platform.processor(), cpu])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _load_from_disk(backend, key, devices, options):

@@ -513,3 +513,49 @@ def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch
     np.testing.assert_allclose(f(1.0), second.sum(), rtol=1e-12)
     np.testing.assert_allclose(f(3.0), 3 * second.sum(), rtol=1e-12)
     assert total.get_value() == 10.0
+
+
+_DISK_CACHE_CHILD = """
+import numpy as np, pytensor, pytensor.tensor as pt
+import lowering, lowering.compile as comp
+compiles = []
+class Counting:
+    def __init__(self, backend):
+        self.backend = backend
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+    def compile_and_load(self, *args):
+        compiles.append(1)
+        return self.backend.compile_and_load(*args)
+real = comp.get_backend
+comp.get_backend = lambda platform="cpu": Counting(real(platform))
+x = pt.dvector("x")
+f = pytensor.function([x], pt.exp(x).sum() * 3, mode="STABLEHLO")
+print(repr(float(f(np.arange(3.0)))), len(compiles))
+"""
+
+
+def test_a_second_process_loads_its_executables_from_the_opt_in_disk_cache(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, STABLEHLO_PYTENSOR_CACHE_DIR=str(tmp_path))
+
+    def child():
+        run = subprocess.run([sys.executable, "-c", _DISK_CACHE_CHILD], env=env,
+                             capture_output=True, text=True, check=True)
+        value, compiles = run.stdout.split()
+        return float(value), int(compiles)
+
+    first, second = child(), child()
+    assert first[0] == second[0]
+    np.testing.assert_allclose(first[0], 3 * np.exp(np.arange(3.0)).sum(), rtol=1e-15)
+    assert first[1] >= 1 and second[1] == 0
+    entries = list(tmp_path.glob("cpu-*.xla"))
+    assert entries
+    for entry in entries:  # a damaged entry is compiled again and replaced
+        entry.write_bytes(b"not an executable")
+    third = child()
+    assert third[0] == first[0] and third[1] >= 1
+    assert all(entry.read_bytes() != b"not an executable" for entry in entries)
