@@ -37,6 +37,7 @@ def make_ir_context():
 
 
 DeviceList = _xc.DeviceList
+xla_client = _xc
 HostBufferSemantics = _xc.HostBufferSemantics
 batched_device_put = _xc.batched_device_put
 serialize_portable_artifact = _stablehlo.serialize_portable_artifact

@@ -15,6 +15,7 @@ import jax.extend.backend as xb
 from jax.extend.mlir import ir
 
 from lowering._jax_internal import DeviceList
+from lowering._jax_internal import xla_client as _xc
 
 
 def module_bytecode(module: ir.Module) -> bytes:
@@ -65,7 +66,24 @@ DISK_CACHE_ENV = "STABLEHLO_PYTENSOR_CACHE_DIR"
 
 
 def get_backend(platform: str = "cpu"):
+    """The XLA client for `platform`; on CPU our own, which runs executables in the
+    calling thread (`_synchronous_cpu_client`)."""
+    if platform == "cpu":
+        return _synchronous_cpu_client()
     return xb.get_backend(platform)
+
+
+@functools.cache
+def _synchronous_cpu_client():
+    """A one-device CPU client that runs each executable in the thread that calls it.
+
+    jax's own CPU client dispatches asynchronously: execution moves to another thread
+    and the caller waits for it when it reads the results, which costs more than many
+    whole models (linear regression logp+dlogp: 80-110 µs a call against 27-54 µs run
+    in the caller's thread). We read every result at once, so nothing overlaps anyway.
+    Executables still use XLA's thread pool inside one run.
+    """
+    return _xc.make_cpu_client(asynchronous=False, num_devices=1)
 
 
 def compile_bytecode(bytecode: bytes, platform: str = "cpu"):

@@ -110,3 +110,13 @@ def assert_distribution(samples, dist, *, discrete=False, sigmas=6.0, min_p=1e-4
         observed, expected = observed[:-1], expected[:-1]
     p = st.chisquare(observed, expected).pvalue
     assert p > min_p, f"chi-square p-value {p:.2e} over {len(observed)} cells"
+
+
+def device_put(value):
+    """`value` as a device array of the CPU client our executables run on (jax's own
+    client is another one)."""
+    import jax
+
+    from lowering.compile import get_backend
+
+    return jax.device_put(np.asarray(value), get_backend("cpu").local_devices()[0])

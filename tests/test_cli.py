@@ -227,9 +227,8 @@ def test_emit_bytecode_parses_back(capsys, graphs, tmp_path):
 
 
 def test_portable_artifact_round_trips(capsys, graphs, tmp_path):
-    import jax
-
     from lowering.specialize import Signature, specialize
+    from tests.helpers import device_put
 
     target = tmp_path / "m.vhlo"
     code, _, err = run_tool(capsys, f"{graphs}:float32_graph", "--emit=portable", "-o", target)
@@ -241,7 +240,7 @@ def test_portable_artifact_round_trips(capsys, graphs, tmp_path):
     exe = compile_bytecode(module_bytecode(specialize(module_bytecode(module), module.context, signature)))
     xv = np.array([0.5, -1.0, 2.0], np.float32)
     yv = np.arange(6, dtype=np.float32).reshape(2, 3)
-    results = exe.execute_sharded([jax.device_put(xv), jax.device_put(yv)])
+    results = exe.execute_sharded([device_put(xv), device_put(yv)])
     got = [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
     x, y = pt.vector("x", dtype="float32"), pt.matrix("y", dtype="float32")
     expected = pytensor.function(

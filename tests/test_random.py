@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -19,7 +18,7 @@ from lowering.builders import compare, ir_constant
 from lowering.regions import while_loop
 from lowering.compile import compile_bytecode, module_bytecode
 from lowering.types import tensor_type
-from tests.helpers import PY_MODE, assert_distribution, draw
+from tests.helpers import PY_MODE, assert_distribution, device_put, draw
 
 
 def _threefry(key, x0, x1, in_loop=False):
@@ -43,7 +42,7 @@ def _threefry(key, x0, x1, in_loop=False):
                     )
                     func.return_(once[2:])
         exe = compile_bytecode(module_bytecode(module), "cpu")
-    args = [jax.device_put(np.asarray(a, dtype=np.uint32)) for a in (key, x0, x1)]
+    args = [device_put(np.asarray(a, dtype=np.uint32)) for a in (key, x0, x1)]
     return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()]
 
 

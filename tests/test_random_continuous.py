@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import jax
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -24,7 +23,7 @@ from lowering.builders import convert, full_like
 from lowering.compile import compile_bytecode, module_bytecode
 from lowering.types import tensor_type
 
-from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, draw
+from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, device_put, draw
 
 
 class _GenGamma:
@@ -198,7 +197,7 @@ def _open_unit(words, dtype):
                 word = hlo.or_(hlo.shift_left(hi, full_like(hi, 32)), lo)
                 func.return_([unit(word, dtype, open_zero=True)])
         exe = compile_bytecode(module_bytecode(module), "cpu")
-    result = exe.execute_sharded([jax.device_put(np.ascontiguousarray(halves[:, i])) for i in (0, 1)])
+    result = exe.execute_sharded([device_put(np.ascontiguousarray(halves[:, i])) for i in (0, 1)])
     return np.asarray(result.disassemble_into_single_device_arrays()[0][0])
 
 

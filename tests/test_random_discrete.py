@@ -16,7 +16,7 @@ import pytensor.tensor as pt
 import pytest
 import scipy.stats as st
 
-from tests.helpers import N_DRAWS, PY_MODE, assert_distribution
+from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, device_put
 
 N = N_DRAWS
 INF, NAN = np.inf, np.nan
@@ -323,7 +323,6 @@ def test_integers_are_uniform_without_modulo_bias_over_any_int64_range():
 def test_the_128_bit_product_behind_the_integers():
     """`_multiply_wide` against Python's integers (words travel as 32-bit halves: jax
     moves 64-bit buffers only with x64 enabled)."""
-    import jax
     from jax.extend.mlir import ir
     from jax.extend.mlir.dialects import func
     from jax.extend.mlir.dialects import stablehlo as hlo
@@ -357,7 +356,7 @@ def test_the_128_bit_product_behind_the_integers():
                 high, low = _multiply_wide(word(a[0], a[1]), word(a[2], a[3]))
                 func.return_(split(high) + split(low))
         exe = compile_bytecode(module_bytecode(module), "cpu")
-    args = [jax.device_put(h.astype(np.uint32)) for h in halves]
+    args = [device_put(h.astype(np.uint32)) for h in halves]
     out = [np.asarray(r[0]).astype(object) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()]
     products = [x * y for x, y in pairs]
     assert list((out[0] << 32) | out[1]) == [p >> 64 for p in products]
