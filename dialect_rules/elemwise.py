@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytensor.scalar as ps
 from pytensor.graph.basic import Apply
 from pytensor.tensor.elemwise import Elemwise
@@ -45,6 +47,13 @@ def _broadcast_operand(x, dims):
 
 def scalar_apply(scalar_op, in_dtypes, out_dtypes) -> Apply:
     """The scalar node an Elemwise applies, with the tensor node's exact dtypes."""
+    return _scalar_apply(scalar_op, tuple(in_dtypes), tuple(out_dtypes))
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar_apply(scalar_op, in_dtypes, out_dtypes) -> Apply:
+    # One node per (Op, dtypes): PyTensor records a stack trace for every variable it
+    # makes, which took an eighth of the lowering time of long elementwise chains.
     return Apply(
         scalar_op,
         [ps.get_scalar_type(dt)() for dt in in_dtypes],

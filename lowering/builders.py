@@ -193,9 +193,17 @@ _SHAPE_OPERAND = {
 }
 
 
+# How many ops `_traced_dim` walks back at most. Without a bound, a chain of n
+# elementwise nodes that each ask for a dim lowers in O(n^2). Past it, the dim is read
+# with 32-bit `get_dimension_size`, which `specialize` refuses where it would wrap.
+_TRACE_DEPTH = 16
+
+
 def _traced_dim(x: ir.Value, axis: int) -> Dim | None:
     """The dim as the value that defined it, following elementwise ops and transposes."""
-    while isinstance(x, ir.OpResult):
+    for _ in range(_TRACE_DEPTH):
+        if not isinstance(x, ir.OpResult):
+            return None
         op = x.owner
         name = op.name
         if name in _SHAPE_OPERAND:

@@ -79,10 +79,12 @@ def to_ir_type(ptype) -> ir.RankedTensorType:
     return tensor_type(shape, dtype)
 
 
+_DYNAMIC_SIZE = ir.ShapedType.get_dynamic_size()
+
+
 def static_shape(t: ir.Type) -> tuple[int | None, ...]:
     """Shape of a ranked tensor type with `None` for dynamic dims."""
-    rt = ir.RankedTensorType(t)
-    return tuple(None if rt.is_dynamic_dim(i) else rt.get_dim_size(i) for i in range(rt.rank))
+    return tuple(None if d == _DYNAMIC_SIZE else d for d in ir.RankedTensorType(t).shape)
 
 
 _DTYPE_OF_ELEMENT = {
