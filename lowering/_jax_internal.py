@@ -99,7 +99,9 @@ class Dispatch:
             outputs, fastpath = miss(*args)
             return outputs, fastpath, False
 
-        self._cache = _jax.PjitFunctionCache(capacity=8)
+        # One function per cache (its capacity counts functions); the entries per
+        # signature live in it until `clear`.
+        self._cache = _jax.PjitFunctionCache(capacity=1)
         self.call = _jax.pjit(
             name, None, cache_miss, [], [], _pxla.JitGlobalCppCacheKeys(),
             _tree_util.dispatch_registry, _pxla.cc_shard_arg, self._cache,

@@ -103,13 +103,18 @@ class Lowered:
         return self.as_text()
 
 
+def _updates(fgraph) -> dict[int, int]:
+    """Output index -> the input index PyTensor writes that output back to."""
+    return getattr(fgraph, "update_mapping", None) or {}
+
+
 def _resident_inputs(fgraph) -> tuple[int, ...]:
     """Inputs whose arrays PyTensor keeps between calls and the graph never updates:
     shared variables, such as a model's observed data. The runtime keeps their device
     copy for as long as the same array is passed (`Compiled._prepared`)."""
     from pytensor.compile.sharedvalue import SharedVariable
 
-    updated = set((getattr(fgraph, "update_mapping", None) or {}).values())
+    updated = set(_updates(fgraph).values())
     return tuple(
         i for i, v in enumerate(fgraph.inputs)
         if isinstance(v, SharedVariable) and i not in updated and not is_rng_type(v.type)
@@ -133,7 +138,7 @@ class RngPlan:
         self.outputs = tuple(
             (j, _rng_source(out, inputs)) for j, out in enumerate(fgraph.outputs) if is_rng_type(out.type)
         )
-        updates = getattr(fgraph, "update_mapping", None) or {}
+        updates = _updates(fgraph)
         self.in_place = frozenset(i for j, i in self.outputs if i is not None and updates.get(j) == i)
         # Inputs left as they were whose advanced copy some output returns.
         self.copied = frozenset(i for _, i in self.outputs if i is not None) - self.in_place

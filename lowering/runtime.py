@@ -188,12 +188,12 @@ class Compiled:
             outputs = exe.finish(results)
         except JaxRuntimeError as exc:
             raise _runtime_error(exc, shapes) from None
-        if by_shapes and all(_exactly(a, dt) for a, dt in zip(args, self._dtypes)):
+        if by_shapes and all(self._exactly(a, dt) for a, dt in zip(args, self._dtypes)):
             return outputs, exe.fastpath(len(buffers), results, self._sharding)
         return outputs, None
 
     def _put(self, value, dtype):
-        if isinstance(value, Array) and value.dtype == dtype:  # a resident input's copy
+        if _on_device(value, dtype, self._sharding):  # a resident input's copy
             return value
         arr = np.asarray(value)
         if arr.dtype != dtype:
@@ -202,6 +202,14 @@ class Compiled:
             _Aval(arr.shape, dtype), self._sharding, [arr], [self._device],
             True, False, HostBufferSemantics.ZERO_COPY, True,
         )
+
+    def _exactly(self, arg, dtype) -> bool:
+        """Whether the C++ dispatch may take `arg` as it is for an argument of `dtype`:
+        a host array of that dtype, or a device array of it on our device. Anything
+        else (another dtype; a jax array on jax's own client) goes through `_put`."""
+        if type(arg) is np.ndarray or isinstance(arg, np.generic):
+            return arg.dtype == dtype
+        return _on_device(arg, dtype, self._sharding)
 
     # --- specialization -----------------------------------------------------------
 
@@ -363,7 +371,7 @@ class _Executable:
 
     __slots__ = ("xla", "checks", "n_outputs", "packed", "_fastpath")
 
-    def __init__(self, xla, checks=(), n_outputs=None, packed=None):
+    def __init__(self, xla, checks, n_outputs: int, packed=None):
         self.xla = xla
         self.checks = checks
         self.n_outputs = n_outputs
@@ -381,7 +389,7 @@ class _Executable:
             flags = results[self.n_outputs]
             flags = (flags if type(flags) is np.ndarray else np.asarray(flags)).tolist()
             if any(flags):  # a list: cheaper than numpy's reduction on a few flags
-                check = self.checks[flags.index(next(f for f in flags if f))]
+                check = self.checks[next(i for i, f in enumerate(flags) if f)]
                 raise check.error(check.message)
         return [r if type(r) is np.ndarray else _to_numpy(r) for r in results[: self.n_outputs]]
 
@@ -424,10 +432,10 @@ def _aligned_copy(array: np.ndarray) -> np.ndarray:
     return out
 
 
-def _exactly(arg, dtype) -> bool:
-    """Whether the C++ dispatch may take `arg` as it is for an argument of `dtype`
-    (anything else goes through `Compiled._put`, which converts)."""
-    return (type(arg) is np.ndarray or isinstance(arg, (np.generic, Array))) and arg.dtype == dtype
+def _on_device(value, dtype, sharding) -> bool:
+    """Whether `value` is a device array of `dtype` on `sharding`'s device (our client's;
+    jax's own CPU client is another)."""
+    return isinstance(value, Array) and value.dtype == dtype and value.sharding == sharding
 
 
 class _Unpacking:

@@ -559,3 +559,19 @@ def test_a_second_process_loads_its_executables_from_the_opt_in_disk_cache(tmp_p
     third = child()
     assert third[0] == first[0] and third[1] >= 1
     assert all(entry.read_bytes() != b"not an executable" for entry in entries)
+
+
+def test_device_arrays_from_jax_own_client_are_moved_to_ours():
+    """A jax array on jax's default CPU client (another client than the one our
+    executables run on) is copied over, on the first call and on later ones."""
+    from lowering._jax_internal import enable_x64
+
+    x, n = pt.dvector("x"), pt.lscalar("n")
+    compiled = lower(fg([x, n], [x * 2, x[n]])).compile()
+    with enable_x64():
+        value = jax.device_put(np.arange(3.0))
+    assert value.dtype == np.float64
+    for i in (1, 2, 2):
+        got = compiled.call_trusted([value, np.array(i)])
+        assert_same(got[0], np.arange(3.0) * 2)
+        assert_same(got[1], np.float64(i))
