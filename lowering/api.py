@@ -9,6 +9,7 @@ import numpy as np
 from jax.extend.mlir import ir
 
 from lowering._jax_internal import make_ir_context
+from lowering.builders import dim_trace_memo
 from lowering.compile import module_bytecode
 from lowering.context import LoweringContext, LoweringOptions
 from lowering.errors import UnsupportedTypeError
@@ -193,7 +194,8 @@ def lower(
                 raise UnsupportedTypeError(f"input {i} ({var}): {exc}") from None
         module = ir.Module.create()
         ctx = LoweringContext(context, module, options)
-        lower_function(ctx, fgraph.inputs, fgraph.outputs, "main", public=True)
+        with dim_trace_memo():
+            lower_function(ctx, fgraph.inputs, fgraph.outputs, "main", public=True)
         _verify(module, "after lowering")
         raw_module = module.operation.clone() if pipeline else module.operation
         if pipeline:

@@ -7,6 +7,8 @@ static StableHLO op when every dim is an int and the dynamic op otherwise.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Sequence, Union
 
 import functools
@@ -164,10 +166,13 @@ def dim_size(x: ir.Value, axis: int) -> Dim:
     shape = static_shape(x.type)
     if shape[axis] is not None:
         return shape[axis]
-    traced = _traced_dim(x, axis)
-    if traced is not None:
-        return traced
-    return hlo.convert(tensor_type((), I64), hlo.get_dimension_size(x, axis))
+    kind, source, source_axis = _traced_dim(x, axis)
+    if kind == "static":
+        return source
+    if kind == "shape":
+        return _shape_element(source, source_axis)
+    # Read where the trace ended: equal sizes, and one value for CSE to merge.
+    return hlo.convert(tensor_type((), I64), hlo.get_dimension_size(source, source_axis))
 
 
 # Ops whose results have the shape of every operand of the same rank.
@@ -192,49 +197,92 @@ _SHAPE_OPERAND = {
     "stablehlo.dynamic_reshape": 1,
 }
 
-
-# How many ops `_traced_dim` walks back at most. Without a bound, a chain of n
-# elementwise nodes that each ask for a dim lowers in O(n^2). Past it, the dim is read
-# with 32-bit `get_dimension_size`, which `specialize` refuses where it would wrap.
+# Where each (value, axis) traced during one lowering led. A chain of n elementwise
+# nodes that each ask for a dim then traces in O(n), not O(n^2). Values are never
+# erased while a lowering runs, so the answers stay true; `dim_trace_memo` scopes it.
+_TRACE_MEMO: ContextVar[dict | None] = ContextVar("dim_trace_memo", default=None)
+# How far `_traced_dim` walks without a memo (a rule used outside `lower`).
 _TRACE_DEPTH = 16
 
 
-def _traced_dim(x: ir.Value, axis: int) -> Dim | None:
-    """The dim as the value that defined it, following elementwise ops and transposes."""
-    for _ in range(_TRACE_DEPTH):
-        if not isinstance(x, ir.OpResult):
-            return None
-        op = x.owner
-        name = op.name
-        if name in _SHAPE_OPERAND:
-            return _shape_element(op.operands[_SHAPE_OPERAND[name]], axis)
-        if name == "stablehlo.transpose":
-            axis = list(op.attributes["permutation"])[axis]
-            x = op.operands[0]
-        elif name in _ELEMENTWISE:
-            rank = len(static_shape(x.type))
-            x = next((v for v in op.operands if len(static_shape(v.type)) == rank), None)
-            if x is None:
-                return None
-        else:
-            return None
-        size = static_shape(x.type)[axis]
-        if size is not None:
-            return size
-    return None
+@contextmanager
+def dim_trace_memo():
+    """Remember traced dims for the duration of one lowering."""
+    token = _TRACE_MEMO.set({})
+    try:
+        yield
+    finally:
+        _TRACE_MEMO.reset(token)
+
+
+def _traced_dim(x: ir.Value, axis: int) -> tuple[str, object, int]:
+    """Where a dynamic dim of `x` comes from, following elementwise ops and transposes:
+    `("static", size, _)` where an operand knows it; `("shape", operand, i)` for
+    element i of a dynamic-shape op's i64 shape operand; `("end", value, i)` for the
+    value where the trace stopped (a block argument, or an op it cannot see through),
+    which has the same size along i. Nothing is emitted: answers are reusable anywhere
+    `x` is visible.
+    """
+    memo = _TRACE_MEMO.get()
+    path = []
+    while True:
+        key = (x, axis)
+        if memo is not None and key in memo:
+            answer = memo[key]
+            break
+        if memo is None and len(path) == _TRACE_DEPTH:
+            answer = ("end", x, axis)
+            break
+        path.append(key)
+        answer = _trace_step(x, axis)
+        if answer[0] != "next":
+            break
+        _, x, axis = answer
+    if memo is not None:
+        memo.update(dict.fromkeys(path, answer))
+    return answer
+
+
+def _trace_step(x: ir.Value, axis: int) -> tuple[str, object, int]:
+    """One step of `_traced_dim`; `("next", operand, its axis)` to go on."""
+    if not isinstance(x, ir.OpResult):
+        return "end", x, axis
+    op = x.owner
+    name = op.name
+    if name in _SHAPE_OPERAND:
+        return "shape", op.operands[_SHAPE_OPERAND[name]], axis
+    if name == "stablehlo.transpose":
+        source_axis = list(op.attributes["permutation"])[axis]
+        source = op.operands[0]
+    elif name in _ELEMENTWISE:
+        rank = ir.RankedTensorType(x.type).rank
+        source_axis = axis
+        same_rank = [v for v in op.operands if ir.RankedTensorType(v.type).rank == rank]
+        if not same_rank:
+            return "end", x, axis
+        # An operand broadcast to this shape holds the dim one step away.
+        source = next((v for v in same_rank if isinstance(v, ir.OpResult)
+                       and v.owner.name in _SHAPE_OPERAND), same_rank[0])
+    else:
+        return "end", x, axis
+    size = static_shape(source.type)[source_axis]
+    return ("static", size, source_axis) if size is not None else ("next", source, source_axis)
 
 
 def _shape_element(shape: ir.Value, i: int) -> ir.Value:
     """Element i of a 1-d i64 shape tensor; the 0-d dim itself when `shape_tensor` built it."""
-    concat = shape.owner if isinstance(shape, ir.OpResult) else None
-    if concat is not None and concat.name == "stablehlo.concatenate" and all(
-        static_shape(p.type) == (1,) for p in concat.operands
+    owner = shape.owner if isinstance(shape, ir.OpResult) else None
+    part = None
+    if owner is not None and owner.name == "stablehlo.concatenate" and all(
+        static_shape(p.type) == (1,) for p in owner.operands
     ):
-        part = concat.operands[i]
-        if isinstance(part, ir.OpResult) and part.owner.name == "stablehlo.reshape":
-            source = part.owner.operands[0]
-            if static_shape(source.type) == () and dtype_of(source.type) == "int64":
-                return source
+        part = owner.operands[i]
+    elif owner is not None and owner.name == "stablehlo.reshape":
+        part = shape  # one dim: `shape_tensor` reshaped it alone
+    if isinstance(part, ir.OpResult) and part.owner.name == "stablehlo.reshape":
+        source = part.owner.operands[0]
+        if static_shape(source.type) == () and dtype_of(source.type) == "int64":
+            return source
     return vector_element(shape, i)
 
 
@@ -253,7 +301,7 @@ def shape_tensor(dims: Sequence[Dim]) -> ir.Value:
         return ir_constant(np.asarray(dims, dtype=np.int64).reshape(len(dims)))
     one = tensor_type((1,), I64)
     parts = [hlo.reshape(one, dim_value(d)) for d in dims]
-    return hlo.concatenate(parts, 0)
+    return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
 
 
 def result_type(dims: Sequence[Dim], dtype) -> ir.RankedTensorType:
@@ -479,6 +527,15 @@ def custom_call(
     the call's shapes are constants, so XLA sees the plain call.
     """
     operands = list(operands)
+    results = list(results)
+    for arg, out in (aliases or {}).items():
+        # XLA wants an aliased result typed exactly as its operand, also once shapes are
+        # refined: read its dims from the operand itself, which refines with it (a dim
+        # traced elsewhere may be one refinement cannot make static).
+        x = operands[arg]
+        dims = [d if d is not None else hlo.convert(tensor_type((), I64), hlo.get_dimension_size(x, i))
+                for i, d in enumerate(static_shape(x.type))]
+        results[out] = (dims, results[out][1])
     types = [result_type(dims, dtype) for dims, dtype in results]
     shaped = not all(is_static(dims) for dims, _ in results)
     if shaped:

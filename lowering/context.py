@@ -74,6 +74,14 @@ class LoweringContext:
         self.memo: dict = {}
         # The variable -> Value maps of the graphs being lowered, innermost last.
         self.envs: list[dict] = []
+        self._ir_types: dict = {}
+
+    def ir_type(self, ptype) -> ir.RankedTensorType:
+        """`to_ir_type(ptype)`, made once per PyTensor type in this module."""
+        found = self._ir_types.get(ptype)
+        if found is None:
+            found = self._ir_types[ptype] = to_ir_type(ptype)
+        return found
 
     # --- symbols and functions -------------------------------------------------
 
@@ -180,12 +188,12 @@ class LoweringContext:
         """A constant from the graph: inline when small or uniform, else a bound argument."""
         arr = np.asarray(data, dtype=dtype)
         if (
-            self._main is not None
+            self.options.hoist_constants_over is not None
+            and arr.size >= self.options.hoist_constants_over
+            and self._main is not None
             and self._frames
             and self._frames[-1].fn is self._main
             and ir.InsertionPoint.current.block == self._frames[-1].entry_block
-            and self.options.hoist_constants_over is not None
-            and arr.size >= self.options.hoist_constants_over
             and not _is_uniform(arr)
         ):
             return self._hoist(arr)

@@ -29,8 +29,20 @@ _MAX_LOCATION_CHARS = 160
 
 
 def node_label(node) -> str:
-    text = str(node)
+    """How PyTensor prints `node` ("Add(Mul.0, x)"), cut to a location's length.
+
+    Built from the node's own inputs: `str(node)` walks the graph to name shared
+    subexpressions, which costs more than lowering the node does.
+    """
+    text = f"{node.op}({', '.join(map(_variable_label, node.inputs))})"
     return text if len(text) <= _MAX_LOCATION_CHARS else text[: _MAX_LOCATION_CHARS - 3] + "..."
+
+
+def _variable_label(var) -> str:
+    if var.name is not None or var.owner is None:
+        return str(var)  # its name; a constant's value
+    owner = var.owner
+    return f"{owner.op}.{var.index}"
 
 
 def find_unsupported(nodes, missing=None) -> dict[str, list]:
@@ -218,15 +230,17 @@ def lower_node(ctx, node, operands, *, own_location: bool = True) -> list[ir.Val
             f"{len(node.outputs)} outputs (node: {node_label(node)})"
         )
     for out, value in zip(node.outputs, results):
-        _check_result(node, out, value)
+        _check_result(ctx, node, out, value)
     return list(results)
 
 
-def _check_result(node, out, value) -> None:
+def _check_result(ctx, node, out, value) -> None:
     """The rule must produce PyTensor's output dtype, and for tensors its rank and static dims."""
     if getattr(out.type, "dtype", None) is None or isinstance(out.type, SparseTensorType):
         return  # a slice, a sparse constant's transpose: Python objects only rules read
-    expected = to_ir_type(out.type)
+    expected = ctx.ir_type(out.type)
+    if value.type == expected:
+        return
     got = ir.RankedTensorType(value.type)
     problem = None
     if got.element_type != expected.element_type:

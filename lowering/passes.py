@@ -88,8 +88,8 @@ def inline_private_calls(module_op: ir.Operation) -> None:
     for op in body.operations:
         if op.operation.name == "func.func":
             funcs[symbol_name(op)] = op
-    if not funcs:
-        return
+    if not any(_visibility(fn) == "private" for fn in funcs.values()):
+        return  # nothing to inline: skip walking every op
     changed = True
     while changed:  # calls nested in inlined bodies are inlined on the next sweep
         changed = False

@@ -95,6 +95,15 @@ _DTYPE_OF_ELEMENT = {
 }
 
 
+_FLOAT_DTYPES = {ir.F16Type: "float16", ir.F32Type: "float32", ir.F64Type: "float64"}
+
+
 def dtype_of(t: ir.Type) -> str:
     """The numpy dtype name of a tensor type's element type."""
-    return _DTYPE_OF_ELEMENT[str(ir.RankedTensorType(t).element_type)]
+    element = ir.RankedTensorType(t).element_type
+    kind = type(element)
+    if kind in _FLOAT_DTYPES:
+        return _FLOAT_DTYPES[kind]
+    if kind is ir.IntegerType and element.width in (8, 16, 32, 64):
+        return f"{'u' if element.is_unsigned else ''}int{element.width}"
+    return _DTYPE_OF_ELEMENT[str(element)]  # i1, complex

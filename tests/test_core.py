@@ -171,6 +171,30 @@ def test_locations_name_pytensor_nodes():
     assert "Exp(x)" not in plain.as_text(debug_info=True)
 
 
+def test_location_labels_are_how_pytensor_prints_the_node():
+    from pytensor.graph.traversal import io_toposort
+
+    from lowering.graph import node_label
+
+    x = pt.vector("x")
+    y = pt.sin(x * 1.5 + 0.5) + pt.constant(np.ones(10))
+    out = y.sum() + x[1:3].sum() + pt.stack([x, x]).max()
+    for node in io_toposort([x], [out]):
+        assert node_label(node) == str(node)
+
+
+def test_dynamic_dims_of_a_long_chain_are_read_once():
+    """Each elementwise node's dims are traced to where they were first read (one
+    `get_dimension_size` for the whole chain), however long the chain."""
+    x = pt.vector("x")
+    out = x
+    for i in range(200):
+        out = pt.sin(out) if i % 2 else out * 1.0001 + 0.5
+    raw = lower(fg([x], [out]), pipeline=None).as_text()
+    assert raw.count("stablehlo.get_dimension_size") == 1
+    assert raw.count("stablehlo.dynamic_broadcast_in_dim") == 200
+
+
 def test_unknown_dims_stay_dynamic():
     x = pt.matrix("x", shape=(None, 4))
     text = lower(fg([x], [pt.exp(x)])).as_text()
