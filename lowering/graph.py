@@ -34,15 +34,8 @@ def node_label(node) -> str:
     Built from the node's own inputs: `str(node)` walks the graph to name shared
     subexpressions, which costs more than lowering the node does.
     """
-    text = f"{node.op}({', '.join(map(_variable_label, node.inputs))})"
+    text = f"{node.op}({', '.join(map(str, node.inputs))})"
     return text if len(text) <= _MAX_LOCATION_CHARS else text[: _MAX_LOCATION_CHARS - 3] + "..."
-
-
-def _variable_label(var) -> str:
-    if var.name is not None or var.owner is None:
-        return str(var)  # its name; a constant's value
-    owner = var.owner
-    return f"{owner.op}.{var.index}"
 
 
 def find_unsupported(nodes, missing=None) -> dict[str, list]:

@@ -177,9 +177,12 @@ def test_location_labels_are_how_pytensor_prints_the_node():
     from lowering.graph import node_label
 
     x = pt.vector("x")
-    y = pt.sin(x * 1.5 + 0.5) + pt.constant(np.ones(10))
-    out = y.sum() + x[1:3].sum() + pt.stack([x, x]).max()
-    for node in io_toposort([x], [out]):
+    y = pt.sin(x * 1.5 + 0.5) + pt.constant(np.ones(10)) + pt.constant(2.0, name="two")
+    draw = pt.random.normal(x, 1.0)  # a RandomVariable's draw is its default output (".out")
+    out = y.sum() + x[1:3].sum() + pt.stack([x, x]).max() + (draw * draw).sum()
+    nodes = io_toposort([x], [out])
+    assert any(".out" in node_label(node) for node in nodes)
+    for node in nodes:
         assert node_label(node) == str(node)
 
 
