@@ -4,7 +4,8 @@
 
 Prints, per workload, the build time (`pytensor.function`), the first call's time and the
 median per-call time (outputs read back as numpy arrays) for STABLEHLO, JAX, NUMBA and
-C, and each backend's ratio to STABLEHLO; then how lowering time grows with graph size.
+C, and each backend's ratio to STABLEHLO; then `pm.sample` end to end (NUTS, the backend as
+PyMC's compile mode); then how lowering time grows with graph size.
 Each backend runs in its own process. Numbers depend on the machine; compare ratios
 within one run only.
 """
@@ -28,7 +29,7 @@ import pytensor  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 
 import lowering  # noqa: E402,F401  (registers the STABLEHLO mode)
-from lowering.examples import example, model_graph  # noqa: E402
+from lowering.examples import eight_schools_model, example, model_graph  # noqa: E402
 
 MODES = ("STABLEHLO", "JAX", "NUMBA", "C")
 
@@ -94,6 +95,10 @@ def normal_mixture(n: int = 1000, k: int = 3):
 
 def hierarchical_regression(n: int = 2000, groups: int = 50):
     """Varying intercepts and slopes (non-centered) over 50 groups, 2,000 points."""
+    return model_graph(hierarchical_model(n, groups), "hierarchical-regression")
+
+
+def hierarchical_model(n: int = 2000, groups: int = 50):
     import pymc as pm
 
     rng = np.random.default_rng(4)
@@ -108,7 +113,7 @@ def hierarchical_regression(n: int = 2000, groups: int = 50):
         sigma = pm.HalfNormal("sigma", 1)
         a, b = mu_a + s_a * z_a, mu_b + s_b * z_b
         pm.Normal("y", a[g] + b[g] * x, sigma, observed=y)
-    return model_graph(model, "hierarchical-regression")
+    return model
 
 
 def arma(n: int = 500):
@@ -205,6 +210,41 @@ def time_mode(graph, mode, repeat):
     return build_s, first_s, statistics.median(samples), result
 
 
+# End to end: what a PyMC user waits for. `pm.sample` with the backend as its compile mode,
+# one chain (NUTS, 500 tuning and 500 kept draws), in a fresh process per backend.
+SAMPLERS = {
+    "nuts-eight-schools": eight_schools_model,
+    "nuts-hierarchical-regression": hierarchical_model,
+}
+
+
+def time_sampling(build_model, mode):
+    """Wall seconds of `pm.sample` (compiling included), PyMC's own sampling time, and the
+    posterior mean of the first free variable."""
+    import pymc as pm
+
+    model = build_model()
+    start = time.perf_counter()
+    with model:
+        idata = pm.sample(draws=500, tune=500, chains=1, cores=1, random_seed=1,
+                          progressbar=False, compile_kwargs={"mode": mode})
+    total_s = time.perf_counter() - start
+    first = model.free_RVs[0].name
+    return total_s, idata.sample_stats.attrs["sampling_time"], float(idata.posterior[first].mean())
+
+
+def print_sampling(name):
+    rows = {mode: row for mode in MODES if (row := run_isolated(name, mode, 0)) is not None}
+    if "STABLEHLO" not in rows:
+        return
+    ours = rows["STABLEHLO"][1]
+    print(f"\n{name} (pm.sample, 1 chain, 500 + 500 draws)")
+    print(f"{'mode':<10} {'total s':>8} {'sampling s':>11} {'vs STABLEHLO':>13}  posterior mean")
+    for mode, (total_s, sampling_s, mean) in rows.items():
+        print(f"{mode:<10} {total_s:>8.2f} {sampling_s:>11.2f} {sampling_s / ours:>12.2f}x  {mean:.3f}",
+              flush=True)
+
+
 def lowering_scaling(sizes=(1_000, 3_000, 10_000)):
     """Seconds to lower (PyTensor graph -> StableHLO, our passes included) and to compile a
     graph of `n` elementwise nodes, to show lowering time grows linearly. Each step adds
@@ -255,7 +295,10 @@ def worker(name: str, mode: str, out: str, repeat: int) -> int:
     import warnings
 
     warnings.simplefilter("ignore")
-    row = time_mode(MODELS[name](), mode, repeat)
+    if name in SAMPLERS:
+        row = time_sampling(SAMPLERS[name], mode)
+    else:
+        row = time_mode(MODELS[name](), mode, repeat)
     Path(out).write_bytes(pickle.dumps(row))
     return 0
 
@@ -263,7 +306,7 @@ def worker(name: str, mode: str, out: str, repeat: int) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2000)
-    parser.add_argument("--only", nargs="*", choices=[*MODELS, "lowering-scaling"],
+    parser.add_argument("--only", nargs="*", choices=[*MODELS, *SAMPLERS, "lowering-scaling"],
                         help="run these workloads only")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -287,6 +330,9 @@ def main() -> int:
             same = all(np.allclose(a, b, rtol=1e-6) for a, b in zip(result, reference))
             print(f"{mode:<10} {build_s:>8.3f} {first_s:>10.3f} {per_call * 1e6:>12.1f} "
                   f"{per_call / ours:>12.2f}x  {same}", flush=True)
+    for name in SAMPLERS:
+        if not args.only or name in args.only:
+            print_sampling(name)
     if not args.only or "lowering-scaling" in args.only:
         lowering_scaling()
     return 0

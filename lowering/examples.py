@@ -148,7 +148,8 @@ def _indexing() -> Graph:
     return Graph("indexing", [x, idx], [out], [np.zeros((4, 3)), np.array([0, 2, 2])])
 
 
-def _eight_schools() -> Graph:
+def eight_schools_model():
+    """PyMC's eight schools model, non-centered."""
     import pymc as pm
 
     y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
@@ -159,7 +160,11 @@ def _eight_schools() -> Graph:
         theta_raw = pm.Normal("theta_raw", 0.0, 1.0, shape=8)
         theta = mu + tau * theta_raw
         pm.Normal("obs", theta, sigma, observed=y)
-    return model_graph(model, "eight-schools")
+    return model
+
+
+def _eight_schools() -> Graph:
+    return model_graph(eight_schools_model(), "eight-schools")
 
 
 def _garch(n: int = 500) -> Graph:

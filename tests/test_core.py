@@ -301,15 +301,20 @@ def test_new_shapes_specialize_without_relowering():
 
 
 def test_float64_without_global_x64():
-    assert not jax.config.jax_enable_x64
-    x = pt.vector("x", dtype="float64")
-    value = np.array([1.0 + 1e-12, np.pi])
-    (got,) = lower(fg([x], [x * 3])).compile()(value)
-    assert got.dtype == np.float64
-    np.testing.assert_array_equal(got, value * 3)
-    big = pt.vector("big", dtype="int64")
-    (g2,) = lower(fg([big], [big + 1])).compile()(np.array([2**40]))
-    assert g2.dtype == np.int64 and g2[0] == 2**40 + 1
+    # PyTensor's JAX backend turns x64 on for the whole process when a test uses it.
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", False)
+    try:
+        x = pt.vector("x", dtype="float64")
+        value = np.array([1.0 + 1e-12, np.pi])
+        (got,) = lower(fg([x], [x * 3])).compile()(value)
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, value * 3)
+        big = pt.vector("big", dtype="int64")
+        (g2,) = lower(fg([big], [big + 1])).compile()(np.array([2**40]))
+        assert g2.dtype == np.int64 and g2[0] == 2**40 + 1
+    finally:
+        jax.config.update("jax_enable_x64", previous)
 
 
 def test_argument_errors_name_the_input():
