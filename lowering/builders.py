@@ -171,8 +171,20 @@ def dim_size(x: ir.Value, axis: int) -> Dim:
         return source
     if kind == "shape":
         return _shape_element(source, source_axis)
-    # Read where the trace ended: equal sizes, and one value for CSE to merge.
-    return hlo.convert(tensor_type((), I64), hlo.get_dimension_size(source, source_axis))
+    return _read_dim(source, source_axis)  # where the trace ended: the same size
+
+
+def _read_dim(x: ir.Value, axis: int) -> ir.Value:
+    """`x`'s size along `axis` read by the IR, as a 0-d i64 value. A block argument's
+    is read once, at the start of its block, where every use of it can see the read."""
+    memo = _TRACE_MEMO.get()
+    if memo is None or not isinstance(x, ir.BlockArgument):
+        return hlo.convert(tensor_type((), I64), hlo.get_dimension_size(x, axis))
+    key = ("read", x, axis)
+    if key not in memo:
+        with ir.InsertionPoint.at_block_begin(x.owner):
+            memo[key] = hlo.convert(tensor_type((), I64), hlo.get_dimension_size(x, axis))
+    return memo[key]
 
 
 # Ops whose results have the shape of every operand of the same rank.
@@ -533,8 +545,7 @@ def custom_call(
         # refined: read its dims from the operand itself, which refines with it (a dim
         # traced elsewhere may be one refinement cannot make static).
         x = operands[arg]
-        dims = [d if d is not None else hlo.convert(tensor_type((), I64), hlo.get_dimension_size(x, i))
-                for i, d in enumerate(static_shape(x.type))]
+        dims = [d if d is not None else _read_dim(x, i) for i, d in enumerate(static_shape(x.type))]
         results[out] = (dims, results[out][1])
     types = [result_type(dims, dtype) for dims, dtype in results]
     shaped = not all(is_static(dims) for dims, _ in results)

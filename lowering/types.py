@@ -79,12 +79,9 @@ def to_ir_type(ptype) -> ir.RankedTensorType:
     return tensor_type(shape, dtype)
 
 
-_DYNAMIC_SIZE = ir.ShapedType.get_dynamic_size()
-
-
 def static_shape(t: ir.Type) -> tuple[int | None, ...]:
     """Shape of a ranked tensor type with `None` for dynamic dims."""
-    return tuple(None if d == _DYNAMIC_SIZE else d for d in ir.RankedTensorType(t).shape)
+    return tuple(None if d == DYNAMIC else d for d in ir.RankedTensorType(t).shape)
 
 
 _DTYPE_OF_ELEMENT = {
@@ -95,15 +92,6 @@ _DTYPE_OF_ELEMENT = {
 }
 
 
-_FLOAT_DTYPES = {ir.F16Type: "float16", ir.F32Type: "float32", ir.F64Type: "float64"}
-
-
 def dtype_of(t: ir.Type) -> str:
     """The numpy dtype name of a tensor type's element type."""
-    element = ir.RankedTensorType(t).element_type
-    kind = type(element)
-    if kind in _FLOAT_DTYPES:
-        return _FLOAT_DTYPES[kind]
-    if kind is ir.IntegerType and element.width in (8, 16, 32, 64):
-        return f"{'u' if element.is_unsigned else ''}int{element.width}"
-    return _DTYPE_OF_ELEMENT[str(element)]  # i1, complex
+    return _DTYPE_OF_ELEMENT[str(ir.RankedTensorType(t).element_type)]

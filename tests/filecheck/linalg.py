@@ -42,6 +42,18 @@ print_ir("cholesky_batched", [t], [sl.cholesky(t)])
 # CHECK: stablehlo.custom_call @lapack_dtrsm_ffi({{.*}}backend_config = {diag = 78 : ui8, side = 82 : ui8, trans_x = 78 : ui8, uplo = 85 : ui8}
 print_ir("solve_triangular", [x, y], [sl.solve_triangular(x, y, lower=True)])
 
+# Unknown sizes: trsm overwrites its right-hand side (an operand alias), so the result's
+# shape operand is read from that operand itself; refinement then types both alike.
+# CHECK-LABEL: TEST: solve_triangular_dynamic raw
+# CHECK: %[[B:.*]] = stablehlo.transpose %arg1, dims = [1, 0]
+# CHECK: stablehlo.if
+# CHECK: %[[R0:.*]] = stablehlo.get_dimension_size %[[B]], dim = 0
+# CHECK: %[[R1:.*]] = stablehlo.get_dimension_size %[[B]], dim = 1
+# CHECK: %[[SHAPE:.*]] = stablehlo.concatenate
+# CHECK: stablehlo.custom_call @lapack_dtrsm_ffi(%{{.*}}, %[[B]], %[[SHAPE]])
+# CHECK-SAME: output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [], operand_index = 1, operand_tuple_indices = []>]
+print_ir("solve_triangular_dynamic", [x, y], [sl.solve_triangular(x, y, lower=True)], raw=True)
+
 # solve: one getrf of [a | b] (its row swaps and multipliers reach b), then U x = y.
 # CHECK-LABEL: TEST: solve opt
 # CHECK: stablehlo.concatenate %arg0, %arg1, dim = 1
