@@ -173,6 +173,19 @@ def gp_marginal(n: int):
     return model_graph(model, f"gp-marginal-{n}")
 
 
+def schur_sort(n: int = 100):
+    """Schur form with the left-half-plane eigenvalues first (scipy's schur(sort='lhp')).
+    The result compared is T's diagonal, the eigenvalue order sorting decides."""
+    from pytensor.tensor.slinalg import schur
+
+    from lowering.examples import Graph
+
+    a = pt.dmatrix("a")
+    t, _ = schur(a, sort="lhp")
+    value = np.random.default_rng(0).normal(size=(n, n))
+    return Graph(f"schur-sort-{n}", [a], [pt.diagonal(t)], [value])
+
+
 MODELS = {
     "eight-schools": lambda: example("eight-schools"),
     "linear-regression": linear_regression,
@@ -186,6 +199,7 @@ MODELS = {
     "garch": lambda: example("garch"),
     "gp-marginal-100": lambda: gp_marginal(100),
     "gp-marginal-1000": lambda: gp_marginal(1000),
+    "schur-sort-100": schur_sort,
 }
 
 

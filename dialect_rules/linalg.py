@@ -55,9 +55,11 @@ from lowering._jax_internal import lapack_target
 from lowering.builders import (
     Dim,
     broadcast_in_dim,
+    add_all,
     compare,
     conj,
     convert,
+    copysign,
     custom_call,
     dim_add,
     dim_max,
@@ -73,10 +75,12 @@ from lowering.builders import (
     iota,
     is_complex,
     is_nan,
+    is_static,
     reshape,
     result_type,
     select,
     shape_of,
+    shape_tensor,
     slice_axis,
     transpose,
     value_dtype,
@@ -991,12 +995,9 @@ def lower_expm(ctx, node, batch_ndim, a):
 @linalg_rule(Schur)
 def lower_schur(ctx, node, batch_ndim, a):
     """scipy.linalg.schur with gees: a = Z T Z^H; NaN for a non-finite a or when gees
-    fails, as PyTensor's perform."""
+    fails, as PyTensor's perform. With `sort`, the selected eigenvalues lead T (see
+    `_sorted_schur`: jaxlib's gees selects none, so the reordering is ours)."""
     op = core_op(node)
-    if op.sort is not None:
-        raise UnsupportedParameterError(
-            node, f"sort={op.sort!r}", "jaxlib's gees has no eigenvalue selection (only sort=None)"
-        )
     dtype = _lapack_dtype(node.outputs[0].type.dtype)
     a = convert(a, dtype)
     _require(ctx, [_matrix_dims(a)], ValueError, "expected square matrix")
@@ -1009,7 +1010,269 @@ def lower_schur(ctx, node, batch_ndim, a):
     finite = fold(compare(hlo.abs(a), full_like(hlo.abs(a), np.inf), "LT"), [batch_ndim, batch_ndim + 1],
                   hlo.and_, True)
     ok = hlo.and_(_info_ok(info), finite)
+    if op.sort is not None:
+        t, z = _sorted_schur(a, t, z, op.sort, batch_ndim)
     return tuple(_declared(node, _nan_unless(ok, v), i) for i, v in enumerate((t, z)))
+
+
+# Reordering a Schur form. LAPACK's trsen moves each selected eigenvalue up by swaps of
+# adjacent diagonal blocks, one at a time. Here every swap of a round is done at once:
+# an odd-even transposition sort of the diagonal, whose key is "not selected", swaps
+# the disjoint pairs (k, k + 1) with k of the round's parity where an unselected
+# eigenvalue precedes a selected one. Disjoint swaps touch disjoint rows and columns
+# and read only their own 2x2 block, so a round is a few elementwise passes over the
+# matrices of every batch entry, and at most n rounds give the stable partition trsen
+# gives: the same eigenvalue order, so (Schur vectors being unique up to phase for a
+# given order) the same T and Z up to the phase of each Schur vector.
+#
+# Swaps of 1x1 blocks are Givens rotations (ztrexc). A real Schur form with 2x2 blocks
+# is sorted as a complex one (scipy's rsf2csf splits every 2x2 block, all at once),
+# then made real again: the leading Schur vectors up to each block's end span a real
+# invariant subspace, so a real eigenvalue's Schur vector is real up to phase and a
+# complex pair's two vectors span the same plane as the real and imaginary parts of
+# the first; Q^T a Q in that basis is quasi-triangular, and its 2x2 blocks are put in
+# LAPACK's standard form (dlanv2: equal diagonal, off-diagonals of opposite sign). The
+# standard form of a block is unique up to a quarter turn, the one freedom where the
+# result may differ from scipy's beyond signs.
+
+
+def _shifted(v: ir.Value, axis: int, step: int) -> ir.Value:
+    """v[k + step] along `axis` (step +1 or -1), zero where that is out of range: a pad
+    that drops `step` elements at one end and adds as many zeros at the other."""
+    low = [0] * len(static_shape(v.type))
+    high = list(low)
+    low[axis], high[axis] = -step, step
+    attr = ir.DenseI64ArrayAttr.get
+    return hlo.pad(v, full(0, (), value_dtype(v)), attr(low), attr(high), attr([0] * len(low)))
+
+
+def _along(v: ir.Value, dims, axis: int) -> ir.Value:
+    """A per-position vector (*batch, n) broadcast over matrices, indexed by `axis`."""
+    batch_ndim = len(dims) - 2
+    return broadcast_in_dim(v, dims, [*range(batch_ndim), axis])
+
+
+def _pair_rotate(x: ir.Value, axis: int, first: ir.Value, a, b, c, d) -> ir.Value:
+    """Where first[k]: x_k, x_k+1 (rows or columns, by `axis`) become
+    a_k x_k + b_k x_k+1 and c_k x_k + d_k x_k+1; the coefficients are (*batch, n)."""
+    dims = shape_of(x)
+    vec_axis = len(dims) - 2
+    second = _shifted(first, vec_axis, -1)
+    one = full_like(a, 1)
+    self_ = select(first, a, select(second, _shifted(d, vec_axis, -1), one))
+    after = select(first, b, full_like(b, 0))
+    before = select(second, _shifted(c, vec_axis, -1), full_like(c, 0))
+    terms = [(self_, x), (after, _shifted(x, axis, 1)), (before, _shifted(x, axis, -1))]
+    return add_all(*(hlo.multiply(_along(coef, dims, axis), y) for coef, y in terms))
+
+
+def _band(x: ir.Value, offset: int) -> ir.Value:
+    """x[k, k + offset] (offset 0, 1 or -1) as (*batch, n), zero past the end: a
+    stride-(n + 1) slice of the flattened matrices (n reads, not n^2), which n + 1
+    zeros at the end keep in range for every n, 0 included."""
+    dims = shape_of(x)
+    batch, n = list(dims[:-2]), dims[-1]
+    n1 = dim_add(n, 1)
+    flat = reshape(x, [*batch, dim_product([n, n])])
+    flat = hlo.concatenate([flat, full(0, [*batch, n1], value_dtype(x))], len(batch))
+    start = {0: 0, 1: 1, -1: n}[offset]
+    limit = dim_add(start, dim_product([n, n]))  # ceil(n^2 / (n + 1)) = n elements
+    starts, limits, strides = [0] * len(batch) + [start], [*batch, limit], [1] * len(batch) + [n1]
+    if is_static(starts + limits + strides):
+        attr = ir.DenseI64ArrayAttr.get
+        return hlo.slice(flat, attr(starts), attr(limits), attr(strides))
+    return hlo.real_dynamic_slice(result_type([*batch, n], value_dtype(x)), flat, shape_tensor(starts),
+                                  shape_tensor(limits), shape_tensor(strides))
+
+
+def _set_band(x: ir.Value, offset: int, where: ir.Value, values: ir.Value) -> ir.Value:
+    """x with x[k, k + offset] = values[k] where where[k]."""
+    dims = shape_of(x)
+    rank = len(dims)
+    rows, cols = _positions(dims)
+    if offset >= 0:
+        on = compare(cols, hlo.add(rows, full_like(rows, offset)), "EQ")
+        axis = rank - 2
+    else:
+        on = compare(rows, hlo.add(cols, full_like(cols, -offset)), "EQ")
+        axis = rank - 1
+    on = hlo.and_(on, _along(where, dims, axis))
+    return select(on, _along(values, dims, axis), x)
+
+
+def _hypot(x: ir.Value, y: ir.Value) -> ir.Value:
+    return hlo.abs(hlo.complex(x, y))  # XLA's complex abs scales: no overflow
+
+
+def _selected(sort: str, wr: ir.Value, wi: ir.Value) -> ir.Value:
+    """PyTensor's Schur sort functions, on eigenvalues wr + i wi."""
+    zero, one = full_like(wr, 0), full_like(wr, 1)
+    if sort == "lhp":
+        return compare(wr, zero, "LT")
+    if sort == "rhp":
+        return compare(wr, zero, "GE")
+    return compare(_hypot(wr, wi), one, "LE" if sort == "iuc" else "GT")
+
+
+def _givens(f: ir.Value, g: ir.Value):
+    """LAPACK's (z)lartg: c real >= 0 and s with [c, s; -conj(s), c] [f; g] = [r; 0]."""
+    af, ag = hlo.abs(f), hlo.abs(g)
+    h = _hypot(af, ag)
+    none = compare(h, full_like(h, 0), "EQ")
+    h = select(none, full_like(h, 1), h)
+    f_zero = compare(af, full_like(af, 0), "EQ")
+    phase = select(f_zero, full_like(f, 1), hlo.divide(f, convert(select(f_zero, full_like(af, 1), af), value_dtype(f))))
+    c = select(none, full_like(h, 1), hlo.divide(af, h))
+    s = select(none, full_like(f, 0), hlo.divide(hlo.multiply(phase, conj(g)), convert(h, value_dtype(f))))
+    return convert(c, value_dtype(f)), s
+
+
+def _inversions(selected: ir.Value) -> ir.Value:
+    """Where an unselected eigenvalue is followed by a selected one."""
+    after = _shifted(selected, len(static_shape(selected.type)) - 1, 1)
+    return hlo.and_(hlo.not_(selected), after)
+
+
+def _sort_complex_schur(t, z, selected, labels=()):
+    """Stable partition of the diagonal of the (complex, upper triangular) t by
+    `selected`, z and `labels` (vectors) following; returns t, z, labels."""
+    dims = shape_of(t)
+    axis = len(dims) - 2
+    n = dims[-1]
+    position = iota(shape_of(selected), axis, "int64")
+
+    def cond(values):
+        i, _, _, selected, *_ = values
+        return hlo.and_(compare(i, dim_value(n), "LE"), any_true(_inversions(selected)))
+
+    def body(values):
+        i, t, z, selected, *labels = values
+        parity = hlo.remainder(i, full_like(i, 2))
+        in_round = compare(hlo.remainder(position, full_like(position, 2)),
+                           broadcast_in_dim(parity, shape_of(position), []), "EQ")
+        swap = hlo.and_(in_round, _inversions(selected))
+        second = _shifted(swap, axis, -1)
+        d, above = _band(t, 0), _band(t, 1)
+        d_next = _shifted(d, axis, 1)
+        c, s = _givens(above, hlo.subtract(d_next, d))
+        t = _pair_rotate(t, axis, swap, c, s, hlo.negate(conj(s)), c)
+        t = _pair_rotate(t, axis + 1, swap, c, conj(s), hlo.negate(s), c)
+        z = _pair_rotate(z, axis + 1, swap, c, conj(s), hlo.negate(s), c)
+        # The swapped blocks exactly: diagonal exchanged, superdiagonal kept, zero below.
+        t = _set_band(t, 0, hlo.or_(swap, second), select(swap, d_next, _shifted(d, axis, -1)))
+        t = _set_band(t, 1, swap, above)
+        t = _set_band(t, -1, swap, full_like(above, 0))
+
+        def moved(v):
+            return select(swap, _shifted(v, axis, 1), select(second, _shifted(v, axis, -1), v))
+
+        return [hlo.add(i, full_like(i, 1)), t, z, moved(selected), *map(moved, labels)]
+
+    _, t, z, _, *labels = while_loop([dim_value(0), t, z, selected, *labels], cond, body)
+    return t, z, labels
+
+
+def _sorted_schur(a, t, z, sort: str, batch_ndim: int):
+    """gees' Schur form (t, z) of `a`, reordered so the eigenvalues `sort` selects lead."""
+    axis = batch_ndim
+    if is_complex(t):
+        d = _band(t, 0)
+        t, z, _ = _sort_complex_schur(t, z, _selected(sort, hlo.real(d), hlo.imag(d)))
+        return t, z
+    # The eigenvalues as dgees reports them (so the selection is scipy's): a 2x2 block
+    # [[p, q], [r, p]] at k, k + 1 holds p +- i sqrt|q| sqrt|r|.
+    d, above, below = _band(t, 0), _band(t, 1), _band(t, -1)
+    first = compare(below, full_like(below, 0), "NE")
+    second = _shifted(first, axis, -1)
+    wi = hlo.multiply(hlo.sqrt(hlo.abs(above)), hlo.sqrt(hlo.abs(below)))
+    wi = select(first, wi, select(second, hlo.negate(_shifted(wi, axis, -1)), full_like(wi, 0)))
+    selected = _selected(sort, d, wi)
+    # rsf2csf: a unitary rotation of each 2x2 block's rows and columns makes it upper
+    # triangular, with the eigenvalue p + i sqrt(-disc) first.
+    cdtype = "complex64" if value_dtype(t) == "float32" else "complex128"
+    d_next = _shifted(d, axis, 1)
+    half = hlo.multiply(hlo.subtract(d, d_next), full_like(d, 0.5))
+    disc = hlo.add(hlo.multiply(half, half), hlo.multiply(above, below))
+    mu = hlo.complex(half, hlo.sqrt(hlo.maximum(hlo.negate(disc), full_like(disc, 0))))
+    r = select(first, _hypot(hlo.abs(mu), below), full_like(below, 1))
+    c = select(first, hlo.divide(mu, convert(r, cdtype)), full_like(mu, 1))
+    s = convert(select(first, hlo.divide(below, r), full_like(r, 0)), cdtype)
+    tc = _pair_rotate(convert(t, cdtype), axis, first, conj(c), s, hlo.negate(s), c)
+    tc = _triangle(_pair_rotate(tc, axis + 1, first, c, s, hlo.negate(s), conj(c)), lower=False)
+    zc = _pair_rotate(convert(z, cdtype), axis + 1, first, c, s, hlo.negate(s), conj(c))
+    none = full(0, shape_of(first), "int32")
+    kind = select(first, full_like(none, 1), select(second, full_like(none, 2), none))
+    _, zc, (kind,) = _sort_complex_schur(tc, zc, selected, [kind])
+    first = compare(kind, full_like(kind, 1), "EQ")
+    second = compare(kind, full_like(kind, 2), "EQ")
+    q = _real_schur_vectors(zc, first, second, batch_ndim)
+    tn = _matmul(_matmul(_mT(q), a, batch_ndim), q, batch_ndim)
+    tn = _quasi_triangle(tn, first)
+    return _standardize_blocks(tn, q, first, second, batch_ndim)
+
+
+def _column_norms(x: ir.Value) -> ir.Value:
+    rank = len(static_shape(x.type))
+    return hlo.sqrt(_sum(hlo.multiply(x, x), [rank - 2]))
+
+
+def _real_schur_vectors(zc, first, second, batch_ndim):
+    """The real orthogonal basis adapted to zc's invariant subspaces (see above)."""
+    dims = shape_of(zc)
+    rows, cols = batch_ndim, batch_ndim + 1
+
+    def per_column(v):
+        return _along(v, dims, cols)
+
+    def normalized(x):
+        return hlo.divide(x, per_column(_column_norms(x)))
+
+    # A complex pair: an orthonormal basis of span(Re z_k, Im z_k), larger part first.
+    source = select(per_column(second), _shifted(zc, cols, -1), zc)
+    re, im = hlo.real(source), hlo.imag(source)
+    im_larger = per_column(compare(_column_norms(im), _column_norms(re), "GT"))
+    u = normalized(select(im_larger, im, re))
+    v = select(im_larger, re, im)
+    for _ in range(2):  # Gram-Schmidt, twice is enough
+        v = hlo.subtract(v, hlo.multiply(per_column(_sum(hlo.multiply(u, v), [rows])), u))
+    v = normalized(v)
+    # A real eigenvalue: z_k = e^{i theta} x with x real, and sum(z_k^2) = e^{2 i theta}.
+    w = _sum(hlo.multiply(zc, zc), [rows])
+    phase = hlo.sqrt(hlo.divide(w, convert(hlo.abs(w), value_dtype(w))))
+    single = normalized(hlo.real(hlo.multiply(zc, per_column(conj(phase)))))
+    return select(per_column(first), u, select(per_column(second), v, single))
+
+
+def _quasi_triangle(t, first):
+    """t with zeros below the diagonal except at the 2x2 blocks that start at `first`."""
+    dims = shape_of(t)
+    rows, cols = _positions(dims)
+    upper = compare(rows, cols, "LE")
+    block = hlo.and_(compare(rows, hlo.add(cols, full_like(cols, 1)), "EQ"), _along(first, dims, len(dims) - 1))
+    return select(hlo.or_(upper, block), t, full_like(t, 0))
+
+
+def _standardize_blocks(t, q, first, second, batch_ndim):
+    """dlanv2 on every 2x2 block (of complex eigenvalues): the rotation that makes its
+    diagonal equal, applied to t's rows and columns and q's columns."""
+    axis = batch_ndim
+    p, b, c = _band(t, 0), _band(t, 1), _band(t, -1)
+    sigma = hlo.add(b, c)
+    temp = hlo.subtract(p, _shifted(p, axis, 1))
+    tau = _hypot(sigma, temp)
+    rotate = hlo.and_(first, compare(tau, full_like(tau, 0), "GT"))
+    tau = select(rotate, tau, full_like(tau, 1))
+    cs = hlo.sqrt(hlo.multiply(full_like(tau, 0.5), hlo.add(full_like(tau, 1), hlo.divide(hlo.abs(sigma), tau))))
+    sn = hlo.divide(hlo.multiply(full_like(temp, -0.5), temp), hlo.multiply(tau, cs))
+    sn = hlo.multiply(sn, copysign(full_like(sigma, 1), sigma))
+    cs, sn = select(rotate, cs, full_like(cs, 1)), select(rotate, sn, full_like(sn, 0))
+    t = _pair_rotate(t, axis, rotate, cs, sn, hlo.negate(sn), cs)
+    t = _pair_rotate(t, axis + 1, rotate, cs, sn, hlo.negate(sn), cs)
+    q = _pair_rotate(q, axis + 1, rotate, cs, sn, hlo.negate(sn), cs)
+    d = _band(t, 0)
+    mean = hlo.multiply(hlo.add(d, _shifted(d, axis, 1)), full_like(d, 0.5))
+    t = _set_band(t, 0, hlo.or_(first, second), select(first, mean, _shifted(mean, axis, -1)))
+    return t, q
 
 
 @linalg_rule(TRSYL)

@@ -8,6 +8,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from scipy.linalg import block_diag
 from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor import nlinalg as nl
 from pytensor.tensor import slinalg as sl
@@ -599,12 +600,79 @@ def test_schur(dtype, output):
     compare_with_py([x], list(sl.schur(x, output=output)), [a], **LOOSE[dtype])
 
 
-def test_schur_of_non_finite_input_is_nan_and_sort_is_refused():
+def test_schur_of_non_finite_input_is_nan():
     x = pt.matrix("x")
-    got = compare_with_py([x], list(sl.schur(x)), [np.array([[1.0, np.nan], [0.0, 1.0]])])
-    assert all(np.isnan(g).all() for g in got)
-    with pytest.raises(UnsupportedParameterError, match="sort='lhp'"):
-        pytensor.function([x], sl.schur(x, sort="lhp")[0], mode="STABLEHLO")
+    for sort in (None, "lhp"):
+        got = compare_with_py([x], list(sl.schur(x, sort=sort)), [np.array([[1.0, np.nan], [0.0, 1.0]])])
+        assert all(np.isnan(g).all() for g in got)
+
+
+def _assert_same_schur_form(a, t, z, t_ref, z_ref, tol):
+    """(t, z) is the Schur form (t_ref, z_ref) up to what the form leaves free: the
+    phase of each Schur vector, and a rotation within each real 2x2 block. So
+    d = z_ref^H z is block diagonal (unitary), t = d^H t_ref d, and the eigenvalues
+    stand in the same order on the diagonal."""
+    n = a.shape[-1]
+    block = np.arange(n)
+    for k in np.flatnonzero(np.diagonal(t_ref, -1)):
+        block[k + 1] = block[k]
+    same_block = block[:, None] == block[None, :]
+    d = np.conj(z_ref.T) @ z
+    scale = max(np.abs(a).max(), 1.0)
+    np.testing.assert_allclose(np.where(same_block, 0, d), 0, atol=tol["rtol"] * 10)
+    np.testing.assert_allclose(np.conj(d.T) @ d, np.eye(n), atol=tol["rtol"] * 10)
+    np.testing.assert_allclose(t / scale, np.conj(d.T) @ t_ref @ d / scale, atol=tol["rtol"] * 10)
+    np.testing.assert_allclose(np.diagonal(t) / scale, np.diagonal(t_ref) / scale, atol=tol["rtol"] * 10)
+    # Quasi-triangular, with t_ref's blocks, each in standard form (equal diagonal).
+    assert not np.tril(t, -2).any()
+    np.testing.assert_array_equal(np.diagonal(t, -1) != 0, np.diagonal(t_ref, -1) != 0)
+    np.testing.assert_allclose(z @ t @ np.conj(z.T) / scale, a / scale, atol=tol["rtol"] * 10)
+
+
+def _schur_sort_cases(rng, dtype):
+    """Random matrices (real ones have 2x2 blocks), one with eigenvalues 1e9 apart in
+    scale, one with a nearly repeated pair, a triangular one, and eigenvalues on the
+    imaginary axis (selected by 'rhp', not 'lhp', as numpy's x.real >= 0 says)."""
+    n = 6
+    q = np.linalg.qr(rng.normal(size=(n, n)))[0]
+    cases = [
+        _general(rng, (n, n), dtype) - n * np.eye(n),
+        rng.normal(size=(n, n)) * 10.0 ** np.arange(-6, 0) * 4,
+        q @ np.diag([0.5, 0.5 + 1e-9, -1.5, 2.5, -0.25, 1.5]) @ q.T,
+        np.triu(rng.normal(size=(n, n))),
+        block_diag([[0.0, 2.0], [-2.0, 0.0]], [[1.0, 1.0], [-3.0, 1.0]], [[-1.0, 0.5], [-2.0, -1.0]])
+        + np.triu(np.full((n, n), 0.5), 2),
+    ]
+    return np.stack([c.astype(dtype) for c in cases])
+
+
+@pytest.mark.parametrize("sort", ["lhp", "rhp", "iuc", "ouc"])
+@pytest.mark.parametrize("output", ["real", "complex"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_schur_sort(dtype, output, sort):
+    # Batched: each entry of the batch is reordered by its own swaps.
+    values = _schur_sort_cases(np.random.default_rng(23), dtype)
+    x = _tensor("x", values)
+    outputs = sl.schur(x, output=output, sort=sort)
+    got = pytensor.function([x], outputs, mode="STABLEHLO")(values)
+    expected = pytensor.function([x], outputs, mode=PY_MODE)(values)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+    for a, t, z, t_ref, z_ref in zip(values, *got, *expected):
+        _assert_same_schur_form(a, t, z, t_ref, z_ref, LOOSE[dtype])
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 9])
+def test_schur_sort_of_every_size(n):
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(n, n))
+    x = pt.matrix("x")
+    outputs = sl.schur(x, sort="lhp")
+    got = pytensor.function([x], outputs, mode="STABLEHLO")(a)
+    expected = pytensor.function([x], outputs, mode=PY_MODE)(a)
+    assert all(g.shape == (n, n) for g in got)
+    if n:
+        _assert_same_schur_form(a, *got, *expected, LOOSE["float64"])
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (1, 4)])

@@ -12,6 +12,7 @@ from ir_printing import print_ir
 x, y = pt.matrix("x"), pt.matrix("y")
 s = pt.tensor("s", shape=(4, 4))
 t = pt.tensor("t", shape=(2, 3, 3), dtype="float32")
+c = pt.tensor("c", shape=(4, 4), dtype="complex128")
 
 # Unknown sizes: the result shapes travel as operands until specialization; the call
 # sits in an `if` that skips it for an empty matrix.
@@ -103,6 +104,26 @@ print_ir("expm", [x], [sl.expm(x)])
 # CHECK-LABEL: TEST: schur opt
 # CHECK: stablehlo.custom_call @lapack_dgees_ffi({{.*}}backend_config = {mode = 86 : ui8, sort = 78 : ui8}
 print_ir("schur", [x], list(sl.schur(x)))
+
+# sort: gees selects nothing (sort = 'N'); one loop of odd-even rounds swaps disjoint
+# adjacent eigenvalues of the complex form (a real one is split by rsf2csf first and
+# carries each eigenvalue's block kind), then Q^T a Q in the realified basis.
+# CHECK-LABEL: TEST: schur_sort opt
+# CHECK: stablehlo.custom_call @lapack_dgees_ffi({{.*}}backend_config = {mode = 86 : ui8, sort = 78 : ui8}
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>, tensor<4xi1>, tensor<4xi32>
+# CHECK: stablehlo.remainder
+# CHECK: stablehlo.pad {{.*}}, low = [1], high = [-1], interior = [0]
+# CHECK: stablehlo.dot_general {{.*}}%arg0
+# CHECK: return {{.*}} : tensor<4x4xf64>, tensor<4x4xf64>
+print_ir("schur_sort", [s], list(sl.schur(s, sort="lhp")))
+
+# A complex matrix needs no blocks: the loop carries T, Z and the selection only.
+# CHECK-LABEL: TEST: schur_sort_complex opt
+# CHECK: stablehlo.custom_call @lapack_zgees_ffi
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>, tensor<4xi1>
+# CHECK-NOT: stablehlo.dot_general
+# CHECK: return {{.*}} : tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>
+print_ir("schur_sort_complex", [c], list(sl.schur(c, sort="iuc")))
 
 # lstsq: gesdd's reduced SVD; the residuals' length comes from the rank, a slice whose
 # limit the program computes (the runtime measures it before specializing).
