@@ -1068,21 +1068,27 @@ def _pair_rotate(x: ir.Value, axis: int, first: ir.Value, a, b, c, d) -> ir.Valu
 
 def _band(x: ir.Value, offset: int) -> ir.Value:
     """x[k, k + offset] (offset 0, 1 or -1) as (*batch, n), zero past the end: a
-    stride-(n + 1) slice of the flattened matrices (n reads, not n^2), which n + 1
-    zeros at the end keep in range for every n, 0 included."""
+    stride-(n + 1) slice of the flattened matrices, n reads rather than n^2. Off the
+    diagonal it starts at flat index 1 (superdiagonal) or n (subdiagonal), at most
+    n^2, and holds n - 1 elements (none for n = 0); one zero appended and the first n
+    kept make it n long for every n."""
     dims = shape_of(x)
     batch, n = list(dims[:-2]), dims[-1]
-    n1 = dim_add(n, 1)
-    flat = reshape(x, [*batch, dim_product([n, n])])
-    flat = hlo.concatenate([flat, full(0, [*batch, n1], value_dtype(x))], len(batch))
-    start = {0: 0, 1: 1, -1: n}[offset]
-    limit = dim_add(start, dim_product([n, n]))  # ceil(n^2 / (n + 1)) = n elements
-    starts, limits, strides = [0] * len(batch) + [start], [*batch, limit], [1] * len(batch) + [n1]
+    size = dim_product([n, n])
+    flat = reshape(x, [*batch, size])
+    start = dim_min({0: 0, 1: 1, -1: n}[offset], size)
+    starts, limits, strides = [0] * len(batch) + [start], [*batch, size], [1] * len(batch) + [dim_add(n, 1)]
     if is_static(starts + limits + strides):
         attr = ir.DenseI64ArrayAttr.get
-        return hlo.slice(flat, attr(starts), attr(limits), attr(strides))
-    return hlo.real_dynamic_slice(result_type([*batch, n], value_dtype(x)), flat, shape_tensor(starts),
-                                  shape_tensor(limits), shape_tensor(strides))
+        band = hlo.slice(flat, attr(starts), attr(limits), attr(strides))
+    else:
+        length = n if offset == 0 else dim_max(dim_sub(n, 1), 0)
+        band = hlo.real_dynamic_slice(result_type([*batch, length], value_dtype(x)), flat,
+                                      shape_tensor(starts), shape_tensor(limits), shape_tensor(strides))
+    if offset == 0:
+        return band
+    band = hlo.concatenate([band, full(0, [*batch, 1], value_dtype(x))], len(batch))
+    return slice_axis(band, len(batch), 0, n)
 
 
 def _set_band(x: ir.Value, offset: int, where: ir.Value, values: ir.Value) -> ir.Value:
@@ -1121,7 +1127,8 @@ def _givens(f: ir.Value, g: ir.Value):
     none = compare(h, full_like(h, 0), "EQ")
     h = select(none, full_like(h, 1), h)
     f_zero = compare(af, full_like(af, 0), "EQ")
-    phase = select(f_zero, full_like(f, 1), hlo.divide(f, convert(select(f_zero, full_like(af, 1), af), value_dtype(f))))
+    magnitude = convert(select(f_zero, full_like(af, 1), af), value_dtype(f))
+    phase = select(f_zero, full_like(f, 1), hlo.divide(f, magnitude))
     c = select(none, full_like(h, 1), hlo.divide(af, h))
     s = select(none, full_like(f, 0), hlo.divide(hlo.multiply(phase, conj(g)), convert(h, value_dtype(f))))
     return convert(c, value_dtype(f)), s
@@ -1135,41 +1142,52 @@ def _inversions(selected: ir.Value) -> ir.Value:
 
 def _sort_complex_schur(t, z, selected, labels=()):
     """Stable partition of the diagonal of the (complex, upper triangular) t by
-    `selected`, z and `labels` (vectors) following; returns t, z, labels."""
+    `selected`, z and `labels` (vectors) following; returns t, z, labels.
+
+    A round's rotations are planned (from t's diagonal and superdiagonal, O(n)) at
+    the end of the step before and carried into the step that applies them: carried,
+    they reach XLA's elementwise passes over t and z as inputs, where planned in the
+    same step they were fused into those passes and recomputed for every element."""
     dims = shape_of(t)
     axis = len(dims) - 2
     n = dims[-1]
     position = iota(shape_of(selected), axis, "int64")
+
+    def plan(i, t, selected):
+        """Round i's swaps, their rotations, and the diagonal and superdiagonal they read."""
+        parity = hlo.remainder(i, full_like(i, 2))
+        in_round = compare(hlo.remainder(position, full_like(position, 2)),
+                           broadcast_in_dim(parity, shape_of(position), []), "EQ")
+        swap = hlo.and_(in_round, _inversions(selected))
+        d, above = _band(t, 0), _band(t, 1)
+        c, s = _givens(above, hlo.subtract(_shifted(d, axis, 1), d))
+        return [swap, c, s, d, above]
 
     def cond(values):
         i, _, _, selected, *_ = values
         return hlo.and_(compare(i, dim_value(n), "LE"), any_true(_inversions(selected)))
 
     def body(values):
-        i, t, z, selected, *labels = values
-        parity = hlo.remainder(i, full_like(i, 2))
-        in_round = compare(hlo.remainder(position, full_like(position, 2)),
-                           broadcast_in_dim(parity, shape_of(position), []), "EQ")
-        swap = hlo.and_(in_round, _inversions(selected))
+        i, t, z, selected, swap, c, s, d, above, *labels = values
         second = _shifted(swap, axis, -1)
-        d, above = _band(t, 0), _band(t, 1)
-        d_next = _shifted(d, axis, 1)
-        c, s = _givens(above, hlo.subtract(d_next, d))
         t = _pair_rotate(t, axis, swap, c, s, hlo.negate(conj(s)), c)
         t = _pair_rotate(t, axis + 1, swap, c, conj(s), hlo.negate(s), c)
         z = _pair_rotate(z, axis + 1, swap, c, conj(s), hlo.negate(s), c)
         # The swapped blocks exactly: diagonal exchanged, superdiagonal kept, zero below.
-        t = _set_band(t, 0, hlo.or_(swap, second), select(swap, d_next, _shifted(d, axis, -1)))
+        t = _set_band(t, 0, hlo.or_(swap, second), select(swap, _shifted(d, axis, 1), _shifted(d, axis, -1)))
         t = _set_band(t, 1, swap, above)
         t = _set_band(t, -1, swap, full_like(above, 0))
 
         def moved(v):
             return select(swap, _shifted(v, axis, 1), select(second, _shifted(v, axis, -1), v))
 
-        return [hlo.add(i, full_like(i, 1)), t, z, moved(selected), *map(moved, labels)]
+        i = hlo.add(i, full_like(i, 1))
+        selected = moved(selected)
+        return [i, t, z, selected, *plan(i, t, selected), *map(moved, labels)]
 
-    _, t, z, _, *labels = while_loop([dim_value(0), t, z, selected, *labels], cond, body)
-    return t, z, labels
+    start = dim_value(0)
+    _, t, z, _, *rest = while_loop([start, t, z, selected, *plan(start, t, selected), *labels], cond, body)
+    return t, z, rest[5:]
 
 
 def _sorted_schur(a, t, z, sort: str, batch_ndim: int):

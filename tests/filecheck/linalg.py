@@ -107,20 +107,22 @@ print_ir("schur", [x], list(sl.schur(x)))
 
 # sort: gees selects nothing (sort = 'N'); one loop of odd-even rounds swaps disjoint
 # adjacent eigenvalues of the complex form (a real one is split by rsf2csf first and
-# carries each eigenvalue's block kind), then Q^T a Q in the realified basis.
+# carries each eigenvalue's block kind), then Q^T a Q in the realified basis. The loop
+# carries the round counter, T, Z, the selection, the next round's plan (swaps, c, s,
+# and the diagonal and superdiagonal they were read from) and the kinds.
 # CHECK-LABEL: TEST: schur_sort opt
 # CHECK: stablehlo.custom_call @lapack_dgees_ffi({{.*}}backend_config = {mode = 86 : ui8, sort = 78 : ui8}
-# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>, tensor<4xi1>, tensor<4xi32>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>, tensor<4xi1>, tensor<4xi1>, tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>, tensor<4xi32>
 # CHECK: stablehlo.remainder
 # CHECK: stablehlo.pad {{.*}}, low = [1], high = [-1], interior = [0]
 # CHECK: stablehlo.dot_general {{.*}}%arg0
 # CHECK: return {{.*}} : tensor<4x4xf64>, tensor<4x4xf64>
 print_ir("schur_sort", [s], list(sl.schur(s, sort="lhp")))
 
-# A complex matrix needs no blocks: the loop carries T, Z and the selection only.
+# A complex matrix needs no blocks: no kinds in the loop, no product after it.
 # CHECK-LABEL: TEST: schur_sort_complex opt
 # CHECK: stablehlo.custom_call @lapack_zgees_ffi
-# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>, tensor<4xi1>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>, tensor<4xi1>, tensor<4xi1>, tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>, tensor<4xcomplex<f64>>{{$}}
 # CHECK-NOT: stablehlo.dot_general
 # CHECK: return {{.*}} : tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>
 print_ir("schur_sort_complex", [c], list(sl.schur(c, sort="iuc")))
