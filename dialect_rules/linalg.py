@@ -75,12 +75,10 @@ from lowering.builders import (
     iota,
     is_complex,
     is_nan,
-    is_static,
     reshape,
     result_type,
     select,
     shape_of,
-    shape_tensor,
     slice_axis,
     transpose,
     value_dtype,
@@ -117,6 +115,11 @@ def _lapack_dtype(dtype) -> str:
     if dtype.kind == "c":
         return "complex64" if dtype == np.complex64 else "complex128"
     return "float32" if dtype.kind == "f" and dtype.itemsize <= 4 else "float64"
+
+
+def _complex_dtype(dtype) -> str:
+    """The complex dtype holding values of `dtype` (complex64 for float32 and below)."""
+    return np.promote_types(dtype, np.complex64).name
 
 
 def _real_dtype(dtype) -> str:
@@ -229,6 +232,20 @@ def _require(ctx, pairs, error=np.linalg.LinAlgError, message=_NOT_SQUARE, unles
         ctx.runtime_check(bad, error, message)
 
 
+def _square(ctx, a: ir.Value, error=np.linalg.LinAlgError, message=_NOT_SQUARE) -> ir.Value:
+    """`a`, checked square as `_require` checks it (the error is raised at call time).
+    For rules whose ops assume n x n matrices: a non-square `a` is cut to its leading
+    k x k block (k the smaller dim), so those ops keep consistent shapes when a call's
+    shapes are specialized and the check, not a shape mismatch, reports the input."""
+    m, n = _matrix_dims(a)
+    _require(ctx, [(m, n)], error, message)
+    if _dims_differ(m, n) is False:
+        return a
+    rank = len(static_shape(a.type))
+    k = dim_min(m, n)
+    return slice_axis(slice_axis(a, rank - 2, 0, k), rank - 1, 0, k)
+
+
 def _i1(condition) -> ir.Value:
     return full(condition, (), "bool") if isinstance(condition, bool) else condition
 
@@ -283,11 +300,34 @@ def _mH(x: ir.Value) -> ir.Value:
     return conj(_mT(x))
 
 
-def _diagonal(x: ir.Value) -> ir.Value:
-    """The main diagonal of (batched) square matrices, shape (*batch, n)."""
-    rank = len(static_shape(x.type))
-    mask = compare(*_positions(shape_of(x)), "EQ")
-    return _sum(select(mask, x, full_like(x, 0)), [rank - 1])
+def _along(v: ir.Value, dims, axis: int) -> ir.Value:
+    """A per-position vector (*batch, n) broadcast over matrices, indexed by `axis`."""
+    batch_ndim = len(dims) - 2
+    return broadcast_in_dim(v, dims, [*range(batch_ndim), axis])
+
+
+def _on_band(dims, offset: int):
+    """Where [..., i, j] has j - i == offset, and the axis that indexes such an entry by
+    k = min(i, j): rows on and above the diagonal, columns below it."""
+    rows, cols = _positions(dims)
+    shifted = rows if offset == 0 else hlo.add(rows, full_like(rows, offset))
+    return compare(cols, shifted, "EQ"), len(dims) - (2 if offset >= 0 else 1)
+
+
+def _diagonal(x: ir.Value, offset: int = 0) -> ir.Value:
+    """x[..., k, k + offset] of (batched) matrices: the main diagonal, or with offset
+    1 / -1 the super/subdiagonal (zero past its end), shape (*batch, n)."""
+    dims = shape_of(x)
+    rank = len(dims)
+    mask, axis = _on_band(dims, offset)
+    return _sum(select(mask, x, full_like(x, 0)), [rank - 1 if axis == rank - 2 else rank - 2])
+
+
+def _set_diagonal(x: ir.Value, offset: int, where: ir.Value, values: ir.Value) -> ir.Value:
+    """x with x[..., k, k + offset] = values[k] where where[k] (vectors (*batch, n))."""
+    dims = shape_of(x)
+    mask, axis = _on_band(dims, offset)
+    return select(hlo.and_(mask, _along(where, dims, axis)), _along(values, dims, axis), x)
 
 
 def _sum(x: ir.Value, axes) -> ir.Value:
@@ -455,18 +495,21 @@ def lower_pivot_to_permutations(ctx, node, batch_ndim, pivots):
 
 @linalg_rule(LU)
 def lower_lu(ctx, node, batch_ndim, a):
-    """scipy.linalg.lu: a = P @ L @ U with unit lower L."""
+    """scipy.linalg.lu: a = P @ L @ U with unit lower L; for an m x n matrix and
+    k = min(m, n), P is m x m, L m x k and U k x n."""
     op = core_op(node)
     [a], dtype = _in_precision(node, a, out=len(node.outputs) - 1)
-    dims = shape_of(a)
-    lu, pivots, _ = _getrf(a)
-    lower = hlo.add(_triangle(lu, True, -1), _eye(dims, dtype))
-    upper = _triangle(lu, False)
-    perm = _pivot_permutation(pivots, dims[-2])
-    out_dtypes = [o.type.dtype for o in node.outputs]
+    *batch, m, n = shape_of(a)
     rank = batch_ndim + 2
+    k = dim_min(m, n)
+    lu, pivots, _ = _getrf(a)
+    lower = hlo.add(slice_axis(_triangle(lu, True, -1), rank - 1, 0, k), _eye([*batch, m, k], dtype))
+    upper = slice_axis(_triangle(lu, False), rank - 2, 0, k)
+    perm = _pivot_permutation(pivots, m)
+    out_dtypes = [o.type.dtype for o in node.outputs]
     # P[r, c] = 1 where perm[c] == r, so (P @ L)[r] = L[inv[r]].
-    p_matrix = compare(iota(dims, rank - 2, "int64"), broadcast_in_dim(perm, dims, [*range(batch_ndim), rank - 1]), "EQ")
+    square = [*batch, m, m]
+    p_matrix = compare(iota(square, rank - 2, "int64"), _along(perm, square, rank - 1), "EQ")
     if op.permute_l:
         return convert(_matmul(convert(p_matrix, dtype), lower, batch_ndim), out_dtypes[0]), convert(upper, out_dtypes[1])
     first = convert(_inverse_permutation(perm), out_dtypes[0]) if op.p_indices else convert(p_matrix, out_dtypes[0])
@@ -844,7 +887,7 @@ def lower_eig(ctx, node, batch_ndim, x):
     _require(ctx, [_matrix_dims(x)])
     dims = shape_of(x)
     batch = list(dims[:-2])
-    complex_dtype = np.promote_types(dtype, np.complex64).name
+    complex_dtype = _complex_dtype(dtype)
     vectors = [(dims, complex_dtype), (dims, complex_dtype), (batch, "int32")]
     if is_complex(x):
         w, _, vr, info = lapack("geev", dtype, [x], [(dims[:-1], dtype), *vectors],
@@ -936,7 +979,7 @@ def lower_expm(ctx, node, batch_ndim, a):
     degree's bound, r = q(a)^-1 p(a), then s squarings (s per batch entry; entries
     with fewer squarings keep their result)."""
     [a], dtype = _in_precision(node, a)
-    _require(ctx, [_matrix_dims(a)])
+    a = _square(ctx, a)
     real = _real_dtype(dtype)
     coeffs, bound = _PADE[13 if real == "float64" else 7]
     dims = shape_of(a)
@@ -999,8 +1042,7 @@ def lower_schur(ctx, node, batch_ndim, a):
     `_sorted_schur`: jaxlib's gees selects none, so the reordering is ours)."""
     op = core_op(node)
     dtype = _lapack_dtype(node.outputs[0].type.dtype)
-    a = convert(a, dtype)
-    _require(ctx, [_matrix_dims(a)], ValueError, "expected square matrix")
+    a = _square(ctx, convert(a, dtype), ValueError, "expected square matrix")
     dims = shape_of(a)
     batch = list(dims[:-2])
     values = [(dims[:-1], dtype)] if is_complex(a) else [(dims[:-1], dtype)] * 2
@@ -1046,12 +1088,6 @@ def _shifted(v: ir.Value, axis: int, step: int) -> ir.Value:
     return hlo.pad(v, full(0, (), value_dtype(v)), attr(low), attr(high), attr([0] * len(low)))
 
 
-def _along(v: ir.Value, dims, axis: int) -> ir.Value:
-    """A per-position vector (*batch, n) broadcast over matrices, indexed by `axis`."""
-    batch_ndim = len(dims) - 2
-    return broadcast_in_dim(v, dims, [*range(batch_ndim), axis])
-
-
 def _pair_rotate(x: ir.Value, axis: int, first: ir.Value, a, b, c, d) -> ir.Value:
     """Where first[k]: x_k, x_k+1 (rows or columns, by `axis`) become
     a_k x_k + b_k x_k+1 and c_k x_k + d_k x_k+1; the coefficients are (*batch, n)."""
@@ -1064,46 +1100,6 @@ def _pair_rotate(x: ir.Value, axis: int, first: ir.Value, a, b, c, d) -> ir.Valu
     before = select(second, _shifted(c, vec_axis, -1), full_like(c, 0))
     terms = [(self_, x), (after, _shifted(x, axis, 1)), (before, _shifted(x, axis, -1))]
     return add_all(*(hlo.multiply(_along(coef, dims, axis), y) for coef, y in terms))
-
-
-def _band(x: ir.Value, offset: int) -> ir.Value:
-    """x[k, k + offset] (offset 0, 1 or -1) as (*batch, n), zero past the end: a
-    stride-(n + 1) slice of the flattened matrices, n reads rather than n^2. Off the
-    diagonal it starts at flat index 1 (superdiagonal) or n (subdiagonal), at most
-    n^2, and holds n - 1 elements (none for n = 0); one zero appended and the first n
-    kept make it n long for every n."""
-    dims = shape_of(x)
-    batch, n = list(dims[:-2]), dims[-1]
-    size = dim_product([n, n])
-    flat = reshape(x, [*batch, size])
-    start = dim_min({0: 0, 1: 1, -1: n}[offset], size)
-    starts, limits, strides = [0] * len(batch) + [start], [*batch, size], [1] * len(batch) + [dim_add(n, 1)]
-    if is_static(starts + limits + strides):
-        attr = ir.DenseI64ArrayAttr.get
-        band = hlo.slice(flat, attr(starts), attr(limits), attr(strides))
-    else:
-        length = n if offset == 0 else dim_max(dim_sub(n, 1), 0)
-        band = hlo.real_dynamic_slice(result_type([*batch, length], value_dtype(x)), flat,
-                                      shape_tensor(starts), shape_tensor(limits), shape_tensor(strides))
-    if offset == 0:
-        return band
-    band = hlo.concatenate([band, full(0, [*batch, 1], value_dtype(x))], len(batch))
-    return slice_axis(band, len(batch), 0, n)
-
-
-def _set_band(x: ir.Value, offset: int, where: ir.Value, values: ir.Value) -> ir.Value:
-    """x with x[k, k + offset] = values[k] where where[k]."""
-    dims = shape_of(x)
-    rank = len(dims)
-    rows, cols = _positions(dims)
-    if offset >= 0:
-        on = compare(cols, hlo.add(rows, full_like(rows, offset)), "EQ")
-        axis = rank - 2
-    else:
-        on = compare(rows, hlo.add(cols, full_like(cols, -offset)), "EQ")
-        axis = rank - 1
-    on = hlo.and_(on, _along(where, dims, axis))
-    return select(on, _along(values, dims, axis), x)
 
 
 def _hypot(x: ir.Value, y: ir.Value) -> ir.Value:
@@ -1159,7 +1155,7 @@ def _sort_complex_schur(t, z, selected, labels=()):
         in_round = compare(hlo.remainder(position, full_like(position, 2)),
                            broadcast_in_dim(parity, shape_of(position), []), "EQ")
         swap = hlo.and_(in_round, _inversions(selected))
-        d, above = _band(t, 0), _band(t, 1)
+        d, above = _diagonal(t), _diagonal(t, 1)
         c, s = _givens(above, hlo.subtract(_shifted(d, axis, 1), d))
         return [swap, c, s, d, above]
 
@@ -1174,9 +1170,9 @@ def _sort_complex_schur(t, z, selected, labels=()):
         t = _pair_rotate(t, axis + 1, swap, c, conj(s), hlo.negate(s), c)
         z = _pair_rotate(z, axis + 1, swap, c, conj(s), hlo.negate(s), c)
         # The swapped blocks exactly: diagonal exchanged, superdiagonal kept, zero below.
-        t = _set_band(t, 0, hlo.or_(swap, second), select(swap, _shifted(d, axis, 1), _shifted(d, axis, -1)))
-        t = _set_band(t, 1, swap, above)
-        t = _set_band(t, -1, swap, full_like(above, 0))
+        t = _set_diagonal(t, 0, hlo.or_(swap, second), select(swap, _shifted(d, axis, 1), _shifted(d, axis, -1)))
+        t = _set_diagonal(t, 1, swap, above)
+        t = _set_diagonal(t, -1, swap, full_like(above, 0))
 
         def moved(v):
             return select(swap, _shifted(v, axis, 1), select(second, _shifted(v, axis, -1), v))
@@ -1186,20 +1182,21 @@ def _sort_complex_schur(t, z, selected, labels=()):
         return [i, t, z, selected, *plan(i, t, selected), *map(moved, labels)]
 
     start = dim_value(0)
-    _, t, z, _, *rest = while_loop([start, t, z, selected, *plan(start, t, selected), *labels], cond, body)
-    return t, z, rest[5:]
+    state = [start, t, z, selected, *plan(start, t, selected)]
+    final = while_loop([*state, *labels], cond, body)
+    return final[1], final[2], final[len(state):]
 
 
 def _sorted_schur(a, t, z, sort: str, batch_ndim: int):
     """gees' Schur form (t, z) of `a`, reordered so the eigenvalues `sort` selects lead."""
     axis = batch_ndim
     if is_complex(t):
-        d = _band(t, 0)
+        d = _diagonal(t)
         t, z, _ = _sort_complex_schur(t, z, _selected(sort, hlo.real(d), hlo.imag(d)))
         return t, z
     # The eigenvalues as dgees reports them (so the selection is scipy's): a 2x2 block
     # [[p, q], [r, p]] at k, k + 1 holds p +- i sqrt|q| sqrt|r|.
-    d, above, below = _band(t, 0), _band(t, 1), _band(t, -1)
+    d, above, below = _diagonal(t), _diagonal(t, 1), _diagonal(t, -1)
     first = compare(below, full_like(below, 0), "NE")
     second = _shifted(first, axis, -1)
     wi = hlo.multiply(hlo.sqrt(hlo.abs(above)), hlo.sqrt(hlo.abs(below)))
@@ -1207,7 +1204,7 @@ def _sorted_schur(a, t, z, sort: str, batch_ndim: int):
     selected = _selected(sort, d, wi)
     # rsf2csf: a unitary rotation of each 2x2 block's rows and columns makes it upper
     # triangular, with the eigenvalue p + i sqrt(-disc) first.
-    cdtype = "complex64" if value_dtype(t) == "float32" else "complex128"
+    cdtype = _complex_dtype(value_dtype(t))
     d_next = _shifted(d, axis, 1)
     half = hlo.multiply(hlo.subtract(d, d_next), full_like(d, 0.5))
     disc = hlo.add(hlo.multiply(half, half), hlo.multiply(above, below))
@@ -1264,17 +1261,15 @@ def _real_schur_vectors(zc, first, second, batch_ndim):
 def _quasi_triangle(t, first):
     """t with zeros below the diagonal except at the 2x2 blocks that start at `first`."""
     dims = shape_of(t)
-    rows, cols = _positions(dims)
-    upper = compare(rows, cols, "LE")
-    block = hlo.and_(compare(rows, hlo.add(cols, full_like(cols, 1)), "EQ"), _along(first, dims, len(dims) - 1))
-    return select(hlo.or_(upper, block), t, full_like(t, 0))
+    below, axis = _on_band(dims, -1)
+    return select(hlo.and_(below, _along(first, dims, axis)), t, _triangle(t, lower=False))
 
 
 def _standardize_blocks(t, q, first, second, batch_ndim):
     """dlanv2 on every 2x2 block (of complex eigenvalues): the rotation that makes its
     diagonal equal, applied to t's rows and columns and q's columns."""
     axis = batch_ndim
-    p, b, c = _band(t, 0), _band(t, 1), _band(t, -1)
+    p, b, c = _diagonal(t), _diagonal(t, 1), _diagonal(t, -1)
     sigma = hlo.add(b, c)
     temp = hlo.subtract(p, _shifted(p, axis, 1))
     tau = _hypot(sigma, temp)
@@ -1287,9 +1282,9 @@ def _standardize_blocks(t, q, first, second, batch_ndim):
     t = _pair_rotate(t, axis, rotate, cs, sn, hlo.negate(sn), cs)
     t = _pair_rotate(t, axis + 1, rotate, cs, sn, hlo.negate(sn), cs)
     q = _pair_rotate(q, axis + 1, rotate, cs, sn, hlo.negate(sn), cs)
-    d = _band(t, 0)
+    d = _diagonal(t)
     mean = hlo.multiply(hlo.add(d, _shifted(d, axis, 1)), full_like(d, 0.5))
-    t = _set_band(t, 0, hlo.or_(first, second), select(first, mean, _shifted(mean, axis, -1)))
+    t = _set_diagonal(t, 0, hlo.or_(first, second), select(first, mean, _shifted(mean, axis, -1)))
     return t, q
 
 

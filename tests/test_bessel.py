@@ -130,7 +130,8 @@ def test_broadcasting_and_gradients():
 
 
 def test_von_mises_logp():
-    pm = pytest.importorskip("pymc")
+    import pymc as pm
+
     value, mu, kappa = pt.dvector("value"), pt.dscalar("mu"), pt.dscalar("kappa")
     logp = pm.logp(pm.VonMises.dist(mu, kappa), value).sum()
     values = [np.linspace(-3, 3, 7), np.array(0.4), np.array(2.5)]

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
+import pymc as pm
 
 from lowering.examples import eight_schools_model
-
-pm = pytest.importorskip("pymc")
 
 
 def test_the_function_nuts_calls_matches_pytensor_on_random_points():
