@@ -480,6 +480,18 @@ def lower_cholesky(ctx, node, batch_ndim, x):
     return _declared(node, _nan_unless(ok, factor), 0)
 
 
+@register_lowering("pymc.distributions.multivariate.PosDefMatrix")
+def lower_pos_def_matrix(ctx, node, x):
+    """PyMC's positive-definiteness test (in LKJCorr's and Wishart's logp): whether
+    `scipy.linalg.cholesky(x)` succeeds. That reads x's upper triangle, and its
+    `check_finite` raises for a NaN or an infinity anywhere in x, which perform passes on."""
+    x = convert(x, np.promote_types(node.inputs[0].type.dtype, np.float32).name)  # scipy's precision
+    _require(ctx, [_matrix_dims(x)], ValueError, "Input array is expected to be square")
+    ctx.runtime_check(hlo.not_(_all_finite(x)), ValueError, "array must not contain infs or NaNs")
+    _, ok = _potrf(x, lower=False)
+    return ok
+
+
 @linalg_rule(LUFactor)
 def lower_lu_factor(ctx, node, batch_ndim, a):
     [a], _ = _in_precision(node, a)
@@ -783,7 +795,8 @@ _LAPACK_EPS = 2.0**-53
 
 def _all_finite(x: ir.Value, axes=None) -> ir.Value:
     axes = range(len(static_shape(x.type))) if axes is None else axes
-    return fold(hlo.is_finite(x), axes, hlo.and_, True)
+    finite = hlo.and_(hlo.is_finite(hlo.real(x)), hlo.is_finite(hlo.imag(x))) if is_complex(x) else hlo.is_finite(x)
+    return fold(finite, axes, hlo.and_, True)
 
 
 def _with_rows(b: ir.Value, m: Dim) -> ir.Value:

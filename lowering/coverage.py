@@ -6,7 +6,7 @@ from collections import defaultdict
 from functools import partial
 
 from lowering.graph import find_unsupported
-from lowering.registry import _BATCHED, _RULES, lookup_rule_for_class
+from lowering.registry import _BATCHED, _RULES, _RULES_BY_NAME, lookup_rule_for_class
 
 # Generic bases that PyTensor's JAX backend registers as fallbacks, not Ops a graph holds.
 _NOT_OPS = {"ScalarOp", "TypeCastingOp", "FunctionGraph", "JAXShapeTuple", "RandomVariable"}
@@ -25,14 +25,15 @@ def unsupported_ops(fgraph) -> dict[str, list]:
 def rules_by_family() -> dict[str, list[str]]:
     """Family module name -> names of the Op classes its rules are registered for."""
     families: dict[str, list[str]] = defaultdict(list)
-    for cls, rule in _RULES.items():
+    for cls, rule in [*_RULES.items(), *_RULES_BY_NAME.items()]:
+        name = cls.rsplit(".", 1)[-1] if isinstance(cls, str) else cls.__name__
         fn = rule.fn
         while isinstance(fn, partial):  # table rules are partials of a generic rule
             fn = fn.func
         module = fn.__module__
         if not module.startswith("dialect_rules."):
             continue  # rules registered by tests or users
-        families[module.split(".", 1)[1]].append(cls.__name__)
+        families[module.split(".", 1)[1]].append(name)
     for cls, fn in _BATCHED.items():
         if fn.__module__.startswith("dialect_rules."):
             families[fn.__module__.split(".", 1)[1]].append(f"Blockwise({cls.__name__})")

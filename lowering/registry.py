@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 _RULES: dict[type, "Rule"] = {}
+# "module.QualName" -> rule, for Ops of packages the rules do not import (PyMC's own Ops):
+# a class matches by name along its MRO, so registering never imports the package.
+_RULES_BY_NAME: dict[str, "Rule"] = {}
 # Core Op class -> rule for the Op applied over leading batch dims (for Blockwise).
 _BATCHED: dict[type, Callable] = {}
 
@@ -30,13 +33,17 @@ class Rule:
     lazy_inputs: Callable | None = None
 
 
-def register_lowering(*op_classes: type, inner_ops: Callable | None = None,
+def register_lowering(*op_classes: type | str, inner_ops: Callable | None = None,
                       missing: Callable | None = None, lazy_inputs: Callable | None = None):
-    """Decorator: `fn(ctx, node, *operands) -> Value | tuple[Value, ...]` lowers these Ops."""
+    """Decorator: `fn(ctx, node, *operands) -> Value | tuple[Value, ...]` lowers these Ops.
+
+    An Op class may be given by its full name ("pymc.distributions.multivariate.PosDefMatrix")
+    when its package is optional: the rule applies once that class exists, unimported here."""
 
     def decorate(fn):
         for cls in op_classes:
-            _RULES[cls] = Rule(fn, inner_ops, missing, lazy_inputs)
+            table = _RULES_BY_NAME if isinstance(cls, str) else _RULES
+            table[cls] = Rule(fn, inner_ops, missing, lazy_inputs)
         return fn
 
     return decorate
@@ -72,10 +79,16 @@ def lookup_rule(op) -> Rule | None:
 def lookup_rule_for_class(op_class: type) -> Rule | None:
     for cls in op_class.__mro__:
         rule = _RULES.get(cls)
+        if rule is None and _RULES_BY_NAME:
+            rule = _RULES_BY_NAME.get(class_name(cls))
         if rule is not None:
             return rule
     return None
 
 
-def registered_op_classes() -> list[type]:
-    return list(_RULES)
+def class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def registered_op_classes() -> list[type | str]:
+    return [*_RULES, *_RULES_BY_NAME]

@@ -815,3 +815,59 @@ def test_shapes_numpy_refuses_raise_its_exception_and_never_reach_lapack(case):
 def test_empty_non_square_cholesky_is_returned_as_perform_does():
     x = pt.matrix("x")
     compare_with_py([x], [sl.cholesky(x)], [np.zeros((0, 3))])
+
+
+# --- PyMC's positive-definiteness test (LKJCorr's and Wishart's logp) --------------------
+
+from pymc.distributions.multivariate import matrix_pos_def  # noqa: E402
+
+# (matrix, the dtype kinds it is valid for): perform is scipy.linalg.cholesky's success,
+# which reads only the upper triangle, so the lower one is garbage in some.
+_POS_DEF_CASES = [
+    (np.eye(3), "biuf c"),
+    (np.zeros((0, 0)), "biuf c"),  # scipy: an empty matrix factors
+    (np.zeros((2, 2)), "biuf c"),
+    (np.ones((2, 2)), "biuf c"),  # singular: the second pivot is exactly 0
+    (np.array([[4, 2, 0], [2, 5, 1], [0, 1, 3]]), "iuf c"),
+    (np.array([[2, 1], [7, 2]]), "iuf c"),  # upper triangle positive definite
+    (np.array([[1, 3], [1, 1]]), "iuf c"),  # upper triangle indefinite
+    (np.array([[-1, 0], [0, 1]]), "if c"),
+    (np.array([[1, 1 - 1e-6], [1 - 1e-6, 1]]), "f c"),  # float16 rounds it to singular
+    (np.array([[2, 1j], [-1j, 2]]), "c"),
+    (np.array([[2, 1j], [5, 2]]), "c"),  # Hermitian upper triangle, garbage below
+    (np.array([[1, 2j], [-2j, 1]]), "c"),
+]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int32", "uint16", "float16", "float32", "float64",
+                                   "complex64", "complex128"])
+def test_pos_def_matrix_as_scipy(dtype):
+    x = pt.matrix("x", dtype=dtype)
+    ours = pytensor.function([x], matrix_pos_def(x), mode="STABLEHLO")
+    reference = pytensor.function([x], matrix_pos_def(x), mode=PY_MODE)
+    answers = set()
+    for matrix, kinds in _POS_DEF_CASES:
+        if np.dtype(dtype).kind not in kinds:
+            continue
+        value = matrix.astype(dtype)
+        got, expected = ours(value), reference(value)
+        assert got.dtype == expected.dtype == np.bool_ and got.shape == ()
+        assert got == expected, (dtype, value)
+        answers.add(bool(expected))
+    assert answers == {True, False}
+
+
+def test_pos_def_matrix_errors_as_scipy():
+    x, z = pt.dmatrix("x"), pt.zmatrix("z")
+    f = pytensor.function([x], matrix_pos_def(x), mode="STABLEHLO")
+    with pytest.raises(ValueError, match="Input array is expected to be square"):
+        f(np.ones((2, 3)))
+    for bad in (np.nan, -np.inf):
+        a = np.eye(2)
+        a[1, 0] = bad  # in the triangle potrf does not read: scipy checks all of x
+        with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+            f(a)
+    assert f(np.eye(2))  # and the function keeps working
+    g = pytensor.function([z], matrix_pos_def(z), mode="STABLEHLO")
+    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+        g(np.array([[1, complex(0, np.inf)], [0, 1]]))

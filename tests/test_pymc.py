@@ -8,9 +8,9 @@ import pymc as pm
 from lowering.examples import eight_schools_model
 
 
-def test_the_function_nuts_calls_matches_pytensor_on_random_points():
-    """`logp_dlogp_function` with raveled inputs (PyMC's NUTS and its ValueGradFunction)."""
-    model = eight_schools_model()
+def _assert_nuts_function_matches_pytensor(model, scale=2.0):
+    """`logp_dlogp_function` with raveled inputs (PyMC's NUTS and its ValueGradFunction)
+    against the Python mode's at random points."""
     ours = model.logp_dlogp_function(ravel_inputs=True, mode="STABLEHLO")
     reference = model.logp_dlogp_function(ravel_inputs=True, mode="FAST_COMPILE")
     for f in (ours, reference):
@@ -18,11 +18,27 @@ def test_the_function_nuts_calls_matches_pytensor_on_random_points():
     rng = np.random.default_rng(0)
     size = sum(int(np.prod(v.shape)) for v in model.initial_point().values())
     for _ in range(5):
-        point = rng.normal(scale=2.0, size=size)
+        point = rng.normal(scale=scale, size=size)
         logp, grad = ours(point)
         expected_logp, expected_grad = reference(point)
         np.testing.assert_allclose(logp, expected_logp, rtol=1e-12)
         np.testing.assert_allclose(grad, expected_grad, rtol=1e-10, atol=1e-12)
+
+
+def test_the_function_nuts_calls_matches_pytensor_on_random_points():
+    _assert_nuts_function_matches_pytensor(eight_schools_model())
+
+
+def test_models_checking_positive_definiteness():
+    """LKJCorr's and Wishart's logps test their matrix with PyMC's own PosDefMatrix Op."""
+    observed = np.random.default_rng(1).normal(size=(10, 3))
+    with pm.Model() as lkj:
+        pm.LKJCorr("r", n=4, eta=1.5)
+    with pm.Model() as wishart:
+        cov = pm.Wishart("W", nu=5, V=np.eye(3))
+        pm.MvNormal("y", mu=np.zeros(3), cov=cov, observed=observed)
+    for model in (lkj, wishart):
+        _assert_nuts_function_matches_pytensor(model, scale=0.5)
 
 
 def test_pm_sample_runs_on_the_mode():

@@ -147,3 +147,16 @@ factors = tri.tridiagonal_lu_factor(a)
 # CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1x2x3xf64>, tensor<9x2x3xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1x2x3xf64>, tensor<1x2x3xf64>, tensor<9x2x3xf64>
 print_ir("tridiagonal_lu", [a, b], [*factors, tri.tridiagonal_lu_solve(factors, b, b_ndim=2)])
+
+# PyMC's positive-definiteness test is scipy.linalg.cholesky's success: potrf of x's
+# upper triangle (the transposed view with uplo 'L'), in scipy's precision (single for
+# int16), and a finiteness check as the module's check flag.
+# CHECK-LABEL: TEST: pos_def_matrix opt
+# CHECK: stablehlo.convert %arg0 : (tensor<3x3xi16>) -> tensor<3x3xf32>
+# CHECK: stablehlo.is_finite
+# CHECK: stablehlo.custom_call @lapack_spotrf_ffi({{.*}}) {api_version = 4 : i32, backend_config = {uplo = 76 : ui8}
+# CHECK: return {{.*}} : tensor<i1>, tensor<1xi1>
+from pymc.distributions.multivariate import matrix_pos_def  # noqa: E402
+
+i = pt.tensor("i", shape=(3, 3), dtype="int16")
+print_ir("pos_def_matrix", [i], [matrix_pos_def(i)])
