@@ -1,5 +1,5 @@
 """Bessel functions of real order (scalar Ops inside Elemwise): I0, I1, Iv, Ive, Kve,
-J0, J1, Jv, computed in float64 as scipy does and cast to the output dtype.
+J0, J1, Jv (and PyMC's I0e, I1e), computed in float64 as scipy does and cast to the output dtype.
 
 For x > 0 and order v >= 0 they follow Temme's method, as Numerical Recipes' bessik
 and bessjy lay it out (the algorithms behind Boost's and GSL's):
@@ -540,19 +540,26 @@ def _chebyshev(t, coefficients):
     return _mul(_c(t, 0.5), _sub(b0, b2))
 
 
-def _i0(_, x):
+def _i0e(_, x):
     ax = hlo.abs(x)
     below = _chebyshev(_sub(_mul(_c(x, 0.5), ax), _c(x, 2.0)), _I0E_BELOW_8)
     above = _div(_chebyshev(_sub(_div(_c(x, 32.0), ax), _c(x, 2.0)), _I0E_ABOVE_8), hlo.sqrt(ax))
-    return _mul(hlo.exponential(ax), select(compare(ax, _c(x, 8.0), "LE"), below, above))
+    return select(compare(ax, _c(x, 8.0), "LE"), below, above)
 
 
-def _i1(_, x):
-    return _mul(hlo.exponential(hlo.abs(x)), chlo.bessel_i1e(x))
+def _i1e(_, x):
+    return chlo.bessel_i1e(x)
 
 
-register_lowering(psm.I0)(_rule(_i0, 0.0))
-register_lowering(psm.I1)(_rule(_i1, 1.0))
+def _unscaled(scaled):
+    return lambda v, x: _mul(hlo.exponential(hlo.abs(x)), scaled(v, x))
+
+
+register_lowering(psm.I0)(_rule(_unscaled(_i0e), 0.0))
+register_lowering(psm.I1)(_rule(_unscaled(_i1e), 1.0))
+# PyMC's own scalar Ops (the Rice distribution's logp), by name: the rules never import PyMC.
+register_lowering("pymc.distributions.dist_math.I0e")(_rule(_i0e, 0.0))
+register_lowering("pymc.distributions.dist_math.I1e")(_rule(_i1e, 1.0))
 register_lowering(psm.Jv)(_rule(_first_kind))
 register_lowering(psm.J0)(_rule(_first_kind, 0.0))
 register_lowering(psm.J1)(_rule(_first_kind, 1.0))

@@ -26,3 +26,18 @@ print_ir("iv", [v, x], pt.iv(v, x), raw=True)
 # CHECK-DAG: stablehlo.round_nearest_even
 # CHECK: return
 print_ir("j0", [x], pt.j0(x), raw=True)
+
+# PyMC's scaled I0e and I1e: the series alone, no e**|x| factor (I0, I1 multiply by it).
+# CHECK-LABEL: TEST: pymc_i1e raw
+# CHECK: chlo.bessel_i1e
+# CHECK-NOT: stablehlo.exponential
+# CHECK: return
+# CHECK-LABEL: TEST: pymc_i0e raw
+# CHECK-NOT: stablehlo.exponential
+# CHECK: stablehlo.sqrt
+# CHECK-NOT: stablehlo.exponential
+# CHECK: return
+from pymc.distributions.dist_math import i0e, i1e  # noqa: E402
+
+print_ir("pymc_i1e", [x], i1e(x), raw=True)
+print_ir("pymc_i0e", [x], i0e(x), raw=True)
