@@ -10,6 +10,7 @@ from dialect_rules import (  # noqa: F401
     extra_ops,
     functions,
     hypergeometric,
+    interpolate,
     jax_op,
     linalg,
     scan,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from jax.extend.mlir.dialects import stablehlo as hlo
+from jax.extend.mlir import ir
 from pytensor.graph.basic import Constant
 from pytensor.tensor.extra_ops import (
     Bartlett,
@@ -122,14 +123,20 @@ def lower_searchsorted(ctx, node, a, v, sorter=None):
         ctx.runtime_check(any_true(bad), ValueError, "searchsorted: sorter index out of range")
         a = gather_indexed(a, [0], reshape(sorter, [*shape_of(sorter), 1]), front=False)
     dtype = np.promote_types(value_dtype(a), value_dtype(v))
-    a, v = convert(a, dtype), convert(v, dtype)
+    return sorted_positions(convert(a, dtype), convert(v, dtype), node.op.side)
+
+
+def sorted_positions(a: ir.Value, v: ir.Value, side: str) -> ir.Value:
+    """numpy's `searchsorted(a, v, side)` (int64, shaped like v) for a sorted vector `a`
+    of v's dtype: how many elements of `a` come before each value in numpy's order
+    (NaN last)."""
     dims = list(shape_of(v))
     rank = len(dims)
     wide = dims + [shape_of(a)[0]]
     a_wide = broadcast_in_dim(a, wide, [rank])
     v_wide = broadcast_in_dim(v, wide, list(range(rank)))
-    less = numpy_less(dtype)
-    if node.op.side == "left":
+    less = numpy_less(value_dtype(v))
+    if side == "left":
         before = less(a_wide, v_wide)  # a[k] < v
     else:
         before = hlo.not_(less(v_wide, a_wide))  # a[k] <= v
