@@ -164,3 +164,35 @@ def test_float16_overflows_to_inf_and_rounds_half_to_even():
     d = pt.dvector("d")
     _check([h, d], [h * 2, pt.round(d)], [np.array([65504.0, 1.0], "float16"), np.array([0.5, 1.5, 2.5, -0.5])],
            [np.array([np.inf, 2.0], "float16"), np.array([0.0, 2.0, 2.0, -0.0])])
+
+
+_MATERN_GRADIENT = """
+import numpy as np, pymc as pm, warnings
+warnings.filterwarnings("ignore")
+import lowering
+rng = np.random.default_rng(0)
+X = rng.uniform(0, 3, size=(30, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
+with pm.Model() as m:
+    gp = pm.gp.Marginal(cov_func=pm.gp.cov.Matern52(1, ls=pm.Gamma("ls", 2, 2)))
+    gp.marginal_likelihood("y", X=X, y=y, sigma=0.1)
+for mode in ("STABLEHLO", "FAST_COMPILE"):
+    f = m.logp_dlogp_function(ravel_inputs=True, mode=mode); f.set_extra_values({})
+    print(repr(float(f(np.array([np.log(0.55)]))[1][0])))
+"""
+
+
+def test_the_readme_remedy_for_fma_contraction_gives_numpys_gradient():
+    """README: XLA's FMA contraction can give a recomputed value two roundings, and a
+    clip's gradient mask then disagrees with itself; XLA_FLAGS=--xla_cpu_max_isa=AVX
+    (process-wide, before JAX's first compile) restores numpy's value."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XLA_FLAGS="--xla_cpu_max_isa=AVX", JAX_PLATFORMS="cpu")
+    run = subprocess.run([sys.executable, "-c", _MATERN_GRADIENT], env=env, capture_output=True, text=True,
+                         timeout=600, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert run.returncode == 0, run.stderr[-2000:]
+    ours, numpy_value = map(float, run.stdout.split())
+    assert abs(numpy_value - 12.749) < 1e-3
+    assert ours == pytest.approx(numpy_value, rel=1e-9)
