@@ -1,10 +1,11 @@
 """Per-call time of PyMC models' logp+dlogp on every PyTensor backend, in one run.
 
-    python benchmarks/bench_models.py [--repeat N] [--only NAME ...]
+    python benchmarks/bench_models.py [--repeat N] [--only NAME ...] [--modes MODE ...]
 
 Prints, per workload, the build time (`pytensor.function`), the first call's time and the
-median per-call time (outputs read back as numpy arrays) for STABLEHLO, JAX, NUMBA and
-C, and each backend's ratio to STABLEHLO; then `pm.sample` end to end (NUTS, the backend as
+median per-call time (outputs read back as numpy arrays) for STABLEHLO, STABLEHLO_NO_FMA
+(ours with every multiply and add rounded alone), JAX, NUMBA and C, and each backend's
+ratio to STABLEHLO; then `pm.sample` end to end (NUTS, the backend as
 PyMC's compile mode); then how lowering time grows with graph size.
 Each backend runs in its own process. Numbers depend on the machine; compare ratios
 within one run only.
@@ -31,7 +32,9 @@ import pytensor.tensor as pt  # noqa: E402
 import lowering  # noqa: E402,F401  (registers the STABLEHLO mode)
 from lowering.examples import eight_schools_model, example, model_graph  # noqa: E402
 
-MODES = ("STABLEHLO", "JAX", "NUMBA", "C")
+# STABLEHLO_NO_FMA: ours with no multiply-add contracted into an FMA
+# (README, "Multiply-adds and FMA").
+MODES = ("STABLEHLO", "STABLEHLO_NO_FMA", "JAX", "NUMBA", "C")
 
 
 def linear_regression():
@@ -247,15 +250,15 @@ def time_sampling(build_model, mode):
     return total_s, idata.sample_stats.attrs["sampling_time"], float(idata.posterior[first].mean())
 
 
-def print_sampling(name):
-    rows = {mode: row for mode in MODES if (row := run_isolated(name, mode, 0)) is not None}
+def print_sampling(name, modes):
+    rows = {mode: row for mode in modes if (row := run_isolated(name, mode, 0)) is not None}
     if "STABLEHLO" not in rows:
         return
     ours = rows["STABLEHLO"][1]
     print(f"\n{name} (pm.sample, 1 chain, 500 + 500 draws)")
-    print(f"{'mode':<10} {'total s':>8} {'sampling s':>11} {'vs STABLEHLO':>13}  posterior mean")
+    print(f"{'mode':<17} {'total s':>8} {'sampling s':>11} {'vs STABLEHLO':>13}  posterior mean")
     for mode, (total_s, sampling_s, mean) in rows.items():
-        print(f"{mode:<10} {total_s:>8.2f} {sampling_s:>11.2f} {sampling_s / ours:>12.2f}x  {mean:.3f}",
+        print(f"{mode:<17} {total_s:>8.2f} {sampling_s:>11.2f} {sampling_s / ours:>12.2f}x  {mean:.3f}",
               flush=True)
 
 
@@ -322,15 +325,18 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2000)
     parser.add_argument("--only", nargs="*", choices=[*MODELS, *SAMPLERS, "lowering-scaling"],
                         help="run these workloads only")
+    parser.add_argument("--modes", nargs="*", choices=MODES, default=list(MODES),
+                        help="the backends to run (STABLEHLO always runs: ratios are to it)")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(*args.worker, args.repeat)
+    modes = ["STABLEHLO", *(m for m in args.modes if m != "STABLEHLO")]
     for name in MODELS:
         if args.only and name not in args.only:
             continue
         rows = {}
-        for mode in MODES:
+        for mode in modes:
             row = run_isolated(name, mode, args.repeat)
             if row is not None:
                 rows[mode] = row
@@ -339,14 +345,14 @@ def main() -> int:
         reference = rows["STABLEHLO"][3]
         ours = rows["STABLEHLO"][2]
         print(f"\n{name}")
-        print(f"{'mode':<10} {'build s':>8} {'1st call s':>10} {'per call us':>12} {'vs STABLEHLO':>13}  same result")
+        print(f"{'mode':<17} {'build s':>8} {'1st call s':>10} {'per call us':>12} {'vs STABLEHLO':>13}  same result")
         for mode, (build_s, first_s, per_call, result) in rows.items():
             same = all(np.allclose(a, b, rtol=1e-6) for a, b in zip(result, reference))
-            print(f"{mode:<10} {build_s:>8.3f} {first_s:>10.3f} {per_call * 1e6:>12.1f} "
+            print(f"{mode:<17} {build_s:>8.3f} {first_s:>10.3f} {per_call * 1e6:>12.1f} "
                   f"{per_call / ours:>12.2f}x  {same}", flush=True)
     for name in SAMPLERS:
         if not args.only or name in args.only:
-            print_sampling(name)
+            print_sampling(name, modes)
     if not args.only or "lowering-scaling" in args.only:
         lowering_scaling()
     return 0

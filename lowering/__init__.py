@@ -4,7 +4,8 @@
     compiled = lowered.compile()     # XLA executable per call signature
     compiled(*numpy_arrays)          # numpy in, numpy out
 
-Importing this package also registers the PyTensor mode "STABLEHLO".
+Importing this package also registers the PyTensor modes "STABLEHLO" and
+"STABLEHLO_NO_FMA" (no multiply-add contracted into an FMA: numpy's rounding, slower).
 """
 
 from lowering.api import Lowered, lower

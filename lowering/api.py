@@ -88,7 +88,10 @@ class Lowered:
                 self._bytecode = module_bytecode(self.module)
             return self._bytecode
 
-    def compile(self, platform: str = "cpu"):
+    def compile(self, platform: str = "cpu", fp_contraction: bool = True):
+        """The executable form. `fp_contraction=False` keeps XLA from fusing a multiply
+        and an add into one FMA, so each rounds as in numpy (CPU only; slower, see the
+        README's "Multiply-adds and FMA")."""
         from lowering.runtime import Compiled
 
         if platform != "cpu":
@@ -98,7 +101,7 @@ class Lowered:
                     f"this module calls LAPACK through jaxlib's CPU targets ({', '.join(cpu_only)}); "
                     f"no {platform} lowering of linear algebra yet: compile it for 'cpu'"
                 )
-        return Compiled(self, platform)
+        return Compiled(self, platform, fp_contraction)
 
     def __str__(self) -> str:
         return self.as_text()

@@ -11,7 +11,9 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+import jax
 import jax.extend.backend as xb
+import numpy as np
 from jax.extend.mlir import ir
 
 from lowering._jax_internal import DeviceList
@@ -86,21 +88,72 @@ def _synchronous_cpu_client():
     return _xc.make_cpu_client(asynchronous=False, num_devices=1)
 
 
-def compile_bytecode(bytecode: bytes, platform: str = "cpu"):
-    """Compile (or fetch) the executable for a serialized StableHLO module."""
+def compile_bytecode(bytecode: bytes, platform: str = "cpu", fp_contraction: bool = True):
+    """Compile (or fetch) the executable for a serialized StableHLO module.
+
+    `fp_contraction=False`: every multiply and every add rounds on its own, as in numpy,
+    where XLA would fuse them into FMAs (`no_contraction_overrides`).
+    """
     backend = get_backend(platform)
-    key = (platform, hashlib.sha256(bytecode).hexdigest())
+    overrides = () if fp_contraction else no_contraction_overrides(platform)
+    variant = "".join(f"-{name}={value}" for name, value in overrides)
+    key = (platform, hashlib.sha256(bytecode).hexdigest() + variant)
     exe = EXECUTABLES.get(key)
     if exe is not None:
         return exe
     devices = DeviceList(tuple(backend.local_devices()[:1]))
     options = xb.get_compile_options(num_replicas=1, num_partitions=1)
+    options.env_option_overrides = list(overrides)
     exe = _load_from_disk(backend, key, devices, options)
     if exe is None:
         exe = backend.compile_and_load(bytecode, devices, options)
         _store_on_disk(backend, key, exe)
     EXECUTABLES.put(key, exe)
     return exe
+
+
+@functools.cache
+def no_contraction_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
+    """The compile options under which XLA contracts no multiply-add into an FMA.
+
+    XLA:CPU lets LLVM fuse `a * b + c` into one FMA, rounded once, wherever the host has
+    FMA instructions; it also recomputes a cheap value inside each fusion that reads it,
+    so one variable can get two roundings and a comparison on it two answers (README,
+    "Multiply-adds and FMA"). The instruction set is fixed per process
+    (`XLA_FLAGS=--xla_cpu_max_isa`, read when the first XLA client starts); per
+    executable, only LLVM's optimization level 0 stops the contraction. So: nothing where
+    this process's XLA does not contract (a probe decides), optimization level 0 where
+    it does.
+    """
+    if platform != "cpu":
+        raise NotImplementedError(
+            f"fp_contraction=False is implemented for the CPU only, not for {platform!r}"
+        )
+    return (("xla_backend_optimization_level", "0"),) if _contracts(platform) else ()
+
+
+# a * b + c with c = -fl(a * b): exactly 0 when the product is rounded before the add,
+# the product's rounding error when both are one FMA.
+_CONTRACTION_PROBE = """
+func.func public @main(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = stablehlo.multiply %a, %b : tensor<8xf32>
+  %1 = stablehlo.add %0, %c : tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+"""
+
+
+def _contracts(platform: str) -> bool:
+    """Whether XLA, as this process runs it, compiles `a * b + c` to an FMA."""
+    backend = get_backend(platform)
+    device = backend.local_devices()[0]
+    options = xb.get_compile_options(num_replicas=1, num_partitions=1)
+    exe = backend.compile_and_load(_CONTRACTION_PROBE, DeviceList((device,)), options)
+    a = np.arange(1, 9, dtype=np.float32) * np.float32(0.1)
+    b = np.arange(1, 9, dtype=np.float32) * np.float32(0.3)
+    args = [jax.device_put(v, device) for v in (a, b, -(a * b))]
+    (result,) = exe.execute_sharded(args).disassemble_into_single_device_arrays()
+    return bool(np.any(np.asarray(result[0]) != 0))
 
 
 def _disk_path(key) -> Path | None:
@@ -112,8 +165,9 @@ def _disk_path(key) -> Path | None:
 
 @functools.cache
 def _build_fingerprint() -> str:
-    """What an executable on disk must have been built by and for: this jaxlib, and this
-    CPU (XLA compiles for the host's instruction set; another CPU could not run it)."""
+    """What an executable on disk must have been built by and for: this jaxlib, this CPU
+    (XLA compiles for the host's instruction set; another CPU could not run it) and the
+    XLA_FLAGS that may narrow that instruction set."""
     from jax._src.lib import version_str
 
     try:
@@ -121,7 +175,9 @@ def _build_fingerprint() -> str:
             cpu = next((line for line in f if line.startswith("flags")), "")
     except OSError:
         cpu = ""
-    text = "|".join([version_str, platform.machine(), platform.processor(), cpu])
+    # XLA_FLAGS can set the instruction set (--xla_cpu_max_isa) for the whole process.
+    flags = os.environ.get("XLA_FLAGS", "")
+    text = "|".join([version_str, platform.machine(), platform.processor(), cpu, flags])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

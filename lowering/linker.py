@@ -24,14 +24,15 @@ class StableHLOLinker(JITLinker):
     required_rewrites = ("minimum_compile",)
     incompatible_rewrites = EXCLUDED_REWRITES
 
-    def __init__(self, *args, platform: str = "cpu", **kwargs):
+    def __init__(self, *args, platform: str = "cpu", fp_contraction: bool = True, **kwargs):
         self.platform = platform
+        self.fp_contraction = fp_contraction
         super().__init__(*args, **kwargs)
 
     def fgraph_convert(self, fgraph, input_storage, storage_map, **kwargs):
         from lowering.api import lower
 
-        return lower(fgraph).compile(self.platform)
+        return lower(fgraph).compile(self.platform, self.fp_contraction)
 
     def jit_compile(self, fn):
         # PyTensor's containers already filtered every input to its type.
@@ -52,15 +53,18 @@ class _Trusted:
         return self.call(args)
 
 
-def _register() -> Mode:
-    if "STABLEHLO" in predefined_modes:
-        return predefined_modes["STABLEHLO"]
-    linker = StableHLOLinker()
-    if "stablehlo" not in predefined_linkers:
-        register_linker("stablehlo", linker)
+def _register(name: str, **linker_options) -> Mode:
+    if name in predefined_modes:
+        return predefined_modes[name]
+    linker = StableHLOLinker(**linker_options)
+    if name.lower() not in predefined_linkers:
+        register_linker(name.lower(), linker)
     mode = Mode(linker, RewriteDatabaseQuery(include=["fast_run"]))
-    predefined_modes["STABLEHLO"] = mode
+    predefined_modes[name] = mode
     return mode
 
 
-STABLEHLO = _register()
+STABLEHLO = _register("STABLEHLO")
+# Each multiply and add rounded on its own, as numpy does: slower on CPUs with FMA (the
+# README's "Multiply-adds and FMA" says when it matters and what it costs).
+STABLEHLO_NO_FMA = _register("STABLEHLO_NO_FMA", fp_contraction=False)

@@ -28,7 +28,7 @@ from lowering._jax_internal import (
     x64_enabled,
 )
 from lowering._jax_internal import to_numpy as _to_numpy
-from lowering.compile import compile_bytecode, get_backend, module_bytecode
+from lowering.compile import compile_bytecode, get_backend, module_bytecode, no_contraction_overrides
 from lowering.errors import PassPipelineError
 from lowering.specialize import (
     bind_runtime_dims,
@@ -58,14 +58,18 @@ class Compiled:
     """A lowered graph, callable with numpy arrays; compiles once per input signature.
 
     Executables are kept per call signature, at most `max_signatures` of them (the
-    oldest is dropped first); `clear_cache()` drops them all.
+    oldest is dropped first); `clear_cache()` drops them all. `fp_contraction=False`
+    compiles them with no multiply-add fused into an FMA (`no_contraction_overrides`).
     """
 
     max_signatures = 64
 
-    def __init__(self, lowered, platform: str = "cpu"):
+    def __init__(self, lowered, platform: str = "cpu", fp_contraction: bool = True):
+        if not fp_contraction:
+            no_contraction_overrides(platform)  # refuses a platform it cannot do
         self.lowered = lowered
         self.platform = platform
+        self.fp_contraction = fp_contraction
         self._backend = get_backend(platform)
         self._device = self._backend.local_devices()[0]
         self._sharding = SingleDeviceSharding(self._device)
@@ -296,7 +300,7 @@ class Compiled:
                 checked = not drop_folded_checks(module)
             if not probe:
                 packed = pack_small_results(module)
-        exe = compile_bytecode(module_bytecode(module), self.platform)
+        exe = compile_bytecode(module_bytecode(module), self.platform, self.fp_contraction)
         needed = exe.get_compiled_memory_stats().peak_memory_in_bytes
         available = self._device_memory
         if available and needed > available:

@@ -196,3 +196,73 @@ def test_the_readme_remedy_for_fma_contraction_gives_numpys_gradient():
     ours, numpy_value = map(float, run.stdout.split())
     assert abs(numpy_value - 12.749) < 1e-3
     assert ours == pytest.approx(numpy_value, rel=1e-9)
+
+
+def _matern_gp_gradient(mode):
+    """d logp / d log(ls) of the README's Matern52 GP at ls = 0.55, under `mode`."""
+    import warnings
+
+    import pymc as pm
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 3, size=(30, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=30)
+    with pm.Model() as model:
+        gp = pm.gp.Marginal(cov_func=pm.gp.cov.Matern52(1, ls=pm.Gamma("ls", 2, 2)))
+        gp.marginal_likelihood("y", X=X, y=y, sigma=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = model.logp_dlogp_function(ravel_inputs=True, mode=mode)
+    f.set_extra_values({})
+    return float(f(np.array([np.log(0.55)]))[1][0])
+
+
+def test_the_no_fma_mode_gives_numpys_gp_gradient_in_process():
+    """README: STABLEHLO_NO_FMA compiles with no multiply-add contracted, in a process
+    whose XLA would contract them, so the clip mask agrees with itself again."""
+    numpy_value = _matern_gp_gradient("FAST_COMPILE")
+    assert abs(numpy_value - 12.749) < 1e-3
+    assert _matern_gp_gradient("STABLEHLO_NO_FMA") == pytest.approx(numpy_value, rel=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_no_fma_mode_rounds_every_product_before_the_add(dtype):
+    """a * b + c with c = -fl(a * b) is exactly 0 in numpy; one FMA gives the product's
+    rounding error instead. Chained, as XLA fuses them: (a * b + c) * a + c * b."""
+    a, b, c = (pt.vector(n, dtype=dtype) for n in "abc")
+    x = np.arange(1, 65, dtype=dtype) * np.asarray(0.1, dtype)
+    y = np.arange(1, 65, dtype=dtype) * np.asarray(0.3, dtype)
+    z = -(x * y)
+    outputs = [a * b + c, (a * b + c) * a + c * b]
+    f = pytensor.function([a, b, c], outputs, mode="STABLEHLO_NO_FMA")
+    for got, want in zip(f(x, y, z), [x * y + z, (x * y + z) * x + z * y]):
+        assert_same(got, want)
+    assert not np.any(f(x, y, z)[0])
+
+
+def test_the_no_fma_option_is_refused_where_it_has_no_implementation():
+    from lowering import lower
+    from pytensor.graph.fg import FunctionGraph
+
+    x = pt.dvector("x")
+    lowered = lower(FunctionGraph([x], [x * 2 + 1]))
+    with pytest.raises(NotImplementedError, match="fp_contraction=False.*CPU only.*'cuda'"):
+        lowered.compile("cuda", fp_contraction=False)
+
+
+def test_contracted_and_uncontracted_executables_are_cached_apart(tmp_path, monkeypatch):
+    """The same module compiled both ways is two executables, in memory and on disk."""
+    from lowering import compile as comp
+    from lowering import lower
+    from pytensor.graph.fg import FunctionGraph
+
+    monkeypatch.setenv(comp.DISK_CACHE_ENV, str(tmp_path))
+    comp.EXECUTABLES.clear()
+    a, b, c = pt.dvectors("a", "b", "c")
+    lowered = lower(FunctionGraph([a, b, c], [a * b + c]))
+    x, y = np.arange(1, 9) * 0.1, np.arange(1, 9) * 0.3
+    exact = lowered.compile(fp_contraction=False)(x, y, -(x * y))[0]
+    lowered.compile()(x, y, -(x * y))
+    assert not np.any(exact)
+    expected = 2 if comp.no_contraction_overrides("cpu") else 1
+    assert len(list(tmp_path.glob("cpu-*.xla"))) == expected
