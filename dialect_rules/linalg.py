@@ -72,6 +72,7 @@ from lowering.builders import (
     dynamic_index,
     full,
     full_like,
+    hypot,
     iota,
     is_complex,
     is_nan,
@@ -1115,10 +1116,6 @@ def _pair_rotate(x: ir.Value, axis: int, first: ir.Value, a, b, c, d) -> ir.Valu
     return add_all(*(hlo.multiply(_along(coef, dims, axis), y) for coef, y in terms))
 
 
-def _hypot(x: ir.Value, y: ir.Value) -> ir.Value:
-    return hlo.abs(hlo.complex(x, y))  # XLA's complex abs scales: no overflow
-
-
 def _selected(sort: str, wr: ir.Value, wi: ir.Value) -> ir.Value:
     """PyTensor's Schur sort functions, on eigenvalues wr + i wi."""
     zero, one = full_like(wr, 0), full_like(wr, 1)
@@ -1126,13 +1123,13 @@ def _selected(sort: str, wr: ir.Value, wi: ir.Value) -> ir.Value:
         return compare(wr, zero, "LT")
     if sort == "rhp":
         return compare(wr, zero, "GE")
-    return compare(_hypot(wr, wi), one, "LE" if sort == "iuc" else "GT")
+    return compare(hypot(wr, wi), one, "LE" if sort == "iuc" else "GT")
 
 
 def _givens(f: ir.Value, g: ir.Value):
     """LAPACK's (z)lartg: c real >= 0 and s with [c, s; -conj(s), c] [f; g] = [r; 0]."""
     af, ag = hlo.abs(f), hlo.abs(g)
-    h = _hypot(af, ag)
+    h = hypot(af, ag)
     none = compare(h, full_like(h, 0), "EQ")
     h = select(none, full_like(h, 1), h)
     f_zero = compare(af, full_like(af, 0), "EQ")
@@ -1222,7 +1219,7 @@ def _sorted_schur(a, t, z, sort: str, batch_ndim: int):
     half = hlo.multiply(hlo.subtract(d, d_next), full_like(d, 0.5))
     disc = hlo.add(hlo.multiply(half, half), hlo.multiply(above, below))
     mu = hlo.complex(half, hlo.sqrt(hlo.maximum(hlo.negate(disc), full_like(disc, 0))))
-    r = select(first, _hypot(hlo.abs(mu), below), full_like(below, 1))
+    r = select(first, hypot(hlo.abs(mu), below), full_like(below, 1))
     c = select(first, hlo.divide(mu, convert(r, cdtype)), full_like(mu, 1))
     s = convert(select(first, hlo.divide(below, r), full_like(r, 0)), cdtype)
     tc = _pair_rotate(convert(t, cdtype), axis, first, conj(c), s, hlo.negate(s), c)
@@ -1285,7 +1282,7 @@ def _standardize_blocks(t, q, first, second, batch_ndim):
     p, b, c = _diagonal(t), _diagonal(t, 1), _diagonal(t, -1)
     sigma = hlo.add(b, c)
     temp = hlo.subtract(p, _shifted(p, axis, 1))
-    tau = _hypot(sigma, temp)
+    tau = hypot(sigma, temp)
     rotate = hlo.and_(first, compare(tau, full_like(tau, 0), "GT"))
     tau = select(rotate, tau, full_like(tau, 1))
     cs = hlo.sqrt(hlo.multiply(full_like(tau, 0.5), hlo.add(full_like(tau, 1), hlo.divide(hlo.abs(sigma), tau))))

@@ -354,6 +354,15 @@ def require(ctx, failed: ir.Value, message: str, error: type = ValueError) -> No
         ctx.runtime_check(any_true(failed), error, message)
 
 
+def scipy_domain_error(name: str) -> str:
+    """The message of scipy.stats' `rvs` when a parameter is outside the domain."""
+    return (
+        "Domain error in arguments. The `scale` parameter must be positive for all "
+        "distributions, and many distributions have restrictions on shape parameters. "
+        f"Please see the `scipy.stats.{name}` documentation for details."
+    )
+
+
 def register_sampler(*op_classes, checks: Callable | None = None):
     """Register `sampler(key, dims, *params)` for the RandomVariable classes.
 

@@ -34,11 +34,12 @@ from dialect_rules.random import (
     register_sampler,
     rejection,
     require,
+    scipy_domain_error,
     split,
     uniform,
     uniforms,
 )
-from lowering.builders import compare, full_like, select, value_dtype
+from lowering.builders import compare, copysign, full_like, hypot, select, value_dtype
 
 # --- small arithmetic helpers ------------------------------------------------------------
 
@@ -102,14 +103,6 @@ def _not_positive(x):
     return compare(x, _c(x, 0.0), "LE")
 
 
-def _scipy_message(name):
-    return (
-        "Domain error in arguments. The `scale` parameter must be positive for all "
-        "distributions, and many distributions have restrictions on shape parameters. "
-        f"Please see the `scipy.stats.{name}` documentation for details."
-    )
-
-
 def _scipy_failed(shapes, scale):
     """scipy.stats' `rvs` check fails unless every shape parameter is > 0 and the scale
     >= 0 (NaN fails both)."""
@@ -121,7 +114,7 @@ def _scipy_failed(shapes, scale):
 def _scipy_checks(name, shapes=(), scale=1):
     """scipy's check of the parameters at indices `shapes` and `scale`: one message."""
     def checks(ctx, node, *params):
-        require(ctx, _scipy_failed([params[i] for i in shapes], params[scale]), _scipy_message(name))
+        require(ctx, _scipy_failed([params[i] for i in shapes], params[scale]), scipy_domain_error(name))
     return checks
 
 
@@ -279,7 +272,7 @@ def _student_t(key, dims, df, loc, scale):
 def _gengamma_checks(ctx, node, alpha, p, lambd):
     # scipy sees a = alpha / p and c = p, and requires c != 0 too
     failed = hlo.or_(_scipy_failed([hlo.divide(alpha, p)], lambd), compare(p, _c(p, 0.0), "EQ"))
-    require(ctx, failed, _scipy_message("gengamma"))
+    require(ctx, failed, scipy_domain_error("gengamma"))
 
 
 @register_sampler(rv.GenGammaRV, checks=_gengamma_checks)
@@ -373,3 +366,72 @@ def _vonmises(key, dims, mu, kappa):
     flat = hlo.multiply(_symmetric(u_flat), _c(mu, math.pi))
     out = select(_lt(kappa, _VONMISES_UNIFORM), flat, select(compare(kappa, _c(kappa, _VONMISES_NORMAL), "GT"), near, wrapped))
     return select(compare(kappa, kappa, "NE"), kappa, out)
+
+
+# --- PyMC's own RandomVariables -----------------------------------------------------------
+# Registered by qualified name, so loading the rules never imports PyMC. Each `rng_fn` is
+# numpy's or scipy.stats' sampler; these draw the same distributions.
+
+_PYMC = "pymc.distributions.continuous."
+
+
+@register_sampler(_PYMC + "WaldRV", checks=_wald_checks)
+def _pymc_wald(key, dims, mu, lam, alpha):
+    """PyMC's Wald: numpy's wald(mu, lam), shifted by alpha."""
+    return hlo.add(_wald(key, dims, mu, lam), alpha)
+
+
+@register_sampler(_PYMC + "MoyalRV", checks=_scipy_checks("moyal", scale=1))
+def _moyal(key, dims, mu, sigma):
+    """scipy's -log G for G ~ Gamma(1/2, scale 2), from log G (`log_standard_gamma`):
+    finite where G itself would underflow to 0."""
+    gamma_key, (u,) = _gamma_key_and_uniforms(key, dims, value_dtype(mu), 1)
+    log_g = log_standard_gamma(gamma_key, _c(mu, 0.5), u)
+    return _location_scale(mu, sigma, hlo.negate(hlo.add(log_g, _c(log_g, math.log(2.0)))))
+
+
+def _skewnorm_checks(ctx, node, mu, sigma, alpha):
+    finite = _lt(hlo.abs(alpha), math.inf)  # NaN fails too
+    require(ctx, hlo.or_(_not(finite), _scipy_failed([], sigma)), scipy_domain_error("skewnorm"))
+
+
+@register_sampler(_PYMC + "SkewNormalRV", checks=_skewnorm_checks)
+def _skewnormal(key, dims, mu, sigma, alpha):
+    """scipy's: from normals u0, v, u1 = d u0 + sqrt(1 - d^2) v with d = alpha /
+    sqrt(1 + alpha^2), taken with u0's sign. d and sqrt(1 - d^2) come from q = alpha or
+    1 / alpha, whichever is at most 1 in size: alpha^2 never overflows, and for a large
+    alpha sqrt(1 - d^2) is |q| / sqrt(1 + q^2) rather than a difference near 0."""
+    dtype = value_dtype(mu)
+    u0, v = (normal_of(u) for u in uniforms(key, dims, dtype, 2, open_zero=True))
+    big = compare(hlo.abs(alpha), _c(alpha, 1.0), "GT")
+    q = select(big, hlo.divide(_c(alpha, 1.0), alpha), alpha)
+    root = hlo.sqrt(hlo.add(_c(q, 1.0), _square(q)))
+    d = hlo.divide(select(big, copysign(_c(alpha, 1.0), alpha), q), root)
+    c = hlo.divide(select(big, hlo.abs(q), _c(q, 1.0)), root)
+    u1 = hlo.add(hlo.multiply(d, u0), hlo.multiply(c, v))
+    z = select(compare(u0, _c(u0, 0.0), "GE"), u1, hlo.negate(u1))
+    return _location_scale(mu, sigma, z)
+
+
+def _rice_checks(ctx, node, b, sigma):
+    nonnegative = compare(b, _c(b, 0.0), "GE")  # NaN fails
+    require(ctx, hlo.or_(_not(nonnegative), _scipy_failed([], sigma)), scipy_domain_error("rice"))
+
+
+@register_sampler(_PYMC + "RiceRV", checks=_rice_checks)
+def _rice(key, dims, b, sigma):
+    """scipy's |(b / sqrt(2) + N1, b / sqrt(2) + N2)| times sigma, the norm by `hypot`
+    (numpy's sum of squares overflows for b beyond 1e154)."""
+    u1, u2 = uniforms(key, dims, value_dtype(b), 2, open_zero=True)
+    shift = hlo.multiply(b, _c(b, math.sqrt(0.5)))
+    z = hypot(hlo.add(shift, normal_of(u1)), hlo.add(shift, normal_of(u2)))
+    return _location_scale(_c(b, 0.0), sigma, z)
+
+
+@register_sampler(_PYMC + "SkewStudentTRV", checks=_scipy_checks("jf_skew_t", shapes=(0, 1), scale=3))
+def _skew_student_t(key, dims, a, b, mu, sigma):
+    """scipy's Jones-Faddy draw (2X - 1) sqrt(a + b) / (2 sqrt(X (1 - X))), X ~ Beta(a, b),
+    which is sqrt(a + b) sinh(L / 2) for L = log(X / (1 - X)) (`beta_log_odds`): no 0/0
+    where X rounds to 0 or 1."""
+    half = hlo.multiply(beta_log_odds(key, a, b), _c(a, 0.5))
+    return _location_scale(mu, sigma, hlo.multiply(hlo.sqrt(hlo.add(a, b)), chlo.sinh(half)))

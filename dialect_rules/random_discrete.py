@@ -16,6 +16,7 @@ numpy's order and wording: numpy words some errors differently when every parame
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -30,6 +31,7 @@ from dialect_rules.random import (
     register_sampler,
     rejection,
     require,
+    scipy_domain_error,
     split,
     standard_gamma,
     uniform,
@@ -627,3 +629,25 @@ def _integers_checks(ctx, node, low, high):
 def _integers(key, dims, low, high):
     """Uniform on [low, high): `bounded_integers` (float bounds truncate, as numpy's cast)."""
     return bounded_integers(key, convert(low, I64), convert(high, I64))
+
+
+
+# --- PyMC's own RandomVariables (registered by name: loading the rules never imports PyMC)
+
+
+def _discrete_uniform_checks(ctx, node, lower, upper):
+    """scipy's randint(lower, upper + 1) refuses unless upper + 1 > lower and both
+    bounds are whole numbers (float bounds: PyMC floors them, a graph built by hand may
+    not)."""
+    fails = [_not(compare(hlo.add(convert(upper, I64), _c(convert(upper, I64), 1)), convert(lower, I64), "GT"))]
+    for bound in (lower, upper):
+        if value_dtype(bound).startswith("float"):
+            fails.append(compare(hlo.floor(bound), bound, "NE"))  # NaN too
+    require(ctx, functools.reduce(hlo.or_, fails), scipy_domain_error("randint"))
+
+
+@register_sampler("pymc.distributions.discrete.DiscreteUniformRV", checks=_discrete_uniform_checks)
+def _discrete_uniform(key, dims, lower, upper):
+    """Uniform on [lower, upper]: `bounded_integers` on [lower, upper + 1)."""
+    lower, upper = convert(lower, I64), convert(upper, I64)
+    return bounded_integers(key, lower, hlo.add(upper, _c(upper, 1)))

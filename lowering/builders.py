@@ -145,6 +145,12 @@ def signbit(x: ir.Value) -> ir.Value:
     return compare(bits, full_like(bits, 0), "LT")
 
 
+def hypot(x: ir.Value, y: ir.Value) -> ir.Value:
+    """sqrt(x^2 + y^2) of float32/float64 values, with no overflow or underflow in the
+    squares (XLA's complex abs scales)."""
+    return hlo.abs(hlo.complex(x, y))
+
+
 def copysign(magnitude: ir.Value, sign_of: ir.Value) -> ir.Value:
     mag = hlo.abs(magnitude)
     return select(signbit(sign_of), hlo.negate(mag), mag)

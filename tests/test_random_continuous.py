@@ -23,7 +23,7 @@ from lowering.builders import convert, full_like
 from lowering.compile import compile_bytecode, module_bytecode
 from lowering.types import tensor_type
 
-from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, device_put, draw
+from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, assert_family, device_put, draw
 
 
 class _GenGamma:
@@ -89,30 +89,11 @@ FAMILIES = {
 }
 
 
-def _columns(name, sets, dtype):
-    """N_DRAWS draws of each parameter set (one column each, one graph), and the Python
-    mode's draws of the same graph. The parameters are inputs: XLA would constant-fold
-    every elementwise step on 10^5 broadcast constants, seconds of compile time."""
-    builder = FAMILIES[name][0]
-    inputs = [pt.vector(f"p{i}", dtype=dtype) for i in range(len(sets[0]))]
-    values = [np.array(column, dtype=dtype) for column in zip(*sets)]
-    make = lambda r, size: builder(*inputs, size=size, rng=r, dtype=dtype)  # noqa: E731
-    shape = (N_DRAWS, len(sets))
-    return (
-        draw(make, n=shape, inputs=inputs, values=values),
-        draw(make, n=(10, len(sets)), mode=PY_MODE, inputs=inputs, values=values),
-    )
-
-
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", FAMILIES)
 def test_distribution(name, dtype):
-    sets = FAMILIES[name][2 if dtype == "float64" else 3]
-    x, reference = _columns(name, sets, dtype)
-    assert x.dtype == reference.dtype == dtype and x.shape[1:] == reference.shape[1:]
-    for column, params in zip(x.T, sets):
-        assert np.isfinite(column).all(), (name, params)
-        assert_distribution(column, FAMILIES[name][1](*params))
+    builder, scipy_dist, sets64, sets32 = FAMILIES[name]
+    assert_family(builder, scipy_dist, sets64 if dtype == "float64" else sets32, dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

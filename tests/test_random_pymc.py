@@ -1,0 +1,159 @@
+"""PyMC's own RandomVariables (rules in dialect_rules/random_continuous.py and
+random_discrete.py, registered by name): the distributions against scipy.stats, edge
+parameters and errors against each Op's `rng_fn`, and a PyMC model's prior predictive
+sampling on the STABLEHLO mode."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+import scipy.stats as st
+
+pm = pytest.importorskip("pymc")
+
+from pymc.distributions import continuous, discrete  # noqa: E402
+
+from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, assert_family, draw  # noqa: E402
+
+# name: (the Op, the scipy distribution of the same parameters, parameter sets in
+#        float64 (one column each), those in float32).
+FAMILIES = {
+    "wald": (
+        continuous.WaldRV(), lambda mu, lam, alpha: st.invgauss(mu / lam, loc=alpha, scale=lam),
+        [(1.0, 1.0, 0.0), (3.0, 0.2, 1.5), (0.5, 50.0, -2.0)], [(3.0, 0.2, 1.5)],
+    ),
+    "moyal": (continuous.MoyalRV(), lambda mu, s: st.moyal(mu, s), [(0.0, 1.0), (2.0, 0.5)], [(-1.0, 2.0)]),
+    "skewnormal": (
+        continuous.SkewNormalRV(), lambda mu, s, a: st.skewnorm(a, mu, s),
+        [(0.0, 1.0, 0.0), (1.0, 2.0, 4.0), (-1.0, 0.5, -0.3), (0.0, 1.0, 30.0)], [(1.0, 2.0, 4.0)],
+    ),
+    "rice": (continuous.RiceRV(), lambda b, s: st.rice(b, scale=s), [(0.0, 1.0), (0.5, 2.0), (5.0, 1.0)], [(1.5, 1.0)]),
+    "skewstudentt": (
+        continuous.SkewStudentTRV(), lambda a, b, mu, s: st.jf_skew_t(a, b, mu, s),
+        [(3.0, 3.0, 0.0, 1.0), (2.0, 5.0, 1.0, 2.0), (6.0, 3.0, 0.0, 1.0), (0.3, 4.0, 0.0, 1.0)],
+        [(2.0, 5.0, 1.0, 2.0)],
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", FAMILIES)
+def test_distribution(name, dtype):
+    op, scipy_dist, sets64, sets32 = FAMILIES[name]
+    assert_family(op, scipy_dist, sets64 if dtype == "float64" else sets32, dtype)
+
+
+def test_skewnormal_with_a_huge_alpha_is_the_half_normal():
+    """alpha = -1e200: scipy's alpha / sqrt(1 + alpha^2) is -1e200 / inf = -0, a plain
+    normal; the limit, and ours, is the negated half-normal."""
+    x = draw(lambda r, size: continuous.SkewNormalRV()(0.0, 1.0, -1e200, size=size, rng=r))
+    assert (x <= 0).all()
+    assert_distribution(-x, st.halfnorm())
+
+
+@pytest.mark.parametrize("bounds", [(0, 5), (-3, 3), (7, 7), (-(2**62), 2**62)])
+def test_discrete_uniform(bounds):
+    lower, upper = (pt.lscalar(n) for n in ("lower", "upper"))
+    make = lambda r, size: discrete.DiscreteUniformRV()(lower, upper, size=size, rng=r)  # noqa: E731
+    x = draw(make, inputs=[lower, upper], values=bounds)
+    reference = draw(make, n=10, mode=PY_MODE, inputs=[lower, upper], values=bounds)
+    assert x.dtype == reference.dtype == np.int64
+    assert x.min() >= bounds[0] and x.max() <= bounds[1]
+    if bounds[0] == bounds[1]:
+        assert (x == bounds[0]).all()
+    elif bounds[1] - bounds[0] < 100:
+        assert_distribution(x, st.randint(bounds[0], bounds[1] + 1), discrete=True)
+    else:  # too many values for a chi-square: the mean and the halves' balance
+        span = (bounds[1] - bounds[0]) / 2
+        assert abs(x.mean() - (bounds[0] + span)) < 6 * span / np.sqrt(3 * N_DRAWS)
+        assert abs((x > bounds[0] + span).mean() - 0.5) < 6 * 0.5 / np.sqrt(N_DRAWS)
+
+
+# Parameter rows whose draws are one number whatever the state, and rows the Op's
+# `rng_fn` refuses (repeated in every row of one call).
+EDGES = {
+    "wald": [(np.nan, 1, 0), (1, np.nan, 0), (np.inf, 1, 0), (2, 1, np.nan), (2, 1, np.inf)],
+    "moyal": [(np.nan, 1), (np.inf, 1), (3, 0)],
+    "skewnormal": [(np.nan, 1, 1), (np.inf, 1, 2), (3, 0, 1)],
+    "rice": [(np.inf, 1), (2, 0), (0, 0)],
+    "skewstudentt": [(1, 1, np.nan, 1), (1, 1, np.inf, 1), (2, 3, 3, 0)],
+}
+ERRORS = {
+    "wald": [(0, 1, 0), (1, -1, 0), (1, 0, 0)],
+    "moyal": [(0, -1), (0, np.nan)],
+    "skewnormal": [(0, 1, np.inf), (0, 1, np.nan), (0, -1, 1)],
+    "rice": [(-1, 1), (np.nan, 1), (1, -1)],
+    "skewstudentt": [(0, 1, 0, 1), (1, -1, 0, 1), (1, 1, 0, -1), (np.nan, 1, 0, 1)],
+}
+
+
+def _rng_fn(op, rows, seed):
+    columns = [np.array(c, dtype=np.float64) for c in zip(*rows)]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return op.rng_fn(np.random.default_rng(seed), *columns, None)
+
+
+@pytest.mark.parametrize("name", EDGES)
+def test_edge_parameters_and_errors_as_the_rng_fn(name):
+    """One row per edge case, as vectors of unknown length: on each row the `rng_fn`'s
+    one number; a bad row in every row: its ValueError, message and all."""
+    op = FAMILIES[name][0]
+    rows = EDGES[name]
+    params = [pt.dvector(f"p{i}") for i in range(len(rows[0]))]
+    f = pytensor.function(params, op(*params), mode="STABLEHLO")
+    expected = _rng_fn(op, rows, 0)
+    np.testing.assert_array_equal(expected, _rng_fn(op, rows, 1))  # one number per row
+    got = f(*(np.array(c, dtype=np.float64) for c in zip(*rows)))
+    np.testing.assert_allclose(got, expected, rtol=1e-12, equal_nan=True)
+    for bad in ERRORS[name]:
+        bad_rows = [bad] * 3
+        with pytest.raises(ValueError) as reference_error:
+            _rng_fn(op, bad_rows, 0)
+        with pytest.raises(ValueError, match="^" + re.escape(str(reference_error.value))):
+            f(*(np.array(c, dtype=np.float64) for c in zip(*bad_rows)))
+
+
+def test_discrete_uniform_refuses_what_scipy_refuses():
+    op = discrete.DiscreteUniformRV()
+    lower, upper = pt.lscalar("lower"), pt.lscalar("upper")
+    f = pytensor.function([lower, upper], op(lower, upper), mode="STABLEHLO")
+    assert f(4, 4) == 4
+    with pytest.raises(ValueError) as scipy_error:
+        op.rng_fn(np.random.default_rng(0), np.int64(5), np.int64(3), None)
+    with pytest.raises(ValueError, match="^" + re.escape(str(scipy_error.value))):
+        f(5, 3)
+    a, b = pt.dscalar("a"), pt.dscalar("b")
+    g = pytensor.function([a, b], op(a, b), mode="STABLEHLO")
+    assert 1 <= g(1.0, 3.0) <= 3
+    with pytest.raises(ValueError, match="^" + re.escape(str(scipy_error.value))):
+        g(1.5, 3.0)
+
+
+def test_prior_predictive_of_a_model_with_pymc_own_random_variables():
+    """`pm.sample_prior_predictive` on the STABLEHLO mode: each variable's draws against
+    scipy, and the observed one's shape."""
+    with pm.Model() as model:
+        skew = pm.SkewNormal("skew", mu=1.0, sigma=2.0, alpha=3.0)
+        wald = pm.Wald("wald", mu=2.0, lam=3.0, alpha=0.5)
+        moyal = pm.Moyal("moyal", mu=0.0, sigma=1.0)
+        rice = pm.Rice("rice", nu=1.0, sigma=1.5)
+        k = pm.DiscreteUniform("k", lower=-2, upper=4)
+        pm.SkewStudentT("y", a=2.0, b=3.0, mu=skew, sigma=wald, observed=np.zeros(3))
+    del moyal, rice, k
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prior = pm.sample_prior_predictive(draws=20_000, model=model, random_seed=1,
+                                           compile_kwargs={"mode": "STABLEHLO"})
+    values = {name: prior.prior[name].values.ravel() for name in ("skew", "wald", "moyal", "rice", "k")}
+    assert_distribution(values["skew"], st.skewnorm(3.0, 1.0, 2.0))
+    assert_distribution(values["wald"], st.invgauss(2.0 / 3.0, loc=0.5, scale=3.0))
+    assert_distribution(values["moyal"], st.moyal())
+    assert_distribution(values["rice"], st.rice(1.0 / 1.5, scale=1.5))
+    assert_distribution(values["k"], st.randint(-2, 5), discrete=True)
+    assert prior.prior_predictive["y"].shape == (1, 20_000, 3)
