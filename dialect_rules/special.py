@@ -121,7 +121,42 @@ def _log1mexp(x):
 
 
 def _erfcinv(x):
-    return chlo.erf_inv(hlo.subtract(full_like(x, 1), x))
+    """scipy's erfcinv on [0, 2] (NaN outside): -erfcinv(2 - x) from 1 on, 2 - x being
+    exact there, and `erfc_inverse_of_log`, which keeps every digit as x -> 0 where
+    erf_inv(1 - x) has lost them all (1 - x rounds to 1 below 1e-16)."""
+    upper = compare(x, full_like(x, 1.0), "GE")
+    q = select(upper, hlo.subtract(full_like(x, 2.0), x), x)
+    y = erfc_inverse_of_log(hlo.log(q))
+    y = select(compare(q, full_like(q, 0.0), "EQ"), full_like(q, np.inf), y)
+    return select(upper, hlo.negate(y), y)
+
+
+_ERFC_GUESS_BELOW = math.log(1 / 16)  # erf_inv(1 - q) is accurate above, the asymptote below
+_HALLEY_STEPS = 3
+
+
+def erfc_inverse_of_log(log_q):
+    """The y >= 0 with erfc(y) = exp(log_q), for log_q <= 0, also where exp(log_q)
+    underflows (while log_q > -1e12 or so: each step adds log_q and y**2).
+
+    From q = 1/2 up, erf_inv(1 - q), 1 - q being exact there. Below, a first guess
+    (erf_inv(1 - q) down to q = 1/16, then one step of y**2 = -log(q y sqrt(pi)),
+    erfc's leading asymptotic term, within 1% there and better further out) refined by
+    Halley steps on erfc(y) = q, which triple the correct digits each. A step is
+    r / (1 - y r) with r = (erfc(y) - q) / |erfc'(y)| = (sqrt(pi) / 2) (erfcx(y) -
+    exp(log_q + y**2)): neither erfc(y) nor exp(y**2) is formed, so nothing under- or
+    overflows. (Near q = 1 the step's difference of two numbers near 1 would cost a
+    small y its relative precision; there is nothing to refine there.)
+    """
+    t = hlo.sqrt(hlo.negate(log_q))
+    asymptote = hlo.sqrt(hlo.subtract(hlo.negate(log_q), hlo.log(hlo.multiply(t, full_like(t, math.sqrt(math.pi))))))
+    central = chlo.erf_inv(hlo.subtract(full_like(log_q, 1.0), hlo.exponential(log_q)))
+    y = select(compare(log_q, full_like(log_q, _ERFC_GUESS_BELOW), "LT"), asymptote, central)
+    for _ in range(_HALLEY_STEPS):
+        gap = hlo.subtract(_erfcx(y), hlo.exponential(hlo.add(log_q, hlo.multiply(y, y))))
+        r = hlo.multiply(gap, full_like(gap, math.sqrt(math.pi) / 2))
+        y = hlo.add(y, hlo.divide(r, hlo.subtract(full_like(r, 1.0), hlo.multiply(y, r))))
+    return select(compare(log_q, full_like(log_q, math.log(0.5)), "LT"), y, central)
 
 
 def _gammaln(x):

@@ -55,6 +55,21 @@ def test_special_functions(dtype):
     compare_with_py([x], [pt.gammaln(x), pt.gamma(x)], [poles], **tol)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_erfcinv_keeps_its_digits_in_both_tails(dtype):
+    """erf_inv(1 - x) has no digits left once 1 - x rounds to 1 (x below 1e-16 gave inf,
+    and 5.8636 for scipy's 5.8724 at 1e-16); scipy's erfcinv stays exact down to the
+    smallest normal float, and from 1 to 2 through erfcinv(2 - x) = -erfcinv(x)."""
+    x = pt.vector("x", dtype=dtype)
+    tiny = np.finfo(dtype).tiny  # below it XLA's CPU flushes inputs to 0 (README)
+    values = np.array([tiny, 1e-300, 1e-100, 1e-20, 1e-17, 1e-16, 1e-10, 1e-5, 0.03, 0.2, 0.49,
+                       0.51, 0.9, 1 - 1e-9, 1 + 1e-9, 1.2, 1.97, 2 - 1e-12, 2 - 2**-52], dtype="float64")
+    values = values[values >= tiny].astype(dtype)
+    values = values[values < 2]  # in float32 the last two round to 2
+    got = compare_with_py([x], [pt.erfcinv(x)], [values], rtol=2e-15 if dtype == "float64" else 0)[0]
+    assert np.isfinite(got).all()
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "bool"])
 def test_integer_inputs_compute_in_the_output_float_dtype(dtype):
     x = pt.vector("x", dtype=dtype)
