@@ -153,7 +153,7 @@ def erfc_inverse_of_log(log_q):
     central = chlo.erf_inv(hlo.subtract(full_like(log_q, 1.0), hlo.exponential(log_q)))
     y = select(compare(log_q, full_like(log_q, _ERFC_GUESS_BELOW), "LT"), asymptote, central)
     for _ in range(_HALLEY_STEPS):
-        gap = hlo.subtract(_erfcx(y), hlo.exponential(hlo.add(log_q, hlo.multiply(y, y))))
+        gap = hlo.subtract(erfcx(y), hlo.exponential(hlo.add(log_q, hlo.multiply(y, y))))
         r = hlo.multiply(gap, full_like(gap, math.sqrt(math.pi) / 2))
         y = hlo.add(y, hlo.divide(r, hlo.subtract(full_like(r, 1.0), hlo.multiply(y, r))))
     return select(compare(log_q, full_like(log_q, math.log(0.5)), "LT"), y, central)
@@ -179,7 +179,7 @@ def _exp_of_square(x):
 _ERFCX_FRACTION_TERMS = 40
 
 
-def _erfcx(x):
+def erfcx(x):
     """exp(x**2) erfc(x) for real x: the product below 10 (erfc has not underflowed),
     Laplace's continued fraction 1/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
     from 10 on, and 2 exp(x**2) - erfcx(-x) for negative x (inf past -26.6, as scipy)."""
@@ -288,7 +288,7 @@ _UNARY = {
     psm.Erfc: chlo.erfc,
     psm.Erfinv: chlo.erf_inv,
     psm.Erfcinv: _erfcinv,
-    psm.Erfcx: _erfcx,
+    psm.Erfcx: erfcx,
     psm.Gamma: _gamma,
     psm.GammaLn: _gammaln,
     psm.Psi: chlo.digamma,

@@ -23,6 +23,15 @@ from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, assert_family, 
 # name: (the Op, the scipy distribution of the same parameters, parameter sets in
 #        float64 (one column each), those in float32).
 FAMILIES = {
+    "truncatednormal": (
+        continuous.TruncatedNormalRV(),
+        lambda mu, s, lo, hi: st.truncnorm((lo - mu) / s, (hi - mu) / s, loc=mu, scale=s),
+        # both sides of 0, one tail or the other (mirrored), far out (Q(40) ~ 1e-350
+        # underflows), a narrow interval, no bounds
+        [(0.0, 1.0, -1.0, 1.0), (1.0, 2.0, 0.0, np.inf), (0.0, 1.0, 2.0, 2.5), (0.0, 1.0, -5.0, -3.0),
+         (0.0, 1.0, 40.0, 41.0), (0.0, 1.0, -41.0, -40.0), (2.0, 0.5, 1.9, 2.0), (0.0, 1.0, -np.inf, np.inf)],
+        [(1.0, 2.0, 0.0, np.inf), (0.0, 1.0, -5.0, -3.0)],
+    ),
     "wald": (
         continuous.WaldRV(), lambda mu, lam, alpha: st.invgauss(mu / lam, loc=alpha, scale=lam),
         [(1.0, 1.0, 0.0), (3.0, 0.2, 1.5), (0.5, 50.0, -2.0)], [(3.0, 0.2, 1.5)],
@@ -77,6 +86,7 @@ def test_discrete_uniform(bounds):
 # Parameter rows whose draws are one number whatever the state, and rows the Op's
 # `rng_fn` refuses (repeated in every row of one call).
 EDGES = {
+    "truncatednormal": [(2, 0, 1, 3), (-3, 0, -np.inf, np.inf)],
     "wald": [(np.nan, 1, 0), (1, np.nan, 0), (np.inf, 1, 0), (2, 1, np.nan), (2, 1, np.inf)],
     "moyal": [(np.nan, 1), (np.inf, 1), (3, 0)],
     "skewnormal": [(np.nan, 1, 1), (np.inf, 1, 2), (3, 0, 1)],
@@ -84,6 +94,7 @@ EDGES = {
     "skewstudentt": [(1, 1, np.nan, 1), (1, 1, np.inf, 1), (2, 3, 3, 0)],
 }
 ERRORS = {
+    "truncatednormal": [(0, 1, 1, 1), (0, 1, 2, 1), (np.nan, 1, 0, 1), (0, 1, np.nan, 1), (0, -1, -1, 1)],
     "wald": [(0, 1, 0), (1, -1, 0), (1, 0, 0)],
     "moyal": [(0, -1), (0, np.nan)],
     "skewnormal": [(0, 1, np.inf), (0, 1, np.nan), (0, -1, 1)],
@@ -144,16 +155,18 @@ def test_prior_predictive_of_a_model_with_pymc_own_random_variables():
         moyal = pm.Moyal("moyal", mu=0.0, sigma=1.0)
         rice = pm.Rice("rice", nu=1.0, sigma=1.5)
         k = pm.DiscreteUniform("k", lower=-2, upper=4)
+        tn = pm.TruncatedNormal("tn", mu=1.0, sigma=2.0, lower=3.0)
         pm.SkewStudentT("y", a=2.0, b=3.0, mu=skew, sigma=wald, observed=np.zeros(3))
-    del moyal, rice, k
+    del moyal, rice, k, tn
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prior = pm.sample_prior_predictive(draws=20_000, model=model, random_seed=1,
                                            compile_kwargs={"mode": "STABLEHLO"})
-    values = {name: prior.prior[name].values.ravel() for name in ("skew", "wald", "moyal", "rice", "k")}
+    values = {name: prior.prior[name].values.ravel() for name in ("skew", "wald", "moyal", "rice", "k", "tn")}
     assert_distribution(values["skew"], st.skewnorm(3.0, 1.0, 2.0))
     assert_distribution(values["wald"], st.invgauss(2.0 / 3.0, loc=0.5, scale=3.0))
     assert_distribution(values["moyal"], st.moyal())
     assert_distribution(values["rice"], st.rice(1.0 / 1.5, scale=1.5))
     assert_distribution(values["k"], st.randint(-2, 5), discrete=True)
+    assert_distribution(values["tn"], st.truncnorm(1.0, np.inf, loc=1.0, scale=2.0))
     assert prior.prior_predictive["y"].shape == (1, 20_000, 3)
