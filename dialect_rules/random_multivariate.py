@@ -153,6 +153,70 @@ def _mv_normal(ctx, node, key, size, mean, cov):
     return next_key, convert(draws, node.outputs[1].type.dtype)
 
 
+# --- PyMC's matrix-variate RandomVariables (registered by name: PyMC is not imported) -----
+
+_PYMC = "pymc.distributions.multivariate."
+
+
+def _matmul(a: ir.Value, b: ir.Value, batch_rank: int, transpose_b: bool = False) -> ir.Value:
+    """a @ b (a @ b^T with `transpose_b`) over `batch_rank` shared leading dims."""
+    batch = tuple(range(batch_rank))
+    b_axis = batch_rank + 1 if transpose_b else batch_rank
+    return dot_general(a, b, ((batch_rank + 1,), (b_axis,)), (batch, batch))
+
+
+@register_lowering(_PYMC + "MatrixNormalRV")
+def _matrix_normal(ctx, node, key, size, mu, rowchol, colchol):
+    """PyMC's rng_fn: mu + rowchol Z colchol^T for a standard normal m x n matrix Z."""
+    next_key, draw_key, batch, out_shape = _rule_start(ctx, node, key, size, [mu, rowchol, colchol])
+    out_dtype = node.outputs[1].type.dtype
+    dtype = work_dtype(out_dtype)
+    mu, rowchol, colchol = (broadcast_param(convert(x, dtype), batch, 2) for x in (mu, rowchol, colchol))
+    m = out_shape[-2] if out_shape[-2] is not None else dim_size(rowchol, len(batch))
+    n = out_shape[-1] if out_shape[-1] is not None else dim_size(colchol, len(batch))
+    z = normal(draw_key, [*batch, m, n], dtype)
+    spread = _matmul(_matmul(rowchol, z, len(batch)), colchol, len(batch), transpose_b=True)
+    return next_key, convert(hlo.add(mu, spread), out_dtype)
+
+
+_WISHART_DF = "Degrees of freedom must be greater than the dimension of scale matrix minus 1."
+
+
+@register_lowering(_PYMC + "WishartRV")
+def _wishart(ctx, node, key, size, nu, v):
+    """scipy's wishart(int(nu), V): Bartlett's (C A)(C A)^T, C the Cholesky factor of V
+    and A lower triangular with N(0, 1) below the diagonal and sqrt(chi2(df - i)) on it,
+    the chi-squares 2 G((df - i) / 2) taken from log G (`log_standard_gamma`). As the
+    rng_fn, nu truncates to an integer (NaN and inf refused as int() refuses them) and V
+    that is not positive definite raises LinAlgError."""
+    next_key, draw_key, batch, out_shape = _rule_start(ctx, node, key, size, [nu, v])
+    out_dtype = node.outputs[1].type.dtype
+    dtype = work_dtype(out_dtype)
+    nu, v = convert(nu, "float64"), convert(v, dtype)
+    p = out_shape[-1] if out_shape[-1] is not None else dim_size(v, len(static_shape(v.type)) - 1)
+    require(ctx, is_nan(nu), "cannot convert float NaN to integer")
+    require(ctx, compare(hlo.abs(nu), full_like(nu, np.inf), "EQ"), "cannot convert float infinity to integer", OverflowError)
+    df = convert(convert(nu, "int64"), dtype)  # int(): toward zero
+    last = broadcast_in_dim(convert(dim_value(p), dtype), shape_of(df), [])
+    require(ctx, compare(df, hlo.subtract(last, full_like(last, 1.0)), "LE"), _WISHART_DF)
+    chol, ok = _potrf(v, lower=True)
+    [chol] = _failed(ctx, ok, [chol], "the scale matrix V is not positive definite")
+    chol, df = broadcast_param(chol, batch, 2), broadcast_param(df, batch, 0)
+
+    rows, cols = iota([*batch, p, p], len(batch), "int64"), iota([*batch, p, p], len(batch) + 1, "int64")
+    normal_key, gamma_key, uniform_key = split(draw_key, 3)
+    z = normal(normal_key, [*batch, p, p], dtype)
+    step = convert(iota([*batch, p], len(batch), "int64"), dtype)
+    alpha = hlo.multiply(hlo.subtract(broadcast_in_dim(df, shape_of(step), range(len(batch))), step), full_like(step, 0.5))
+    u = uniform(uniform_key, shape_of(alpha), dtype, open_zero=True)
+    log_chi2 = hlo.add(log_standard_gamma(gamma_key, alpha, u), full_like(alpha, np.log(2.0)))
+    root = hlo.exponential(hlo.multiply(log_chi2, full_like(log_chi2, 0.5)))
+    diagonal = broadcast_in_dim(root, shape_of(z), [*range(len(batch)), len(batch) + 1])
+    a = select(compare(rows, cols, "GT"), z, select(compare(rows, cols, "EQ"), diagonal, full_like(z, 0.0)))
+    factor = _matmul(chol, a, len(batch))
+    return next_key, convert(_matmul(factor, factor, len(batch), transpose_b=True), out_dtype)
+
+
 # --- random orderings: permutation, choice without replacement ----------------------
 
 

@@ -16,7 +16,7 @@ import scipy.stats as st
 
 pm = pytest.importorskip("pymc")
 
-from pymc.distributions import continuous, discrete  # noqa: E402
+from pymc.distributions import continuous, discrete, multivariate  # noqa: E402
 
 from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, assert_family, draw  # noqa: E402
 
@@ -170,3 +170,86 @@ def test_prior_predictive_of_a_model_with_pymc_own_random_variables():
     assert_distribution(values["k"], st.randint(-2, 5), discrete=True)
     assert_distribution(values["tn"], st.truncnorm(1.0, np.inf, loc=1.0, scale=2.0))
     assert prior.prior_predictive["y"].shape == (1, 20_000, 3)
+
+
+# --- matrix-variate ------------------------------------------------------------------------
+
+_ROWCHOL = np.array([[1.0, 0.0], [0.5, 2.0]])
+_COLCHOL = np.array([[1.0, 0.0, 0.0], [0.3, 1.0, 0.0], [0.2, -0.4, 0.7]])
+_V = np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.2], [0.0, 0.2, 0.5]])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_matrix_normal_has_the_kronecker_covariance(dtype):
+    """vec(X) ~ N(vec(mu), (R R^T) kron (C C^T)); every entry a normal."""
+    op = multivariate.MatrixNormalRV()
+    mu, rowchol, colchol = (pt.matrix(n, dtype=dtype) for n in ("mu", "rowchol", "colchol"))
+    values = [np.arange(6.0).reshape(2, 3).astype(dtype), _ROWCHOL.astype(dtype), _COLCHOL.astype(dtype)]
+    make = lambda r, size: op(mu, rowchol, colchol, size=size, rng=r, dtype=dtype)  # noqa: E731
+    x = draw(make, inputs=[mu, rowchol, colchol], values=values)
+    reference = draw(make, n=3, mode=PY_MODE, inputs=[mu, rowchol, colchol], values=values)
+    assert x.dtype == reference.dtype == dtype and x.shape[1:] == reference.shape[1:] == (2, 3)
+    flat = x.reshape(N_DRAWS, 6).astype(np.float64)
+    cov = np.kron(_ROWCHOL @ _ROWCHOL.T, _COLCHOL @ _COLCHOL.T)
+    scale = np.sqrt(np.outer(np.diag(cov), np.diag(cov)) + cov**2)  # sd of a product of two normals
+    assert (np.abs(np.cov(flat.T) - cov) <= 6 * scale / np.sqrt(N_DRAWS)).all()
+    for j in range(6):
+        assert_distribution(flat[:, j], st.norm(values[0].ravel()[j], np.sqrt(cov[j, j])))
+
+
+def test_matrix_normal_with_batched_parameters_has_the_python_modes_shapes():
+    op = multivariate.MatrixNormalRV()
+    mu, rowchol, colchol = pt.tensor3("mu"), pt.dmatrix("rowchol"), pt.tensor3("colchol")
+    values = [np.zeros((4, 2, 3)), _ROWCHOL, np.stack([_COLCHOL, 2 * _COLCHOL, _COLCHOL, _COLCHOL])]
+    for size in [None, (5, 4)]:
+        make = lambda r, s: op(mu, rowchol, colchol, size=size, rng=r)  # noqa: E731
+        got = draw(make, inputs=[mu, rowchol, colchol], values=values)
+        reference = draw(make, mode=PY_MODE, inputs=[mu, rowchol, colchol], values=values)
+        assert got.shape == reference.shape
+    x = draw(lambda r, s: op(mu, rowchol, colchol, size=(20000, 4), rng=r), inputs=[mu, rowchol, colchol], values=values)
+    assert np.std(x[:, 1]) > 1.5 * np.std(x[:, 0])  # the second batch entry's colchol is doubled
+
+
+@pytest.mark.parametrize("nu", [3.0, 5.7, 40.0])
+def test_wishart_diagonal_is_a_scaled_chi_square_and_the_mean_is_df_v(nu):
+    """X ~ Wishart(int(nu), V): X_ii / V_ii ~ chi2(df) for each i, E[X] = df V."""
+    op = multivariate.WishartRV()
+    nu_in, v = pt.dscalar("nu"), pt.dmatrix("V")
+    x = draw(lambda r, size: op(nu_in, v, size=size, rng=r), inputs=[nu_in, v], values=[nu, _V])
+    df = int(nu)
+    for i in range(3):
+        assert_distribution(x[:, i, i] / _V[i, i], st.chi2(df))
+    sd = np.sqrt(df * (_V**2 + np.outer(np.diag(_V), np.diag(_V))))
+    assert (np.abs(x.mean(0) - df * _V) <= 6 * sd / np.sqrt(N_DRAWS)).all()
+    np.testing.assert_array_equal(x, np.swapaxes(x, 1, 2))
+
+
+def test_wishart_refuses_what_the_rng_fn_refuses():
+    op = multivariate.WishartRV()
+    nu, v = pt.dscalar("nu"), pt.dmatrix("V")
+    f = pytensor.function([nu, v], op(nu, v), mode="STABLEHLO")
+    not_pd = np.array([[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    for bad in [(2.9, _V), (np.nan, _V), (np.inf, _V), (5.0, not_pd)]:
+        with pytest.raises(Exception) as reference_error:
+            op.rng_fn(np.random.default_rng(0), np.array(bad[0]), bad[1], None)
+        error = reference_error.type
+        if error is np.linalg.LinAlgError:  # scipy names the minor; we name the matrix
+            with pytest.raises(np.linalg.LinAlgError, match="V is not positive definite"):
+                f(*bad)
+        else:
+            with pytest.raises(error, match="^" + re.escape(str(reference_error.value))):
+                f(*bad)
+
+
+def test_prior_predictive_of_matrix_variate_pymc_variables():
+    with pm.Model() as model:
+        pm.MatrixNormal("m", mu=np.zeros((2, 3)), rowchol=_ROWCHOL, colchol=_COLCHOL)
+        pm.Wishart("w", nu=6, V=_V)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prior = pm.sample_prior_predictive(draws=20_000, model=model, random_seed=2,
+                                           compile_kwargs={"mode": "STABLEHLO"}).prior
+    m, w = prior["m"].values[0], prior["w"].values[0]
+    assert m.shape == (20_000, 2, 3) and w.shape == (20_000, 3, 3)
+    assert_distribution(m[:, 1, 2], st.norm(0, np.sqrt((_ROWCHOL @ _ROWCHOL.T)[1, 1] * (_COLCHOL @ _COLCHOL.T)[2, 2])))
+    assert_distribution(w[:, 0, 0] / _V[0, 0], st.chi2(6))
