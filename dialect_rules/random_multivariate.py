@@ -14,6 +14,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
+from dialect_rules.extra_ops import cumulative
 from dialect_rules.linalg import _dims_differ, _failed, _gesdd, _i1, _matrix_dims, _potrf, _syevd
 from dialect_rules.random import (
     batch_dims,
@@ -215,6 +216,32 @@ def _wishart(ctx, node, key, size, nu, v):
     a = select(compare(rows, cols, "GT"), z, select(compare(rows, cols, "EQ"), diagonal, full_like(z, 0.0)))
     factor = _matmul(chol, a, len(batch))
     return next_key, convert(_matmul(factor, factor, len(batch), transpose_b=True), out_dtype)
+
+
+@register_lowering(_PYMC + "StickBreakingWeightsRV")
+def _stick_breaking_weights(ctx, node, key, size, alpha, k):
+    """PyMC's rng_fn: K Beta(1, alpha) fractions b_i broken off what remains of the
+    stick, w_i = b_i prod_{j<i} (1 - b_j), and the rest as the (K+1)-th weight. The
+    fractions are inverted in logs, log(1 - b) = log1p(-u) / alpha, so the products are
+    exponentials of sums and the last weight is the product itself (the rng_fn's
+    1 - sum(w) is that number less its rounding)."""
+    next_key, draw_key, batch, out_shape = _rule_start(ctx, node, key, size, [alpha, k])
+    out_dtype = node.outputs[1].type.dtype
+    dtype = work_dtype(out_dtype)
+    k = reshape(convert(k, "int64"), [])
+    require(ctx, compare(k, full_like(k, 0), "LT"), "K needs to be positive.")
+    require(ctx, compare(convert(alpha, "float64"), full_like(convert(alpha, "float64"), 0.0), "LE"), "b <= 0")
+    # a negative K still makes a shape, so the check above can say what is wrong
+    count = out_shape[-1] - 1 if out_shape[-1] is not None else hlo.maximum(k, full_like(k, 0))
+    alpha = broadcast_param(convert(alpha, dtype), batch, 0)
+    u = uniform(draw_key, [*batch, count], dtype, open_zero=True)
+    axis = len(batch)
+    log_rest = hlo.divide(hlo.log_plus_one(hlo.negate(u)), _expand_last(alpha, u))  # log(1 - b)
+    zero, one = (full(value, [*batch, 1], dtype) for value in (0.0, 1.0))
+    # log prod_{j<i} (1 - b_j) for i = 0..K: a cumulative sum with a 0 in front
+    remaining = cumulative(hlo.concatenate([zero, log_rest], axis), axis, hlo.add, 0.0)
+    fraction = hlo.concatenate([hlo.negate(hlo.exponential_minus_one(log_rest)), one], axis)
+    return next_key, convert(hlo.multiply(fraction, hlo.exponential(remaining)), out_dtype)
 
 
 # --- random orderings: permutation, choice without replacement ----------------------

@@ -245,6 +245,7 @@ def test_prior_predictive_of_matrix_variate_pymc_variables():
     with pm.Model() as model:
         pm.MatrixNormal("m", mu=np.zeros((2, 3)), rowchol=_ROWCHOL, colchol=_COLCHOL)
         pm.Wishart("w", nu=6, V=_V)
+        pm.StickBreakingWeights("sb", alpha=2.0, K=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prior = pm.sample_prior_predictive(draws=20_000, model=model, random_seed=2,
@@ -253,3 +254,36 @@ def test_prior_predictive_of_matrix_variate_pymc_variables():
     assert m.shape == (20_000, 2, 3) and w.shape == (20_000, 3, 3)
     assert_distribution(m[:, 1, 2], st.norm(0, np.sqrt((_ROWCHOL @ _ROWCHOL.T)[1, 1] * (_COLCHOL @ _COLCHOL.T)[2, 2])))
     assert_distribution(w[:, 0, 0] / _V[0, 0], st.chi2(6))
+    sb = prior["sb"].values[0]
+    assert sb.shape == (20_000, 5)
+    assert_distribution(sb[:, 0], st.beta(1, 2.0))
+
+
+@pytest.mark.parametrize("alpha", [0.3, 1.0, 4.0])
+def test_stick_breaking_weights_break_beta_fractions_off_the_stick(alpha):
+    """w_0 ~ Beta(1, alpha), w_1 / (1 - w_0) ~ Beta(1, alpha) independently of it, and the
+    K + 1 weights sum to 1; K is an input, so the length is known only at run time."""
+    op = multivariate.StickBreakingWeightsRV()
+    a, k = pt.dscalar("alpha"), pt.lscalar("K")
+    w = draw(lambda r, size: op(a, k, size=size, rng=r), inputs=[a, k], values=[alpha, 6])
+    reference = draw(lambda r, size: op(a, k, size=size, rng=r), n=3, mode=PY_MODE, inputs=[a, k], values=[alpha, 6])
+    assert w.shape[1:] == reference.shape[1:] == (7,) and w.dtype == reference.dtype
+    np.testing.assert_allclose(w.sum(-1), 1.0, rtol=1e-14)
+    assert (w >= 0).all()
+    assert_distribution(w[:, 0], st.beta(1, alpha))
+    second = w[:, 1] / w[:, 1:].sum(-1)  # of what w_0 left (1 - w_0 would round)
+    assert_distribution(second, st.beta(1, alpha))
+    assert abs(np.corrcoef(w[:, 0], second)[0, 1]) < 6 / np.sqrt(N_DRAWS)
+
+
+def test_stick_breaking_weights_edges_and_errors():
+    op = multivariate.StickBreakingWeightsRV()
+    a, k = pt.dscalar("alpha"), pt.lscalar("K")
+    f = pytensor.function([a, k], op(a, k, size=(3,)), mode="STABLEHLO")
+    np.testing.assert_array_equal(f(2.0, 0), np.ones((3, 1)))  # K = 0: the whole stick
+    np.testing.assert_array_equal(f(1e-300, 3), np.tile([1.0, 0, 0, 0], (3, 1)))  # each fraction all of it
+    for bad in [(1.0, -1), (0.0, 3), (-1.0, 3)]:
+        with pytest.raises(ValueError) as reference_error:
+            op.rng_fn(np.random.default_rng(0), np.array(bad[0]), np.array(bad[1]), (3,))
+        with pytest.raises(ValueError, match="^" + re.escape(str(reference_error.value))):
+            f(*bad)
