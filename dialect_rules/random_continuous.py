@@ -40,7 +40,20 @@ from dialect_rules.random import (
     uniforms,
 )
 from dialect_rules.special import erfc_inverse_of_log, erfcx
-from lowering.builders import compare, convert, copysign, full_like, hypot, select, value_dtype
+from lowering.builders import (
+    broadcast_in_dim,
+    compare,
+    convert,
+    copysign,
+    dim_value,
+    full_like,
+    hypot,
+    iota,
+    select,
+    shape_of,
+    value_dtype,
+)
+from lowering.regions import fold
 
 # --- small arithmetic helpers ------------------------------------------------------------
 
@@ -503,3 +516,32 @@ def _truncated_normal(key, dims, mu, sigma, lower, upper):
     x = hlo.clamp(a, select(compare(a, _c(a, 0.0), "GT"), tail, central), b)
     x = select(flip, hlo.negate(x), x)
     return convert(_location_scale(mu, sigma, x), dtype)
+
+
+@register_sampler(_PYMC + "InterpolatedRV")
+def _interpolated(key, dims, x, pdf, cdf):
+    """PyMC's rng_fn: p uniform, i the piece with cdf[i] < p <= cdf[i + 1], and the root
+    of the piece's quadratic cdf, x[i] + 2d / (pdf[i] + sqrt(pdf[i]^2 + 2 s d)) with
+    d = p - cdf[i] and s the piece's slope: the rng_fn's (sqrt(...) - pdf[i]) / s
+    rationalized, so a slope near 0 loses nothing and needs no switch (a flat piece of
+    zero density gives x[i], as there). Batched points work too (the rng_fn refuses
+    them); each draw reads its piece by a one-hot sum over the points."""
+    axis = len(dims)
+    points = shape_of(cdf)
+    u = uniform(key, dims, value_dtype(cdf), open_zero=True)
+    p = broadcast_in_dim(u, points, range(axis))
+    count = fold(convert(_lt(hlo.subtract(cdf, p), 0.0), "int64"), [axis], hlo.add, 0)
+    last = hlo.subtract(broadcast_in_dim(dim_value(points[axis]), shape_of(count), []), _c(count, 2))
+    piece = hlo.clamp(_c(count, 0), hlo.subtract(count, _c(count, 1)), last)
+    k = iota(points, axis, "int64")
+
+    def at(values, shift):
+        here = compare(k, broadcast_in_dim(hlo.add(piece, _c(piece, shift)), points, range(axis)), "EQ")
+        return fold(select(here, values, full_like(values, 0.0)), [axis], hlo.add, 0.0)
+
+    x0, x1, f0, f1, c0 = at(x, 0), at(x, 1), at(pdf, 0), at(pdf, 1), at(cdf, 0)
+    slope = hlo.divide(hlo.subtract(f1, f0), hlo.subtract(x1, x0))
+    d = hlo.subtract(u, c0)
+    root = hlo.sqrt(hlo.maximum(hlo.add(_square(f0), hlo.multiply(_c(d, 2.0), hlo.multiply(slope, d))), _c(d, 0.0)))
+    step = hlo.divide(hlo.add(d, d), hlo.add(f0, root))
+    return hlo.add(x0, select(compare(hlo.add(f0, root), _c(d, 0.0), "EQ"), _c(d, 0.0), step))

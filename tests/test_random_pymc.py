@@ -287,3 +287,59 @@ def test_stick_breaking_weights_edges_and_errors():
             op.rng_fn(np.random.default_rng(0), np.array(bad[0]), np.array(bad[1]), (3,))
         with pytest.raises(ValueError, match="^" + re.escape(str(reference_error.value))):
             f(*bad)
+
+
+# --- Interpolated ------------------------------------------------------------------------
+
+
+class _PiecewiseLinearDensity:
+    """The distribution whose density is linear between points (x, pdf) and whose cdf
+    at the points is `cdf`: the quadratic cdf pm.Interpolated draws from."""
+
+    def __init__(self, x, pdf, cdf):
+        self.x, self.pdf, self.cdf_at = (np.asarray(v, dtype=np.float64) for v in (x, pdf, cdf))
+
+    def cdf(self, t):
+        x, f, c = self.x, self.pdf, self.cdf_at
+        i = np.clip(np.searchsorted(x, t, side="right") - 1, 0, len(x) - 2)
+        d = t - x[i]
+        return np.clip(c[i] + f[i] * d + (f[i + 1] - f[i]) / (x[i + 1] - x[i]) * d * d / 2, 0.0, 1.0)
+
+    def stats(self, moments):  # the KS test alone decides
+        return (np.nan,) * len(moments)
+
+
+def _interpolated_points(pdf):
+    """pm.Interpolated's own normalization of (x, pdf) and its cdf at the points."""
+    x = np.linspace(0.0, 2.0, len(pdf))
+    with pm.Model() as model:
+        pm.Interpolated("v", x, np.asarray(pdf, dtype=np.float64))
+    return [i.data for i in model["v"].owner.inputs[2:]]
+
+
+@pytest.mark.parametrize("pdf", [
+    [0.0, 1.0, 2.0, 1.0, 0.5],  # zero density at an end: the first piece's root is sqrt(2d/s)
+    [1.0, 1.0, 1.0, 1.0],  # flat: slope 0 everywhere, where the rng_fn switches formulas
+    [0.2, 0.0, 0.0, 3.0, 0.1, 0.1, 2.0],  # a piece of zero density, which no draw may land in
+])
+def test_interpolated_draws_the_piecewise_linear_density(pdf):
+    x, density, cdf = _interpolated_points(pdf)
+    op = continuous.InterpolatedRV()
+    got = draw(lambda r, size: op(x, density, cdf, size=size, rng=r))
+    reference = draw(lambda r, size: op(x, density, cdf, size=size, rng=r), n=3, mode=PY_MODE)
+    assert got.dtype == reference.dtype
+    assert (got >= x[0]).all() and (got <= x[-1]).all()
+    dist = _PiecewiseLinearDensity(x, density, cdf)
+    assert_distribution(got, dist)
+    zero_piece = [(a, b) for a, b, fa, fb in zip(x, x[1:], density, density[1:]) if fa == fb == 0]
+    for a, b in zero_piece:
+        assert not ((got > a) & (got < b)).any()
+
+
+def test_interpolated_with_batched_points():
+    """Two sets of points in one RV (the rng_fn refuses this; we draw each set's own)."""
+    first, second = _interpolated_points([0.0, 1.0, 2.0, 1.0, 0.5]), _interpolated_points([2.0, 0.5, 0.5, 0.5, 3.0])
+    params = [np.stack([a, b]) for a, b in zip(first, second)]
+    got = draw(lambda r, size: continuous.InterpolatedRV()(*params, size=(size[0], 2), rng=r))
+    for column, points in zip(got.T, (first, second)):
+        assert_distribution(column, _PiecewiseLinearDensity(*points))
