@@ -15,7 +15,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
 from dialect_rules.extra_ops import cumulative
-from dialect_rules.linalg import _dims_differ, _failed, _gesdd, _i1, _matrix_dims, _potrf, _syevd
+from dialect_rules.linalg import _dims_differ, _failed, _gesdd, _i1, _matrix_dims, _potrf, _solve_triangular, _syevd
 from dialect_rules.random import (
     batch_dims,
     bits,
@@ -49,9 +49,11 @@ from lowering.builders import (
     shape_of,
     slice_axis,
     static_slice,
+    transpose,
     value_dtype,
     vector_element,
 )
+from lowering.errors import UnsupportedParameterError
 from lowering.regions import fold, sort
 from lowering.registry import register_lowering
 from lowering.types import static_shape
@@ -242,6 +244,56 @@ def _stick_breaking_weights(ctx, node, key, size, alpha, k):
     remaining = cumulative(hlo.concatenate([zero, log_rest], axis), axis, hlo.add, 0.0)
     fraction = hlo.concatenate([hlo.negate(hlo.exponential_minus_one(log_rest)), one], axis)
     return next_key, convert(hlo.multiply(fraction, hlo.exponential(remaining)), out_dtype)
+
+
+_CAR_PRECISION = "the CAR precision tau (D - alpha W) is not positive definite"
+
+
+def _squeezed(node, x: ir.Value, core: int) -> ir.Value:
+    """x without its leading dims, which must all be 1 (PyMC adds them for `size`)."""
+    shape = static_shape(x.type)
+    if any(d != 1 for d in shape[: len(shape) - core]):
+        raise UnsupportedParameterError(node, "batched W, alpha or tau", "only mu may carry batch dims")
+    return reshape(x, shape_of(x)[len(shape) - core:])
+
+
+@register_lowering(_PYMC + "CARRV")
+def _car(ctx, node, key, size, mu, w, alpha, tau, w_is_valid):
+    """N(mu, Q^-1) for the precision CAR's logp means, Q = tau (D - alpha W) with D the
+    diagonal of W's column sums: x = mu + L^-T z for Q = L L^T (Rue 2001), one Cholesky
+    factorization per (W, alpha, tau) and one triangular solve for all draws.
+
+    PyMC's rng_fn solves with Q itself (`cho_solve_banded`), so its draws have covariance
+    Q^-2 (README, "Where we knowingly differ"); its parameter errors are raised here as
+    there. A sparse constant W is densified: the factor is dense anyway."""
+    next_key, draw_key, batch, out_shape = _rule_start(ctx, node, key, size, [mu, w, alpha, tau])
+    out_dtype = node.outputs[1].type.dtype
+    dtype = work_dtype(out_dtype)
+    if not isinstance(w, ir.Value):  # a scipy.sparse constant
+        w = ctx.constant(w.toarray(), dtype)
+    require(ctx, hlo.not_(w_is_valid), "W must be a valid adjacency matrix")
+    alpha64 = convert(alpha, "float64")
+    outside = hlo.or_(compare(alpha64, full_like(alpha64, 1.0), "GE"), compare(alpha64, full_like(alpha64, -1.0), "LE"))
+    require(ctx, outside, "the domain of alpha is: -1 < alpha < 1")
+    # the rng_fn squeezes W to one matrix and alpha, tau to numbers (a batch fails there)
+    w, alpha, tau = (_squeezed(node, convert(x, dtype), core) for x, core in ((w, 2), (alpha, 0), (tau, 0)))
+    mu = convert(mu, dtype)
+
+    dims = shape_of(w)
+    diagonal = broadcast_in_dim(fold(w, [0], hlo.add, 0.0), dims, [1])  # W's column sums
+    eye = compare(iota(dims, 0, "int64"), iota(dims, 1, "int64"), "EQ")
+    spread = lambda x: broadcast_in_dim(x, dims, [])  # noqa: E731
+    q = hlo.multiply(spread(tau), hlo.subtract(select(eye, diagonal, full_like(w, 0.0)), hlo.multiply(spread(alpha), w)))
+    factor, ok = _potrf(q, lower=True)
+    [factor] = _failed(ctx, ok, [factor], _CAR_PRECISION)
+
+    m = out_shape[-1] if out_shape[-1] is not None else dims[-1]
+    z = normal(draw_key, [*batch, m], dtype)
+    # one factor for every draw: L^T X = Z for all draws at once, Z's columns the draws
+    columns = transpose(reshape(z, [dim_product(batch), m]), [1, 0])
+    solved = _solve_triangular(factor, columns, lower=True, transpose="TRANSPOSE")
+    x = reshape(transpose(solved, [1, 0]), [*batch, m])
+    return next_key, convert(hlo.add(broadcast_param(mu, batch, 1), x), out_dtype)
 
 
 # --- random orderings: permutation, choice without replacement ----------------------

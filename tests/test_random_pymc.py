@@ -343,3 +343,60 @@ def test_interpolated_with_batched_points():
     got = draw(lambda r, size: continuous.InterpolatedRV()(*params, size=(size[0], 2), rng=r))
     for column, points in zip(got.T, (first, second)):
         assert_distribution(column, _PiecewiseLinearDensity(*points))
+
+
+# --- CAR -----------------------------------------------------------------------------------
+
+_W = np.array([[0, 1, 0, 0, 1], [1, 0, 1, 0, 0], [0, 1, 0, 1, 1], [0, 0, 1, 0, 1], [1, 0, 1, 1, 0.0]])
+
+
+def _car_precision(alpha, tau):
+    return tau * (np.diag(_W.sum(0)) - alpha * _W)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("alpha, tau", [(0.5, 2.0), (-0.9, 0.3), (0.99, 1.0)])
+def test_car_draws_have_the_covariance_its_logp_means(alpha, tau, sparse):
+    """Q^-1 for Q = tau (D - alpha W): each entry normal with its variance, and the whole
+    covariance within sampling error."""
+    import scipy.sparse
+
+    w = scipy.sparse.csr_matrix(_W) if sparse else _W
+    mu = np.arange(5.0)
+    x = pm.draw(pm.CAR.dist(mu=mu, W=w, alpha=alpha, tau=tau, size=N_DRAWS), random_seed=3, mode="STABLEHLO")
+    cov = np.linalg.inv(_car_precision(alpha, tau))
+    scale = np.sqrt(np.outer(np.diag(cov), np.diag(cov)) + cov**2)
+    assert (np.abs(np.cov(x.T) - cov) <= 6 * scale / np.sqrt(N_DRAWS)).all()
+    for j in range(5):
+        assert_distribution(x[:, j], st.norm(mu[j], np.sqrt(cov[j, j])))
+
+
+def test_pymc_car_rng_fn_draws_with_the_precision_squared():
+    """README, "Where we knowingly differ": PyMC's own CAR rng_fn solves with all of Q, so
+    its draws have covariance Q^-2 rather than Q^-1. If PyMC fixes it, this fails and
+    the README's row goes."""
+    q = _car_precision(0.5, 2.0)
+    x = multivariate.CARRV.rng_fn(np.random.default_rng(0), np.zeros(5), _W, np.array(0.5), np.array(2.0),
+                                  np.array(True), (N_DRAWS,))
+    inverse = np.linalg.inv(q)
+    np.testing.assert_allclose(np.cov(x.T), inverse @ inverse, atol=0.01)
+    assert np.abs(np.cov(x.T) - inverse).max() > 0.1
+
+
+def test_car_shapes_and_errors():
+    mu = pt.dmatrix("mu")
+    x = pm.CAR.dist(mu=mu, W=_W, alpha=0.5, tau=2.0, size=(2, 3))
+    f = pytensor.function([mu], x, mode="STABLEHLO")
+    assert f(np.zeros((3, 5))).shape == pytensor.function([mu], x, mode=PY_MODE)(np.zeros((3, 5))).shape == (2, 3, 5)
+    alpha, tau = pt.dscalar("alpha"), pt.dscalar("tau")
+    g = pytensor.function([alpha, tau], pm.CAR.dist(mu=np.zeros(5), W=_W, alpha=alpha, tau=tau), mode="STABLEHLO")
+    for bad in [1.0, -1.0, 3.0]:
+        with pytest.raises(ValueError, match=re.escape("the domain of alpha is: -1 < alpha < 1")):
+            g(bad, 1.0)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        g(0.5, -1.0)
+    asymmetric = _W.copy()
+    asymmetric[0, 2] = 1.0
+    h = pytensor.function([], pm.CAR.dist(mu=np.zeros(5), W=asymmetric, alpha=0.5, tau=1.0), mode="STABLEHLO")
+    with pytest.raises(ValueError, match="W must be a valid adjacency matrix"):
+        h()
