@@ -232,7 +232,8 @@ def _stick_breaking_weights(ctx, node, key, size, alpha, k):
     dtype = work_dtype(out_dtype)
     k = reshape(convert(k, "int64"), [])
     require(ctx, compare(k, full_like(k, 0), "LT"), "K needs to be positive.")
-    require(ctx, compare(convert(alpha, "float64"), full_like(convert(alpha, "float64"), 0.0), "LE"), "b <= 0")
+    alpha64 = convert(alpha, "float64")
+    require(ctx, compare(alpha64, full_like(alpha64, 0.0), "LE"), "b <= 0")  # numpy's beta(1, alpha)
     # a negative K still makes a shape, so the check above can say what is wrong
     count = out_shape[-1] - 1 if out_shape[-1] is not None else hlo.maximum(k, full_like(k, 0))
     alpha = broadcast_param(convert(alpha, dtype), batch, 0)
