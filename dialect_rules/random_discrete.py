@@ -631,7 +631,6 @@ def _integers(key, dims, low, high):
     return bounded_integers(key, convert(low, I64), convert(high, I64))
 
 
-
 # --- PyMC's own RandomVariables (registered by name: loading the rules never imports PyMC)
 
 
@@ -639,7 +638,8 @@ def _discrete_uniform_checks(ctx, node, lower, upper):
     """scipy's randint(lower, upper + 1) refuses unless upper + 1 > lower and both
     bounds are whole numbers (float bounds: PyMC floors them, a graph built by hand may
     not)."""
-    fails = [_not(compare(hlo.add(convert(upper, I64), _c(convert(upper, I64), 1)), convert(lower, I64), "GT"))]
+    top = convert(upper, I64)
+    fails = [_not(compare(hlo.add(top, _c(top, 1)), convert(lower, I64), "GT"))]
     for bound in (lower, upper):
         if value_dtype(bound).startswith("float"):
             fails.append(compare(hlo.floor(bound), bound, "NE"))  # NaN too

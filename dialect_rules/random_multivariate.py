@@ -15,7 +15,22 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
 from dialect_rules.extra_ops import cumulative
-from dialect_rules.linalg import _dims_differ, _failed, _gesdd, _i1, _matrix_dims, _potrf, _solve_triangular, _syevd
+from dialect_rules.linalg import (
+    _along,
+    _dims_differ,
+    _eye,
+    _failed,
+    _gesdd,
+    _i1,
+    _matmul,
+    _matrix_dims,
+    _mT,
+    _potrf,
+    _set_diagonal,
+    _solve_triangular,
+    _syevd,
+    _triangle,
+)
 from dialect_rules.random import (
     batch_dims,
     bits,
@@ -161,13 +176,6 @@ def _mv_normal(ctx, node, key, size, mean, cov):
 _PYMC = "pymc.distributions.multivariate."
 
 
-def _matmul(a: ir.Value, b: ir.Value, batch_rank: int, transpose_b: bool = False) -> ir.Value:
-    """a @ b (a @ b^T with `transpose_b`) over `batch_rank` shared leading dims."""
-    batch = tuple(range(batch_rank))
-    b_axis = batch_rank + 1 if transpose_b else batch_rank
-    return dot_general(a, b, ((batch_rank + 1,), (b_axis,)), (batch, batch))
-
-
 @register_lowering(_PYMC + "MatrixNormalRV")
 def _matrix_normal(ctx, node, key, size, mu, rowchol, colchol):
     """PyMC's rng_fn: mu + rowchol Z colchol^T for a standard normal m x n matrix Z."""
@@ -178,7 +186,7 @@ def _matrix_normal(ctx, node, key, size, mu, rowchol, colchol):
     m = out_shape[-2] if out_shape[-2] is not None else dim_size(rowchol, len(batch))
     n = out_shape[-1] if out_shape[-1] is not None else dim_size(colchol, len(batch))
     z = normal(draw_key, [*batch, m, n], dtype)
-    spread = _matmul(_matmul(rowchol, z, len(batch)), colchol, len(batch), transpose_b=True)
+    spread = _matmul(_matmul(rowchol, z, len(batch)), _mT(colchol), len(batch))
     return next_key, convert(hlo.add(mu, spread), out_dtype)
 
 
@@ -206,7 +214,6 @@ def _wishart(ctx, node, key, size, nu, v):
     [chol] = _failed(ctx, ok, [chol], "the scale matrix V is not positive definite")
     chol, df = broadcast_param(chol, batch, 2), broadcast_param(df, batch, 0)
 
-    rows, cols = iota([*batch, p, p], len(batch), "int64"), iota([*batch, p, p], len(batch) + 1, "int64")
     normal_key, gamma_key, uniform_key = split(draw_key, 3)
     z = normal(normal_key, [*batch, p, p], dtype)
     step = convert(iota([*batch, p], len(batch), "int64"), dtype)
@@ -214,10 +221,9 @@ def _wishart(ctx, node, key, size, nu, v):
     u = uniform(uniform_key, shape_of(alpha), dtype, open_zero=True)
     log_chi2 = hlo.add(log_standard_gamma(gamma_key, alpha, u), full_like(alpha, np.log(2.0)))
     root = hlo.exponential(hlo.multiply(log_chi2, full_like(log_chi2, 0.5)))
-    diagonal = broadcast_in_dim(root, shape_of(z), [*range(len(batch)), len(batch) + 1])
-    a = select(compare(rows, cols, "GT"), z, select(compare(rows, cols, "EQ"), diagonal, full_like(z, 0.0)))
+    a = _set_diagonal(_triangle(z, lower=True, k=-1), 0, full(True, shape_of(root), "bool"), root)
     factor = _matmul(chol, a, len(batch))
-    return next_key, convert(_matmul(factor, factor, len(batch), transpose_b=True), out_dtype)
+    return next_key, convert(_matmul(factor, _mT(factor), len(batch)), out_dtype)
 
 
 @register_lowering(_PYMC + "StickBreakingWeightsRV")
@@ -281,10 +287,9 @@ def _car(ctx, node, key, size, mu, w, alpha, tau, w_is_valid):
     mu = convert(mu, dtype)
 
     dims = shape_of(w)
-    diagonal = broadcast_in_dim(fold(w, [0], hlo.add, 0.0), dims, [1])  # W's column sums
-    eye = compare(iota(dims, 0, "int64"), iota(dims, 1, "int64"), "EQ")
+    d = hlo.multiply(_eye(dims, dtype), _along(fold(w, [0], hlo.add, 0.0), dims, 1))  # W's column sums
     spread = lambda x: broadcast_in_dim(x, dims, [])  # noqa: E731
-    q = hlo.multiply(spread(tau), hlo.subtract(select(eye, diagonal, full_like(w, 0.0)), hlo.multiply(spread(alpha), w)))
+    q = hlo.multiply(spread(tau), hlo.subtract(d, hlo.multiply(spread(alpha), w)))
     factor, ok = _potrf(q, lower=True)
     [factor] = _failed(ctx, ok, [factor], _CAR_PRECISION)
 
