@@ -553,6 +553,11 @@ def custom_call(
         x = operands[arg]
         dims = [d if d is not None else _read_dim(x, i) for i, d in enumerate(static_shape(x.type))]
         results[out] = (dims, results[out][1])
+        if not is_static(dims):
+            # Shape refinement may learn some of x's dims before the result's (which
+            # wait for every dim of its shape operand): pass x through a reshape to
+            # the same shape operand, so that both refine at once.
+            operands[arg] = hlo.dynamic_reshape(x.type, x, shape_tensor(dims))
     types = [result_type(dims, dtype) for dims, dtype in results]
     shaped = not all(is_static(dims) for dims, _ in results)
     if shaped:

@@ -44,14 +44,17 @@ print_ir("cholesky_batched", [t], [sl.cholesky(t)])
 print_ir("solve_triangular", [x, y], [sl.solve_triangular(x, y, lower=True)])
 
 # Unknown sizes: trsm overwrites its right-hand side (an operand alias), so the result's
-# shape operand is read from that operand itself; refinement then types both alike.
+# shape operand is read from that operand itself, and the operand is reshaped to that
+# same shape: refinement, which may learn an operand's dims one by one but a result's
+# only all at once, then types both alike.
 # CHECK-LABEL: TEST: solve_triangular_dynamic raw
 # CHECK: %[[B:.*]] = stablehlo.transpose %arg1, dims = [1, 0]
 # CHECK: stablehlo.if
 # CHECK: %[[R0:.*]] = stablehlo.get_dimension_size %[[B]], dim = 0
 # CHECK: %[[R1:.*]] = stablehlo.get_dimension_size %[[B]], dim = 1
+# CHECK: %[[SAME:.*]] = stablehlo.dynamic_reshape %[[B]]
 # CHECK: %[[SHAPE:.*]] = stablehlo.concatenate
-# CHECK: stablehlo.custom_call @lapack_dtrsm_ffi(%{{.*}}, %[[B]], %[[SHAPE]])
+# CHECK: stablehlo.custom_call @lapack_dtrsm_ffi(%{{.*}}, %[[SAME]], %[[SHAPE]])
 # CHECK-SAME: output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [], operand_index = 1, operand_tuple_indices = []>]
 print_ir("solve_triangular_dynamic", [x, y], [sl.solve_triangular(x, y, lower=True)], raw=True)
 
@@ -126,6 +129,23 @@ print_ir("schur_sort", [s], list(sl.schur(s, sort="lhp")))
 # CHECK-NOT: stablehlo.dot_general
 # CHECK: return {{.*}} : tensor<4x4xcomplex<f64>>, tensor<4x4xcomplex<f64>>
 print_ir("schur_sort_complex", [c], list(sl.schur(c, sort="iuc")))
+
+# QZ: jaxlib has no gges, so the executable calls PyTensor's perform (scipy's gges and
+# tgsen) on the host through XLA's CPU callback, `index` naming the function; row-major
+# layouts, or XLA could hand over a transposed buffer as it is. Squareness is a check.
+# CHECK-LABEL: TEST: qz opt
+# CHECK: func.func public @main(%arg0: tensor<?x?xf64>, %arg1: tensor<?x?xf64>) -> ({{.*}}, tensor<3xi1>)
+# CHECK: stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg0, %arg1, {{.*}}) {api_version = 4 : i32, backend_config = {index = 0 : ui64}, indices_of_shape_operands = dense<[2, 3, 4, 5]> : tensor<4xi64>
+# CHECK-SAME: operand_layouts = [dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>
+print_ir("qz", [x, y], list(sl.qz(x, y, sort="iuc")))
+
+# A batch is one call (perform loops over it on the host); ints are converted first.
+q, r = pt.tensor("q", shape=(2, 4, 4), dtype="int32"), pt.tensor("r", shape=(2, 4, 4))
+# CHECK-LABEL: TEST: ordqz_batched opt
+# CHECK: %[[A:.*]] = stablehlo.convert %arg0 : (tensor<2x4x4xi32>) -> tensor<2x4x4xf64>
+# CHECK: stablehlo.custom_call @xla_ffi_python_cpu_callback(%[[A]], %arg1) {api_version = 4 : i32, backend_config = {index = 0 : ui64}, operand_layouts = [dense<[2, 1, 0]> : tensor<3xindex>, dense<[2, 1, 0]> : tensor<3xindex>]
+# CHECK-SAME: -> (tensor<2x4x4xf64>, tensor<2x4x4xf64>, tensor<2x4xcomplex<f64>>, tensor<2x4xf64>, tensor<2x4x4xf64>, tensor<2x4x4xf64>)
+print_ir("ordqz_batched", [q, r], list(sl.ordqz(q, r, sort="ouc")))
 
 # lstsq: gesdd's reduced SVD; the residuals' length comes from the rank, a slice whose
 # limit the program computes (the runtime measures it before specializing).
