@@ -17,7 +17,10 @@ where nothing can raise, the result is NaN instead.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import pytensor.tensor as pt
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.nlinalg import (
@@ -44,6 +47,7 @@ from pytensor.tensor.slinalg import (
     LUFactor,
     PivotToPermutations,
     QR,
+    QZ,
     Schur,
     Solve,
     SolveTriangular,
@@ -1296,6 +1300,67 @@ def _standardize_blocks(t, q, first, second, batch_ndim):
     mean = hlo.multiply(hlo.add(d, _shifted(d, axis, 1)), full_like(d, 0.5))
     t = _set_diagonal(t, 0, hlo.or_(first, second), select(first, mean, _shifted(mean, axis, -1)))
     return t, q
+
+
+_QZ_SHAPES = "Array dimensions must be square and agree"  # scipy.linalg.qz's words
+
+
+@linalg_rule(QZ)
+def lower_qz(ctx, node, batch_ndim, a, b):
+    """scipy's gges, then tgsen with `sort`, run on the host by the executable (see
+    `_QZOnHost`): jaxlib registers no gges, and the generalized Schur form is not
+    unique, so only LAPACK's own algorithm gives the values PyTensor's perform gives.
+    Matrices that are not square or do not agree raise scipy.linalg.qz's ValueError."""
+    dtype = _lapack_dtype(node.outputs[0].type.dtype)
+    a, b = convert(a, dtype), convert(b, dtype)
+    (m, n), (p, q) = _matrix_dims(a), _matrix_dims(b)
+    _require(ctx, [(m, n), (p, q), (m, p)], ValueError, _QZ_SHAPES)
+    dims, b_dims = shape_of(a), shape_of(b)
+    results = [(dims, dtype), (b_dims, dtype)]
+    if core_op(node).return_eigenvalues:
+        results += [(dims[:-1], _complex_dtype(dtype)), (dims[:-1], dtype)]
+    results += [(dims, dtype), (dims, dtype)]
+    values = ctx.host_call(_QZOnHost.of(core_op(node), dtype), [a, b], results)
+    return tuple(_declared(node, v, i) for i, v in enumerate(values))
+
+
+class _QZOnHost:
+    """PyTensor's `QZ.perform` over a batch of matrix pairs, as a host callback.
+
+    Called with read-only arrays of the LAPACK dtype (the rule converts them); returns
+    the outputs in that dtype, row-major. Pairs that do not fit (the rule raises for
+    them after the call) give NaN, and 0 x 0 matrices empty results, where gges would
+    refuse them with an f2py error.
+    """
+
+    @classmethod
+    @functools.cache
+    def of(cls, op: QZ, dtype: str) -> "_QZOnHost":
+        # One instance per Op and dtype: equal modules then share an executable.
+        return cls(op, dtype)
+
+    def __init__(self, op: QZ, dtype: str):
+        # The inputs are XLA's buffers: never let LAPACK overwrite them.
+        self.op = type(op)(**{**op._props_dict(), "overwrite_a": False, "overwrite_b": False})
+        self.dtype = dtype
+        self.core = self.op.make_node(pt.matrix(dtype=dtype), pt.matrix(dtype=dtype))
+
+    def __repr__(self) -> str:
+        return f"{self.op} on {self.dtype}"
+
+    def __call__(self, a: np.ndarray, b: np.ndarray):
+        batch, n = a.shape[:-2], a.shape[-1]
+        fits = a.shape[-2:] == (n, n) and b.shape[-2:] == (n, n)
+        shapes = [a.shape, b.shape, *[a.shape[:-1]] * (len(self.core.outputs) - 4), a.shape, a.shape]
+        outputs = [np.full(shape, np.nan, out.type.dtype) for shape, out in zip(shapes, self.core.outputs)]
+        if not fits or n == 0:
+            return tuple(outputs)
+        storage = [[None] for _ in outputs]
+        for i in np.ndindex(*batch):
+            self.op.perform(self.core, [a[i], b[i]], storage)
+            for out, cell in zip(outputs, storage):
+                out[i] = cell[0]
+        return tuple(outputs)
 
 
 @linalg_rule(TRSYL)

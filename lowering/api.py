@@ -22,7 +22,7 @@ from lowering.types import KEY_SHAPE, is_rng_type, storage_dtype, to_ir_type
 class Lowered:
     """A StableHLO module for one PyTensor graph; unknown dims are `?`."""
 
-    def __init__(self, fgraph, context, module, raw_module, report, hoisted, checks=()):
+    def __init__(self, fgraph, context, module, raw_module, report, hoisted, checks=(), host_callbacks=()):
         self.fgraph = fgraph
         self.context = context
         self.module = module
@@ -31,6 +31,8 @@ class Lowered:
         self.hoisted_constants = hoisted
         # With checks, @main's last result is an i1 vector: one error flag per check.
         self.runtime_checks = list(checks)
+        # Python functions the executable calls (`LoweringContext.host_call`).
+        self.host_callbacks = tuple(host_callbacks)
         self.input_types = [v.type for v in fgraph.inputs]
         self.output_types = [v.type for v in fgraph.outputs]
         self.input_names = [v.name or f"<input {i}>" for i, v in enumerate(fgraph.inputs)]
@@ -101,10 +103,19 @@ class Lowered:
                     f"this module calls LAPACK through jaxlib's CPU targets ({', '.join(cpu_only)}); "
                     f"no {platform} lowering of linear algebra yet: compile it for 'cpu'"
                 )
+            if self.host_callbacks:
+                raise NotImplementedError(
+                    f"this module calls Python on the host through XLA's CPU callback "
+                    f"({_callers(self.host_callbacks)}): compile it for 'cpu', not {platform!r}"
+                )
         return Compiled(self, platform, fp_contraction)
 
     def __str__(self) -> str:
         return self.as_text()
+
+
+def _callers(callbacks) -> str:
+    return ", ".join(map(str, callbacks))
 
 
 def _updates(fgraph) -> dict[int, int]:
@@ -209,4 +220,6 @@ def lower(
             )
         else:
             report = PipelineReport("")
-    return Lowered(fgraph, context, module, raw_module, report, ctx.hoisted, ctx.checks)
+    return Lowered(
+        fgraph, context, module, raw_module, report, ctx.hoisted, ctx.checks, ctx.host_callbacks
+    )

@@ -562,7 +562,7 @@ def executable(lowered, values):
 
     module = lowered.specialize(*values)
     with lowered.lock:
-        return compile_bytecode(module_bytecode(module))
+        return compile_bytecode(module_bytecode(module), host_callbacks=lowered.host_callbacks)
 
 
 # --- --run and --cost -------------------------------------------------------------------

@@ -16,7 +16,7 @@ import jax.extend.backend as xb
 import numpy as np
 from jax.extend.mlir import ir
 
-from lowering._jax_internal import DeviceList
+from lowering._jax_internal import DeviceList, make_ir_context
 from lowering._jax_internal import xla_client as _xc
 
 
@@ -88,26 +88,43 @@ def _synchronous_cpu_client():
     return _xc.make_cpu_client(asynchronous=False, num_devices=1)
 
 
-def compile_bytecode(bytecode: bytes, platform: str = "cpu", fp_contraction: bool = True):
+def compile_bytecode(
+    bytecode: bytes, platform: str = "cpu", fp_contraction: bool = True, host_callbacks=()
+):
     """Compile (or fetch) the executable for a serialized StableHLO module.
 
     `fp_contraction=False`: every multiply and every add rounds on its own, as in numpy,
     where XLA would fuse them into FMAs (`no_contraction_overrides`).
+    `host_callbacks`: the Python functions the module's host calls name by index
+    (`LoweringContext.host_call`). The executable holds them, so it is cached with them
+    in memory and never on disk (a stored one could not call them).
     """
     backend = get_backend(platform)
     overrides = () if fp_contraction else no_contraction_overrides(platform)
     variant = "".join(f"-{name}={value}" for name, value in overrides)
+    host_callbacks = tuple(host_callbacks)
     key = (platform, hashlib.sha256(bytecode).hexdigest() + variant)
+    if host_callbacks:
+        key += host_callbacks
     exe = EXECUTABLES.get(key)
     if exe is not None:
         return exe
     devices = DeviceList(tuple(backend.local_devices()[:1]))
     options = xb.get_compile_options(num_replicas=1, num_partitions=1)
     options.env_option_overrides = list(overrides)
-    exe = _load_from_disk(backend, key, devices, options)
-    if exe is None:
-        exe = backend.compile_and_load(bytecode, devices, options)
-        _store_on_disk(backend, key, exe)
+    if host_callbacks:
+        # Only the module-object overload of compile_and_load takes callbacks.
+        with make_ir_context():
+            module = ir.Module.parse(bytecode)
+            exe = backend.compile_and_load(
+                module, executable_devices=devices, compile_options=options,
+                host_callbacks=list(host_callbacks),
+            )
+    else:
+        exe = _load_from_disk(backend, key, devices, options)
+        if exe is None:
+            exe = backend.compile_and_load(bytecode, devices, options)
+            _store_on_disk(backend, key, exe)
     EXECUTABLES.put(key, exe)
     return exe
 

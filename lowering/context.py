@@ -12,8 +12,12 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 
-from lowering.builders import _is_uniform, cast_shape, function_type, ir_constant, symbol_name
-from lowering.types import to_ir_type
+from lowering.builders import _is_uniform, cast_shape, custom_call, function_type, ir_constant, symbol_name
+from lowering.types import static_shape, to_ir_type
+
+
+# XLA's CPU handler for Python callbacks; its `index` attribute picks the function.
+HOST_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class LoweringContext:
         # The variable -> Value maps of the graphs being lowered, innermost last.
         self.envs: list[dict] = []
         self._ir_types: dict = {}
+        # Python functions the module calls on the host (`host_call`), by index.
+        self.host_callbacks: list = []
 
     def ir_type(self, ptype) -> ir.RankedTensorType:
         """`to_ir_type(ptype)`, made once per PyTensor type in this module."""
@@ -181,6 +187,36 @@ class LoweringContext:
             self.checks = frame.checks
         else:
             self.function_checks[symbol_name(frame.fn)] = frame.checks
+
+    # --- host callbacks -------------------------------------------------------------
+
+    def host_call(self, fn, operands, results) -> list[ir.Value]:
+        """Call the Python function `fn` on the host, from inside the executable.
+
+        For the few Ops that have neither a StableHLO form nor a jaxlib target (QZ:
+        LAPACK's gges): XLA's CPU client runs `fn(*arrays)` (read-only numpy arrays) in
+        the middle of the computation; it returns one array per (dims, dtype) of
+        `results`. The executable holds `fn`; the module can be compiled for the CPU only,
+        and neither exported nor cached on disk.
+        """
+        for index, known in enumerate(self.host_callbacks):
+            if known is fn:
+                break
+        else:
+            index = len(self.host_callbacks)
+            self.host_callbacks.append(fn)
+        u64 = ir.IntegerType.get_unsigned(64)
+
+        def row_major(rank: int):
+            return tuple(range(rank - 1, -1, -1))
+
+        # Without layouts XLA may hand the host a transposed buffer as it is.
+        return custom_call(
+            HOST_CALLBACK_TARGET, operands, results,
+            config={"index": ir.IntegerAttr.get(u64, index)},
+            operand_layouts=[row_major(len(static_shape(x.type))) for x in operands],
+            result_layouts=[row_major(len(dims)) for dims, _ in results],
+        )
 
     # --- constants ----------------------------------------------------------------
 

@@ -46,6 +46,12 @@ def load_portable_artifact(artifact: bytes, context: ir.Context | None = None) -
 
 
 def _self_contained(lowered) -> None:
+    if lowered.host_callbacks:
+        raise ValueError(
+            "this module calls Python on the host "
+            f"({', '.join(map(str, lowered.host_callbacks))}); an exported module "
+            "could not call it"
+        )
     if lowered.hoisted_constants:
         raise ValueError(
             "this module takes its large constants as extra arguments; lower it with "

@@ -300,7 +300,9 @@ class Compiled:
                 checked = not drop_folded_checks(module)
             if not probe:
                 packed = pack_small_results(module)
-        exe = compile_bytecode(module_bytecode(module), self.platform, self.fp_contraction)
+        exe = compile_bytecode(
+            module_bytecode(module), self.platform, self.fp_contraction, self.lowered.host_callbacks
+        )
         needed = exe.get_compiled_memory_stats().peak_memory_in_bytes
         available = self._device_memory
         if available and needed > available:

@@ -716,10 +716,110 @@ def test_lyapunov_equations(method):
     compare_with_py([x, y], outputs, [a, q], rtol=1e-7, atol=1e-9)
 
 
-def test_discrete_riccati_needs_qz_which_has_no_lapack_target():
-    a, b, q, r = (pt.matrix(n) for n in "abqr")
-    fgraph = FunctionGraph([a, b, q, r], [linear_control.solve_discrete_are(a, b, q, r)], clone=True)
-    assert list(unsupported_ops(fgraph)) == ["Blockwise(QZ)"]
+# --- QZ: LAPACK's gges, on the host --------------------------------------------------
+# The same LAPACK routines perform calls, on the same values: results equal to the bit.
+
+
+@pytest.mark.parametrize("dtype", [*FLOATS, "int64"])
+@pytest.mark.parametrize("output, sort, eigenvalues", [
+    ("real", None, False), ("complex", None, True), ("real", "iuc", True),
+    ("real", "ouc", False), ("complex", "lhp", True), ("real", "rhp", True),
+])
+def test_qz_is_gges_as_perform_calls_it(dtype, output, sort, eigenvalues):
+    rng = np.random.default_rng(31)
+    a, b = (_general(rng, (5, 5), dtype) for _ in range(2))
+    x, y = pt.matrix("a", dtype=dtype), pt.matrix("b", dtype=dtype)
+    outputs = sl.qz(x, y, output=output, sort=sort, return_eigenvalues=eigenvalues)
+    compare_with_py([x, y], outputs, [a, b], rtol=0, atol=0)
+
+
+def test_batched_qz_broadcasts_and_fills_nan_where_gges_fails():
+    rng = np.random.default_rng(32)
+    a = rng.normal(size=(2, 3, 4, 4))
+    a[1, 2, 0, 0] = np.inf  # gges fails for that pair alone: NaN there, as perform gives
+    b = rng.normal(size=(1, 3, 4, 4))
+    x, y = pt.tensor4("a"), pt.tensor("b", shape=(1, None, None, None))
+    got = compare_with_py([x, y], sl.ordqz(x, y, sort="iuc"), [a, b], rtol=0, atol=0)
+    assert np.isnan(got[0][1, 2]).all() and not np.isnan(got[0][1, 1]).any()
+
+
+def test_qz_of_two_precisions_computes_in_the_declared_one():
+    """perform runs gges in the first matrix's precision, so its float64-typed outputs
+    hold float32 values; ours are the declared float64, gges on both matrices in it."""
+    rng = np.random.default_rng(36)
+    a, b = rng.normal(size=(4, 4)).astype("float32"), rng.normal(size=(4, 4))
+    x, y, wide = pt.matrix("a", dtype="float32"), pt.matrix("b"), pt.matrix("a64")
+    python = pytensor.function([x, y], sl.qz(x, y), mode=PY_MODE)(a, b)
+    assert {r.dtype.name for r in python} == {"float32"}  # PyTensor's quirk, pinned
+    got = pytensor.function([x, y], sl.qz(x, y), mode="STABLEHLO")(a, b)
+    expected = pytensor.function([wide, y], sl.qz(wide, y), mode=PY_MODE)(a.astype("float64"), b)
+    for g, e in zip(got, expected, strict=True):
+        assert g.dtype == np.float64
+        np.testing.assert_array_equal(g, e)
+
+
+def test_qz_of_matrices_that_do_not_fit_raises_scipys_error():
+    x, y = pt.matrix("a"), pt.matrix("b")
+    fn = pytensor.function([x, y], sl.qz(x, y), mode="STABLEHLO")
+    for a, b in [(np.ones((2, 3)), np.ones((2, 3))), (np.eye(2), np.eye(3))]:
+        with pytest.raises(ValueError, match="Array dimensions must be square and agree"):
+            fn(a, b)
+    # gges refuses n = 0 (perform lets f2py's error out); the empty factorization is empty.
+    assert [r.shape for r in fn(np.zeros((0, 0)), np.zeros((0, 0)))] == [(0, 0)] * 4
+
+
+def test_qz_variants_with_one_module_text_get_their_own_executables():
+    """Without locations, QZ Ops that differ only in `sort` lower to the same bytes: the
+    function the host calls must be part of the executable cache's key."""
+    from lowering import LoweringOptions
+
+    rng = np.random.default_rng(33)
+    a, b = rng.normal(size=(2, 4, 4))
+    x, y = pt.matrix("a"), pt.matrix("b")
+    modules = set()
+    for sort in (None, "iuc", "ouc"):
+        outputs = list(sl.qz(x, y, sort=sort))
+        lowered = lower(FunctionGraph([x, y], outputs, clone=True), options=LoweringOptions(debug_info=False))
+        modules.add(lowered.as_text())
+        expected = pytensor.function([x, y], outputs, mode=PY_MODE)(a, b)
+        for got, want in zip(lowered.compile()(a, b), expected, strict=True):
+            np.testing.assert_array_equal(got, want)
+    assert len(modules) == 1
+
+
+def test_modules_calling_the_host_stay_off_disk_and_cpu_only(tmp_path, monkeypatch):
+    from lowering import compile as comp
+    from lowering.export import export_portable
+
+    monkeypatch.setenv(comp.DISK_CACHE_ENV, str(tmp_path))
+    x, y = pt.matrix("a"), pt.matrix("b")
+    lowered = lower(FunctionGraph([x, y], list(sl.qz(x, y)), clone=True))
+    lowered.compile()(np.eye(3), np.eye(3))
+    assert not list(tmp_path.iterdir())  # a stored executable could not call perform
+    with pytest.raises(NotImplementedError, match=r"calls Python on the host.*QZ.*not 'cuda'"):
+        lowered.compile("cuda")
+    with pytest.raises(ValueError, match=r"calls Python on the host.*QZ"):
+        export_portable(lowered)
+
+
+def test_qz_inside_scan():
+    x = pt.tensor3("x")
+    steps = pytensor.scan(lambda m: sl.qz(m, m.T)[0], sequences=[x], return_updates=False)
+    compare_with_py([x], [steps], [np.random.default_rng(34).normal(size=(3, 4, 4))], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_discrete_riccati_and_its_gradient(dtype):
+    """solve_discrete_are is an OpFromGraph around QZ; its gradient solves a discrete
+    Lyapunov equation and, with unknown sizes, runs LAPACK on results of QZ's (the
+    operand aliases there must refine with their results)."""
+    rng = np.random.default_rng(35)
+    m, n = 4, 2
+    values = [rng.normal(size=(m, m)) * 0.5, rng.normal(size=(m, n)), np.eye(m), np.eye(n)]
+    a, b, q, r = (pt.matrix(name, dtype=dtype) for name in "abqr")
+    x = linear_control.solve_discrete_are(a, b, q, r)
+    outputs = [x, *pytensor.grad((x ** 2).sum(), [a, b, q, r])]
+    compare_with_py([a, b, q, r], outputs, [v.astype(dtype) for v in values], **LOOSE[dtype])
 
 
 def test_tensor_inverse_and_solve():
