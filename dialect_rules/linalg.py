@@ -1,6 +1,7 @@
 """Linear algebra (nlinalg, slinalg): LAPACK through the typed-FFI targets jaxlib
 registers with XLA's CPU client (triangular solves too: trsm was 2-4x faster than
-XLA's own `triangular_solve`), and small graphs between them.
+XLA's own `triangular_solve`), and small graphs between them. QZ, whose gges jaxlib
+lacks, is PyTensor's perform called back on the host.
 
 Every rule is batched: the plain Op is the `batch_ndim == 0` case of its Blockwise
 rule, and one LAPACK call factors the whole batch. LAPACK works on column-major
@@ -1311,16 +1312,17 @@ def lower_qz(ctx, node, batch_ndim, a, b):
     `_QZOnHost`): jaxlib registers no gges, and the generalized Schur form is not
     unique, so only LAPACK's own algorithm gives the values PyTensor's perform gives.
     Matrices that are not square or do not agree raise scipy.linalg.qz's ValueError."""
+    op = core_op(node)
     dtype = _lapack_dtype(node.outputs[0].type.dtype)
     a, b = convert(a, dtype), convert(b, dtype)
     (m, n), (p, q) = _matrix_dims(a), _matrix_dims(b)
     _require(ctx, [(m, n), (p, q), (m, p)], ValueError, _QZ_SHAPES)
     dims, b_dims = shape_of(a), shape_of(b)
     results = [(dims, dtype), (b_dims, dtype)]
-    if core_op(node).return_eigenvalues:
+    if op.return_eigenvalues:
         results += [(dims[:-1], _complex_dtype(dtype)), (dims[:-1], dtype)]
     results += [(dims, dtype), (dims, dtype)]
-    values = ctx.host_call(_QZOnHost.of(core_op(node), dtype), [a, b], results)
+    values = ctx.host_call(_QZOnHost.of(op, dtype), [a, b], results)
     return tuple(_declared(node, v, i) for i, v in enumerate(values))
 
 
@@ -1350,10 +1352,12 @@ class _QZOnHost:
 
     def __call__(self, a: np.ndarray, b: np.ndarray):
         batch, n = a.shape[:-2], a.shape[-1]
-        fits = a.shape[-2:] == (n, n) and b.shape[-2:] == (n, n)
-        shapes = [a.shape, b.shape, *[a.shape[:-1]] * (len(self.core.outputs) - 4), a.shape, a.shape]
-        outputs = [np.full(shape, np.nan, out.type.dtype) for shape, out in zip(shapes, self.core.outputs)]
-        if not fits or n == 0:
+        eigenvalues = [a.shape[:-1]] * 2 if self.op.return_eigenvalues else []
+        shapes = [a.shape, b.shape, *eigenvalues, a.shape, a.shape]
+        outputs = [np.empty(shape, out.type.dtype) for shape, out in zip(shapes, self.core.outputs)]
+        if not (a.shape[-2:] == (n, n) and b.shape[-2:] == (n, n)):
+            for out in outputs:
+                out.fill(np.nan)
             return tuple(outputs)
         storage = [[None] for _ in outputs]
         for i in np.ndindex(*batch):

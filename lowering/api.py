@@ -106,16 +106,12 @@ class Lowered:
             if self.host_callbacks:
                 raise NotImplementedError(
                     f"this module calls Python on the host through XLA's CPU callback "
-                    f"({_callers(self.host_callbacks)}): compile it for 'cpu', not {platform!r}"
+                    f"({', '.join(map(str, self.host_callbacks))}): compile it for 'cpu', not {platform!r}"
                 )
         return Compiled(self, platform, fp_contraction)
 
     def __str__(self) -> str:
         return self.as_text()
-
-
-def _callers(callbacks) -> str:
-    return ", ".join(map(str, callbacks))
 
 
 def _updates(fgraph) -> dict[int, int]:
