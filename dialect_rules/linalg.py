@@ -83,6 +83,7 @@ from lowering.builders import (
     is_nan,
     reshape,
     result_type,
+    row_major,
     select,
     shape_of,
     slice_axis,
@@ -159,7 +160,7 @@ def _layout(rank: int, matrix_rank: int) -> tuple[int, ...]:
     """Column-major for matrices (batch dims slowest), row-major for the rest."""
     if rank == matrix_rank:
         return (rank - 2, rank - 1, *range(rank - 3, -1, -1))
-    return tuple(range(rank - 1, -1, -1))
+    return row_major(rank)
 
 
 def _char(c: str) -> ir.Attribute:

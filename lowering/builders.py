@@ -527,6 +527,11 @@ def dot_general(
 # --- foreign functions ------------------------------------------------------------
 
 
+def row_major(rank: int) -> tuple[int, ...]:
+    """A custom call's layout for row-major (numpy-order) data: minor dim first."""
+    return tuple(range(rank - 1, -1, -1))
+
+
 def custom_call(
     target: str,
     operands: Sequence[ir.Value],
@@ -553,11 +558,10 @@ def custom_call(
         x = operands[arg]
         dims = [d if d is not None else _read_dim(x, i) for i, d in enumerate(static_shape(x.type))]
         results[out] = (dims, results[out][1])
-        if not is_static(dims):
-            # Shape refinement may learn some of x's dims before the result's (which
-            # wait for every dim of its shape operand): pass x through a reshape to
-            # the same shape operand, so that both refine at once.
-            operands[arg] = hlo.dynamic_reshape(x.type, x, shape_tensor(dims))
+        # Shape refinement may learn some of x's dims before the result's (which wait
+        # for every dim of its shape operand): reshaped to the same dims (a no-op when
+        # they are static), x refines with the result, at once.
+        operands[arg] = reshape(x, dims)
     types = [result_type(dims, dtype) for dims, dtype in results]
     shaped = not all(is_static(dims) for dims, _ in results)
     if shaped:

@@ -12,7 +12,9 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 
-from lowering.builders import _is_uniform, cast_shape, custom_call, function_type, ir_constant, symbol_name
+from lowering.builders import (
+    _is_uniform, cast_shape, custom_call, function_type, ir_constant, row_major, symbol_name,
+)
 from lowering.types import static_shape, to_ir_type
 
 
@@ -206,10 +208,6 @@ class LoweringContext:
             index = len(self.host_callbacks)
             self.host_callbacks.append(fn)
         u64 = ir.IntegerType.get_unsigned(64)
-
-        def row_major(rank: int):
-            return tuple(range(rank - 1, -1, -1))
-
         # Without layouts XLA may hand the host a transposed buffer as it is.
         return custom_call(
             HOST_CALLBACK_TARGET, operands, results,
