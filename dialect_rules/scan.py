@@ -55,6 +55,7 @@ from lowering.builders import (
     slice_axis,
     splat,
     value_dtype,
+    with_scratch,
     with_static_dims,
 )
 from lowering.errors import UnsupportedParameterError
@@ -86,18 +87,8 @@ def _nonempty(buffer: ir.Value) -> bool:
 
 
 def _with_scratch_row(buffer: ir.Value) -> ir.Value:
-    """A buffer or sequence that may be empty, with one more row at the end, so that
-    the loop body's reads and writes are valid IR whatever the sizes (the loop runs
-    no step then; the row is never part of a result)."""
-    if _nonempty(buffer):
-        return buffer
-    shape = shape_of(buffer)
-    zeros = [0] * len(shape)
-    return hlo.dynamic_pad(
-        result_type([dim_add(shape[0], 1), *shape[1:]], value_dtype(buffer)), buffer,
-        ir_constant(np.zeros((), value_dtype(buffer))), shape_tensor(zeros),
-        shape_tensor([1, *zeros[1:]]), shape_tensor(zeros),
-    )
+    """A buffer or sequence that may be empty, with one more row at the end."""
+    return buffer if _nonempty(buffer) else with_scratch(buffer, [0])
 
 
 def _put_row(buffer: ir.Value, value: ir.Value, index: ir.Value) -> ir.Value:

@@ -404,6 +404,22 @@ def slice_axis(x: ir.Value, axis: int, start: Dim, end: Dim) -> ir.Value:
     )
 
 
+def with_scratch(x: ir.Value, axes: Sequence[int]) -> ir.Value:
+    """x with one more entry (zeros) at the end of each of `axes`: a loop body's reads and
+    writes at a run-time position stay valid IR where such a dim may be 0 (the loop then
+    runs no step, and the entry is never part of a result)."""
+    if not axes:
+        return x
+    shape = shape_of(x)
+    zeros = [0] * len(shape)
+    high = [1 if i in axes else 0 for i in range(len(shape))]
+    dims = [dim_add(d, 1) if i in axes else d for i, d in enumerate(shape)]
+    return hlo.dynamic_pad(
+        result_type(dims, value_dtype(x)), x, ir_constant(np.zeros((), value_dtype(x))),
+        shape_tensor(zeros), shape_tensor(high), shape_tensor(zeros),
+    )
+
+
 def dynamic_index(x, axes, starts):
     """x with the `axes` sliced to size 1 at the run-time `starts` (XLA clamps them into range)."""
     shape = shape_of(x)
