@@ -14,10 +14,12 @@ from __future__ import annotations
 from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.basic import Constant
 from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.type import TensorType
 
-from lowering.graph import lower_function
-from lowering.registry import register_batched, register_lowering
+from dialect_rules.blockwise import lower_per_entry
+from lowering.graph import find_unsupported, io_toposort, lower_function
+from lowering.registry import lookup_batched_rule, register_batched, register_lowering
 
 
 def _symbol(op) -> str:
@@ -45,7 +47,8 @@ def lower_op_from_graph(ctx, node, *operands):
 @register_batched(OpFromGraph)
 def lower_batched_op_from_graph(ctx, node, batch_ndim, *operands):
     """Blockwise(OpFromGraph): the inner graph vectorized over the batch dims (its Ops
-    become their Blockwise forms, PyTensor's `vectorize_graph`), lowered once."""
+    become their Blockwise forms, PyTensor's `vectorize_graph`), lowered once, where
+    each of those has a batched rule; otherwise the inner graph per batch entry."""
     core = node.op.core_op
     key = ("BatchedOpFromGraph", core, batch_ndim)
     fn = ctx.memo.get(key)
@@ -55,5 +58,23 @@ def lower_batched_op_from_graph(ctx, node, batch_ndim, *operands):
             TensorType(v.type.dtype, shape=(None,) * batch_ndim + v.type.shape)() for v in inner.inputs
         ]
         outputs = vectorize_graph(list(inner.outputs), replace=dict(zip(inner.inputs, batched)))
-        fn = ctx.memo[key] = lower_function(ctx, batched, outputs, _symbol(core) + "_batched")
+        if not _batched_throughout(batched, outputs):
+            fn = ctx.memo[key] = "per entry"
+        else:
+            fn = ctx.memo[key] = lower_function(ctx, batched, outputs, _symbol(core) + "_batched")
+    if fn == "per entry":
+        return lower_per_entry(ctx, node, operands)
     return tuple(ctx.call_function(fn, list(operands), len(node.outputs)))
+
+
+def _batched_throughout(inputs, outputs) -> bool:
+    """Whether every Op of a vectorized graph lowers as a whole batch: a Blockwise with
+    no batched rule would run per entry, and its per-entry sizes (`eye(n)` with a
+    batched n) are often values, not shapes."""
+    nodes = io_toposort(inputs, outputs)
+    if find_unsupported(nodes):
+        return False
+    return all(
+        not isinstance(n.op, Blockwise) or n.op.batch_ndim(n) == 0 or lookup_batched_rule(n.op.core_op)
+        for n in nodes
+    )

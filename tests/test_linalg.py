@@ -822,6 +822,27 @@ def test_discrete_riccati_and_its_gradient(dtype):
     compare_with_py([a, b, q, r], outputs, [v.astype(dtype) for v in values], **LOOSE[dtype])
 
 
+def test_batched_discrete_riccati_runs_per_entry(monkeypatch):
+    """Batched, the DARE's vectorized graph sizes its blocks with per-entry values
+    (Blockwise(Eye), Blockwise(Alloc) of batched sizes): it runs entry by entry, QZ
+    once per entry (the call that sizes the outputs is gone once shapes are known)."""
+    rng = np.random.default_rng(36)
+    batch, m, n = 3, 4, 2
+    values = [rng.normal(size=(batch, m, m)) * 0.5, rng.normal(size=(batch, m, n)),
+              np.tile(np.eye(m), (batch, 1, 1)), np.eye(n)[None]]
+    a, b, q = (pt.tensor3(name) for name in "abq")
+    r = pt.tensor("r", shape=(1, None, None))  # one R for every entry
+    x = linear_control.solve_discrete_are(a, b, q, r)
+    outputs = [x, *pytensor.grad((x ** 2).sum(), [a, r])]
+    compare_with_py([a, b, q, r], outputs, values, **LOOSE["float64"])
+    assert "stablehlo.while" in lower(FunctionGraph([a, b, q, r], [x])).as_text()
+    calls = []
+    perform = sl.QZ.perform
+    monkeypatch.setattr(sl.QZ, "perform", lambda *args: calls.append(1) or perform(*args))
+    pytensor.function([a, b, q, r], x, mode="STABLEHLO")(*values)
+    assert len(calls) == batch
+
+
 def test_tensor_inverse_and_solve():
     rng = np.random.default_rng(24)
     w = pt.tensor3("w")

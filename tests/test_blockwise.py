@@ -1,0 +1,86 @@
+"""Blockwise of core Ops with no batched rule: the core Op per batch entry, in a loop."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.compile.builders import OpFromGraph
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.replace import vectorize_graph
+from pytensor.tensor.blockwise import Blockwise
+
+from lowering import UnsupportedParameterError, lower
+from tests.helpers import PY_MODE, compare_with_py
+
+
+def _blockwise_nodes(outputs):
+    fgraph = FunctionGraph(outputs=outputs, clone=False)
+    return [n for n in fgraph.apply_nodes if isinstance(n.op, Blockwise)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "uint16", "bool", "complex128"])
+def test_eye_with_a_diagonal_per_entry(dtype):
+    k, kb = pt.lscalar("k"), pt.lvector("kb")
+    out = vectorize_graph(pt.eye(3, 4, k, dtype=dtype), {k: kb})
+    assert _blockwise_nodes([out])  # PyTensor keeps Blockwise(Eye): no batched rule
+    compare_with_py([kb], [out], [np.array([0, 1, -1, 5, -3])])
+    assert "stablehlo.while" in lower(FunctionGraph([kb], [out])).as_text()
+
+
+def test_two_batch_dims_broadcast_and_index_per_entry():
+    x, k = pt.matrix("x"), pt.lscalar("k")
+    xb = pt.tensor4("xb")
+    kb = pt.tensor("kb", dtype="int64", shape=(1, None))  # broadcasts over the first batch dim
+    out = vectorize_graph(x[k] * 2, {x: xb, k: kb})
+    values = [np.arange(2 * 3 * 4 * 5, dtype="float64").reshape(2, 3, 4, 5), np.array([[0, -1, 2]])]
+    compare_with_py([xb, kb], [out], values)
+
+
+def test_checks_of_every_entry_are_raised():
+    x, k = pt.matrix("x"), pt.lscalar("k")
+    xb, kb = pt.tensor3("xb"), pt.lvector("kb")
+    out = vectorize_graph(x[k], {x: xb, k: kb})
+    fn = pytensor.function([xb, kb], out, mode="STABLEHLO")
+    fn(np.zeros((3, 4, 2)), np.array([0, 3, -4]))
+    with pytest.raises(IndexError, match="index out of bounds"):  # the last entry only
+        fn(np.zeros((3, 4, 2)), np.array([0, 3, 4]))
+    with pytest.raises(IndexError):
+        pytensor.function([xb, kb], out, mode=PY_MODE)(np.zeros((3, 4, 2)), np.array([0, 3, 4]))
+
+
+def test_mismatched_batch_dims_raise():
+    x, k = pt.matrix("x"), pt.lscalar("k")
+    xb, kb = pt.tensor3("xb"), pt.lvector("kb")
+    out = vectorize_graph(x[k], {x: xb, k: kb})
+    values = [np.zeros((3, 4, 2)), np.array([0, 1])]
+    with pytest.raises(ValueError):
+        pytensor.function([xb, kb], out, mode=PY_MODE)(*values)
+    fn = pytensor.function([xb, kb], out, mode="STABLEHLO")
+    with pytest.raises(ValueError, match="batch dims do not match"):
+        fn(*values)
+
+
+def test_op_from_graph_with_several_outputs_runs_per_entry():
+    """An OpFromGraph whose vectorized graph would need Blockwise(Eye): the whole inner
+    graph runs per entry, each output written at its entry."""
+    x, k = pt.matrix("x"), pt.lscalar("k")
+    core = OpFromGraph([x, k], [pt.eye(3, 3, k) @ x, x.sum().astype("float32")])
+    xb, kb = pt.tensor3("xb"), pt.lvector("kb")
+    outputs = vectorize_graph(core(x, k), {x: xb, k: kb})
+    rng = np.random.default_rng(0)
+    compare_with_py([xb, kb], outputs, [rng.normal(size=(4, 3, 2)), np.array([0, 1, -2, 2])])
+
+
+def test_empty_batch_gives_empty_outputs():
+    # Blockwise.perform raises NotImplementedError on an empty batch (README: knowingly differ).
+    k, kb = pt.lscalar("k"), pt.lvector("kb")
+    out = vectorize_graph(pt.eye(3, 4, k), {k: kb})
+    got = pytensor.function([kb], out, mode="STABLEHLO")(np.zeros(0, dtype="int64"))
+    assert got.shape == (0, 3, 4) and got.dtype == "float64"
+
+
+def test_core_shapes_from_entry_values_are_refused():
+    n, nb = pt.lscalar("n"), pt.lvector("nb")
+    out = vectorize_graph(pt.eye(n), {n: nb})
+    with pytest.raises(UnsupportedParameterError, match=r"values of input \d \(nb\)"):
+        lower(FunctionGraph([nb], [out]))
