@@ -189,6 +189,20 @@ def schur_sort(n: int = 100):
     return Graph(f"schur-sort-{n}", [a], [pt.diagonal(t)], [value])
 
 
+def dare_batched(batch: int = 8, m: int = 4, n: int = 2):
+    """solve_discrete_are over a batch of 8 systems (m = 4 states, n = 2 inputs): QZ on
+    the host per entry (our per-entry loop; PyTensor's Blockwise.perform loops too)."""
+    from pytensor.tensor.linalg import solve_discrete_are
+
+    from lowering.examples import Graph
+
+    rng = np.random.default_rng(0)
+    a, b, q, r = (pt.tensor3(name) for name in "abqr")
+    values = [rng.normal(size=(batch, m, m)) * 0.3, rng.normal(size=(batch, m, n)),
+              np.tile(np.eye(m), (batch, 1, 1)), np.tile(np.eye(n), (batch, 1, 1))]
+    return Graph(f"dare-batched-{batch}", [a, b, q, r], [solve_discrete_are(a, b, q, r)], values)
+
+
 MODELS = {
     "eight-schools": lambda: example("eight-schools"),
     "linear-regression": linear_regression,
@@ -203,6 +217,7 @@ MODELS = {
     "gp-marginal-100": lambda: gp_marginal(100),
     "gp-marginal-1000": lambda: gp_marginal(1000),
     "schur-sort-100": schur_sort,
+    "dare-batched-8": dare_batched,
 }
 
 
