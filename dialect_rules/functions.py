@@ -51,18 +51,18 @@ def lower_batched_op_from_graph(ctx, node, batch_ndim, *operands):
     each of those has a batched rule; otherwise the inner graph per batch entry."""
     core = node.op.core_op
     key = ("BatchedOpFromGraph", core, batch_ndim)
-    fn = ctx.memo.get(key)
-    if fn is None:
+    if key not in ctx.memo:
         inner = core.fgraph
         batched = [
             TensorType(v.type.dtype, shape=(None,) * batch_ndim + v.type.shape)() for v in inner.inputs
         ]
         outputs = vectorize_graph(list(inner.outputs), replace=dict(zip(inner.inputs, batched)))
-        if not _batched_throughout(batched, outputs):
-            fn = ctx.memo[key] = "per entry"
-        else:
-            fn = ctx.memo[key] = lower_function(ctx, batched, outputs, _symbol(core) + "_batched")
-    if fn == "per entry":
+        ctx.memo[key] = (
+            lower_function(ctx, batched, outputs, _symbol(core) + "_batched")
+            if _batched_throughout(batched, outputs) else None
+        )
+    fn = ctx.memo[key]
+    if fn is None:
         return lower_per_entry(ctx, node, operands)
     return tuple(ctx.call_function(fn, list(operands), len(node.outputs)))
 

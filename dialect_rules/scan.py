@@ -23,7 +23,6 @@ loop-carried flags and raised after the loop.
 
 from __future__ import annotations
 
-import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.scalar import ScalarType
@@ -39,7 +38,6 @@ from lowering.builders import (
     cast_shape,
     compare,
     convert,
-    dim_add,
     dim_size,
     dim_value,
     dynamic_index,
