@@ -23,6 +23,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant
 from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.traversal import walk
 from pytensor.tensor.basic import NotScalarConstantError, constant, get_underlying_scalar_constant_value
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.shape import ShapeFeature
@@ -170,13 +171,15 @@ def _refuse_value_dependent_shapes(node, params, outputs, varying) -> None:
     given static shapes. Shapes PyTensor cannot infer count as value-dependent."""
     fgraph = FunctionGraph(params, outputs, features=[ShapeFeature()], clone=True)
     inputs = {v: k for k, v in enumerate(fgraph.inputs)}
-    todo = [d for out in fgraph.outputs for d in fgraph.shape_feature.shape_of[out]]
-    seen = set()
-    while todo:
-        var = todo.pop()
-        if var in seen:
-            continue
-        seen.add(var)
+
+    def expand(var):
+        owner = var.owner
+        if owner is None or (isinstance(owner.op, (Shape, Shape_i)) and owner.inputs[0] in inputs):
+            return None  # a graph input or constant, or an input's shape (known for every entry)
+        return owner.inputs
+
+    dims = [d for out in fgraph.outputs for d in fgraph.shape_feature.shape_of[out]]
+    for var in walk(dims, expand):
         if var in inputs:
             position = varying[inputs[var]]
             raise UnsupportedParameterError(
@@ -185,12 +188,6 @@ def _refuse_value_dependent_shapes(node, params, outputs, varying) -> None:
                 "a Blockwise with no batched rule runs its core Op per batch entry, which "
                 "needs core output shapes that follow from the input shapes",
             )
-        owner = var.owner
-        if owner is None:
-            continue
-        if isinstance(owner.op, (Shape, Shape_i)) and owner.inputs[0] in inputs:
-            continue  # an input's shape, known for every entry
-        todo.extend(owner.inputs)
 
 
 def lower_per_entry(ctx, node, operands):
