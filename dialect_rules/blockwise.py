@@ -33,20 +33,18 @@ from pytensor.tensor.type import tensor
 from lowering.builders import (
     broadcast_in_dim,
     compare,
-    convert,
     dim_product,
     dim_size,
     dim_value,
-    dynamic_index,
     full,
-    function_type,
     ir_constant,
-    reshape,
+    read_entry,
     shape_of,
     slice_axis,
     value_dtype,
     with_scratch,
     with_static_dims,
+    write_entry,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import lower_function
@@ -160,7 +158,7 @@ def _core_function(ctx, node):
         return found, varying
     core_node = op.core_op.make_node(*core_inputs)
     _refuse_value_dependent_shapes(node, params, core_node.outputs, varying)
-    name = "".join(c if c.isalnum() else "_" for c in type(op.core_op).__name__) + "_entry"
+    name = type(op.core_op).__name__ + "_entry"
     fn = ctx.memo[key] = lower_function(ctx, params, core_node.outputs, name)
     return fn, varying
 
@@ -215,7 +213,7 @@ def lower_per_entry(ctx, node, operands):
         i, buffers, flags = values[0], values[1 : 1 + n_out], values[1 + n_out :]
         index = _unravel(i, dims)
         results = ctx.emit_call(fn, [_entry(x, index) for x in operands])
-        buffers = [_put_entry(b, r, index) for b, r in zip(buffers, results[:n_out], strict=True)]
+        buffers = [write_entry(b, r, index) for b, r in zip(buffers, results[:n_out], strict=True)]
         flags = [hlo.or_(a, b) for a, b in zip(flags, results[n_out:], strict=True)]
         return [hlo.add(i, dim_value(1)), *buffers, *flags]
 
@@ -248,20 +246,14 @@ def _check_batch_dims(ctx, operands, dims) -> None:
 
 
 def _output_buffers(ctx, node, fn, operands, dims) -> list[ir.Value]:
-    """Zeros of (*batch, *core) per output. Core dims the function's result types leave
-    `?` are read off one call on zero entries, dead once shapes are refined."""
-    n_out = len(node.outputs)
-    core_types = [ir.RankedTensorType(t) for t in function_type(fn).results[:n_out]]
-    probe = None
-    if not all(t.has_static_shape for t in core_types):
-        batch_ndim = len(dims)
-        zeros = [full(0, shape_of(x)[batch_ndim:], value_dtype(x)) for x in operands]
-        probe = ctx.emit_call(fn, zeros)
-    buffers = []
-    for k, (t, out) in enumerate(zip(core_types, node.outputs)):
-        core = list(t.shape) if t.has_static_shape else list(shape_of(probe[k]))
-        buffers.append(full(0, [*dims, *core], out.type.dtype))
-    return buffers
+    """Zeros of (*batch, *core) per output."""
+    batch_ndim = len(dims)
+
+    def zero_entries():
+        return [full(0, shape_of(x)[batch_ndim:], value_dtype(x)) for x in operands]
+
+    cores = ctx.result_dims(fn, range(len(node.outputs)), zero_entries)
+    return [full(0, [*dims, *core], out.type.dtype) for core, out in zip(cores, node.outputs, strict=True)]
 
 
 def _unravel(i: ir.Value, dims) -> list[ir.Value]:
@@ -277,16 +269,4 @@ def _unravel(i: ir.Value, dims) -> list[ir.Value]:
 def _entry(x: ir.Value, index) -> ir.Value:
     """x's core value at batch position `index` (a batch dim of 1 broadcasts)."""
     shape = static_shape(x.type)
-    starts = [dim_value(0) if shape[d] == 1 else p for d, p in enumerate(index)]
-    row = dynamic_index(x, list(range(len(index))), starts)
-    return reshape(row, shape_of(x)[len(index):])
-
-
-def _put_entry(buffer: ir.Value, value: ir.Value, index) -> ir.Value:
-    """buffer with its entry at batch position `index` set to `value`."""
-    batch_ndim = len(index)
-    value = convert(value, value_dtype(buffer))
-    update = reshape(value, [1] * batch_ndim + list(shape_of(value)))
-    update = with_static_dims(update, [1] * batch_ndim + list(static_shape(buffer.type))[batch_ndim:])
-    starts = list(index) + [dim_value(0)] * (len(static_shape(buffer.type)) - batch_ndim)
-    return hlo.dynamic_update_slice(buffer, update, starts)
+    return read_entry(x, [dim_value(0) if shape[d] == 1 else p for d, p in enumerate(index)])

@@ -23,8 +23,7 @@ from lowering.registry import lookup_batched_rule, register_batched, register_lo
 
 
 def _symbol(op) -> str:
-    name = getattr(op, "name", None) or type(op).__name__
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return getattr(op, "name", None) or type(op).__name__
 
 
 @register_lowering(OpFromGraph)

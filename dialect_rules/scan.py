@@ -40,11 +40,10 @@ from lowering.builders import (
     convert,
     dim_size,
     dim_value,
-    dynamic_index,
     full,
-    function_type,
-    ir_constant,
     iota,
+    ir_constant,
+    read_entry,
     reshape,
     result_type,
     select,
@@ -54,7 +53,7 @@ from lowering.builders import (
     splat,
     value_dtype,
     with_scratch,
-    with_static_dims,
+    write_entry,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import lower_function
@@ -74,11 +73,6 @@ def _floor_mod(a: ir.Value, n: ir.Value) -> ir.Value:
     return int_divmod(a, n)[1]
 
 
-def _row(buffer: ir.Value, index: ir.Value) -> ir.Value:
-    """buffer[index] (axis 0 dropped); the buffer has at least one row."""
-    return reshape(dynamic_index(buffer, [0], [index]), shape_of(buffer)[1:])
-
-
 def _nonempty(buffer: ir.Value) -> bool:
     rows = static_shape(buffer.type)[0]
     return rows is not None and rows > 0
@@ -89,20 +83,11 @@ def _with_scratch_row(buffer: ir.Value) -> ir.Value:
     return buffer if _nonempty(buffer) else with_scratch(buffer, [0])
 
 
-def _put_row(buffer: ir.Value, value: ir.Value, index: ir.Value) -> ir.Value:
-    """buffer with buffer[index] = value."""
-    value = convert(value, value_dtype(buffer))
-    update = reshape(value, [1, *shape_of(value)])
-    update = with_static_dims(update, [1, *static_shape(buffer.type)[1:]])
-    starts = [index] + [dim_value(0)] * (len(static_shape(buffer.type)) - 1)
-    return hlo.dynamic_update_slice(buffer, update, starts)
-
-
 def _step_function(ctx, op: Scan):
     key = ("Scan", op)
     fn = ctx.memo.get(key)
     if fn is None:
-        name = "".join(c if c.isalnum() else "_" for c in (op.name or "scan")) + "_step"
+        name = (op.name or "scan") + "_step"
         fn = ctx.memo[key] = lower_function(ctx, op.inner_inputs, op.inner_outputs, name)
     return fn
 
@@ -136,7 +121,7 @@ class _Buffers:
                 rows.append(cast_shape(convert(written[k], value_dtype(buffers[k])), _row_type(buffers[k])))
                 continue
             pos = self.position(k, i)
-            rows += [_row(buffers[k], _floor_mod(hlo.add(pos, dim_value(t)), self.ring[k])) for t in taps]
+            rows += [read_entry(buffers[k], [_floor_mod(hlo.add(pos, dim_value(t)), self.ring[k])]) for t in taps]
         return rows
 
 
@@ -195,7 +180,7 @@ def lower_scan(ctx, node, *operands):
         flags = values[2 + n_bufs + n_untraced :]
         positions = [buffers.position(k, i) for k in range(len(traced))]
 
-        inner = [_row(seq, i) for seq in readable_seqs] + taps + state + non_seqs
+        inner = [read_entry(seq, [i]) for seq in readable_seqs] + taps + state + non_seqs
         results = ctx.emit_call(step, inner)
         outs, step_flags = results[:n_inner_outs], results[n_inner_outs:]
 
@@ -203,10 +188,10 @@ def lower_scan(ctx, node, *operands):
             zip(op.inner_mitmot_outs_grouped(outs), info.mit_mot_out_slices, strict=True)
         ):
             for value, t in zip(group, out_taps, strict=True):
-                bufs[k] = _put_row(bufs[k], value, hlo.add(positions[k], dim_value(t)))
+                bufs[k] = write_entry(bufs[k], value, [hlo.add(positions[k], dim_value(t))])
         written = op.inner_mitsot_outs(outs) + op.inner_sitsot_outs(outs) + op.inner_nitsot_outs(outs)
         for k, value in enumerate(written, start=info.n_mit_mot):
-            bufs[k] = _put_row(bufs[k], value, positions[k])
+            bufs[k] = write_entry(bufs[k], value, [positions[k]])
         following = hlo.add(i, dim_value(1))
         taps = buffers.read_taps(bufs, following, [None] * info.n_mit_mot + written)
         state = [
@@ -288,16 +273,11 @@ def _nit_sot_buffers(ctx, node, step, outer) -> list[ir.Value]:
     info = op.info
     if not info.n_nit_sot:
         return []
-    results = list(function_type(step).results)
     first = op.info.n_mit_mot_outs + info.n_mit_sot + info.n_sit_sot
-    row_types = [ir.RankedTensorType(t) for t in results[first : first + info.n_nit_sot]]
-    probe = None
-    if not all(t.has_static_shape for t in row_types):
-        probe = ctx.emit_call(step, _zero_step_inputs(op, outer))[first : first + info.n_nit_sot]
+    rows = ctx.result_dims(step, range(first, first + info.n_nit_sot), lambda: _zero_step_inputs(op, outer))
     sizes = op.outer_nitsot(outer)
     buffers = []
-    for j, (t, size) in enumerate(zip(row_types, sizes)):
-        dims = list(t.shape) if t.has_static_shape else list(shape_of(probe[j]))
+    for j, (dims, size) in enumerate(zip(rows, sizes)):
         out_var = node.outputs[info.n_mit_mot + info.n_mit_sot + info.n_sit_sot + j]
         size_var = node.inputs[op.nit_sot_arg_offset + j]
         size_dim = int(size_var.data) if hasattr(size_var, "data") else _scalar(size)

@@ -438,6 +438,23 @@ def dynamic_index(x, axes, starts):
     return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
 
 
+def read_entry(x: ir.Value, index: Sequence[ir.Value]) -> ir.Value:
+    """x[i0, i1, ...] at run-time positions (the leading len(index) dims dropped), as a
+    loop body reads one step's row or one batch entry; XLA clamps them into range."""
+    row = dynamic_index(x, list(range(len(index))), list(index))
+    return reshape(row, shape_of(x)[len(index):])
+
+
+def write_entry(buffer: ir.Value, value: ir.Value, index: Sequence[ir.Value]) -> ir.Value:
+    """buffer with buffer[i0, i1, ...] = value (cast to the buffer's dtype)."""
+    k = len(index)
+    value = convert(value, value_dtype(buffer))
+    update = reshape(value, [1] * k + list(shape_of(value)))
+    update = with_static_dims(update, [1] * k + list(static_shape(buffer.type))[k:])
+    starts = list(index) + [dim_value(0)] * (len(static_shape(buffer.type)) - k)
+    return hlo.dynamic_update_slice(buffer, update, starts)
+
+
 def vector_element(vector: ir.Value, i: int) -> ir.Value:
     """Element i of a 1-d integer tensor, as a 0-d i64 value."""
     return convert(reshape(static_slice(vector, [i], [i + 1]), ()), I64)

@@ -13,7 +13,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 
 from lowering.builders import (
-    _is_uniform, cast_shape, custom_call, function_type, ir_constant, row_major, symbol_name,
+    _is_uniform, cast_shape, custom_call, function_type, ir_constant, row_major, shape_of, symbol_name,
 )
 from lowering.types import static_shape, to_ir_type
 
@@ -94,6 +94,10 @@ class LoweringContext:
     # --- symbols and functions -------------------------------------------------
 
     def unique_symbol(self, name: str) -> str:
+        """`name` as a symbol not used yet in the module: characters other than letters,
+        digits and `_` become `_` (Op names such as `Blockwise{...}` stay readable in the
+        IR), then `_1`, `_2`, ... until it is new."""
+        name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
         base, n = name, 0
         while name in self._symbols:
             n += 1
@@ -173,6 +177,19 @@ class LoweringContext:
         operands = [cast_shape(x, t) for x, t in zip(operands, fn_type.inputs, strict=True)]
         symbol = ir.FlatSymbolRefAttr.get(symbol_name(fn))
         return list(func.CallOp(list(fn_type.results), symbol, operands).results)
+
+    def result_dims(self, fn: func.FuncOp, results: range, zero_operands) -> list[list]:
+        """The dims of `fn`'s `results`: from its result types where they are static, else
+        from one call on `zero_operands()` (operands shaped as a real call's), which is dead
+        once shapes are refined (only its result shapes are read)."""
+        types = [ir.RankedTensorType(function_type(fn).results[k]) for k in results]
+        if all(t.has_static_shape for t in types):
+            return [list(t.shape) for t in types]
+        probe = self.emit_call(fn, zero_operands())
+        return [
+            list(t.shape) if t.has_static_shape else list(shape_of(probe[k]))
+            for t, k in zip(types, results)
+        ]
 
     def checks_of(self, fn: func.FuncOp) -> list[RuntimeCheck]:
         """A lowered private function's run-time checks (its flags follow its outputs)."""
