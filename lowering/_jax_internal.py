@@ -89,7 +89,8 @@ class Dispatch:
     that signature put numpy arguments on the device, execute and build the outputs in
     C++, never entering Python until the outputs are unflattened. `fastpath` comes from
     `fastpath_data`. Calls must run with 64-bit types enabled (`x64`), or the C++ side
-    would narrow float64 arguments to float32.
+    would narrow float64 arguments to float32. Under `jax.disable_jit()` the C++ side
+    bypasses its cache and calls `miss` for the outputs alone, every call.
     """
 
     __slots__ = ("call", "_cache")
@@ -99,11 +100,14 @@ class Dispatch:
             outputs, fastpath = miss(*args)
             return outputs, fastpath, False
 
+        def uncached(*args):
+            return miss(*args)[0]
+
         # One function per cache (its capacity counts functions); the entries per
         # signature live in it until `clear`.
         self._cache = _jax.PjitFunctionCache(capacity=1)
         self.call = _jax.pjit(
-            name, None, cache_miss, [], [], _pxla.JitGlobalCppCacheKeys(),
+            name, uncached, cache_miss, [], [], _pxla.JitGlobalCppCacheKeys(),
             _tree_util.dispatch_registry, _pxla.cc_shard_arg, self._cache,
         )
 

@@ -492,6 +492,23 @@ def test_calls_after_the_first_run_in_cpp_dispatch_and_behave_the_same():
     assert len(puts) == 6
 
 
+def test_jax_disable_jit_does_not_reach_our_functions():
+    """`jax.disable_jit()` (how JAX users debug their code) turns jaxlib's C++ dispatch
+    into a plain Python call; ours then runs the executable from Python, every call."""
+    x, n = pt.dvector("x"), pt.lscalar("n")
+    fn = pytensor.function([x, n], [pt.exp(x).sum(), x[n]], mode="STABLEHLO")
+    value = np.linspace(0.0, 1.0, 5)
+    expected = fn(value, 2)
+    with jax.disable_jit():
+        for _ in range(2):
+            for got, want in zip(fn(value, 2), expected):
+                assert_same(got, want)
+        assert_same(fn(np.ones(7), 6)[1], np.float64(1.0))  # a new signature
+        with pytest.raises(IndexError, match="index out of bounds"):
+            fn(value, 5)
+    assert_same(fn(value, 2)[0], expected[0])
+
+
 def test_large_inputs_xla_cannot_read_in_place_are_copied_once_aligned():
     """XLA's CPU client reads a C-contiguous argument at a 64-byte boundary in place;
     large others (numpy puts big arrays 16 bytes past a boundary) get one numpy copy to
