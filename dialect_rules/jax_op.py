@@ -11,36 +11,82 @@ symbolic shapes; its shape assertions are checked when the call is specialized.
 
 from __future__ import annotations
 
-import itertools
-
 import jax
 import numpy as np
 from jax.extend.mlir import ir
 from pytensor.link.jax.ops import JAXOp
 
-from lowering.builders import convert, function_type, symbol_name
+from lowering.builders import constant_array, convert, dim_size, function_type, reshape, symbol_name
 from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
-from lowering.types import dtype_of
-
-def _avals(node):
-    names = iter(f"d{i}" for i in itertools.count())
-    dims = [list(v.type.shape) for v in node.inputs]
-    unknown = [next(names) for shape in dims for d in shape if d is None]
-    symbols = iter(jax.export.symbolic_shape(", ".join(unknown))) if unknown else iter(())
-    avals = []
-    for v, shape in zip(node.inputs, dims):
-        shape = tuple(next(symbols) if d is None else d for d in shape)
-        avals.append(jax.ShapeDtypeStruct(shape, np.dtype(v.type.dtype)))
-    return avals, bool(unknown)
+from lowering.types import dtype_of, static_shape
 
 
-def _jax_module_text(node) -> str:
-    avals, symbolic = _avals(node)
-    fn = jax.jit(node.op.jax_function if hasattr(node.op, "jax_function") else node.op.jitted_func)
-    if symbolic:
-        return jax.export.export(fn, platforms=["cpu"])(*avals).mlir_module()
-    return fn.lower(*avals).as_text()
+class _Signature:
+    """The function's argument types. A dim that our IR knows (statically, or as a
+    constant) is a number; the others are JAX symbolic dims, one symbol per distinct
+    size: two operand dims traced to the same i64 value share it. So a VJP's cotangent
+    whose length was read off the forward call's result gets the symbol of the input
+    that length came from, as `jax.vjp` requires."""
+
+    def __init__(self, node, operands):
+        sizes = {}  # the i64 value of each symbolic dim, by symbol name
+        keys = {}  # symbol name by that value
+        dims = []
+        for x in operands:
+            shape = []
+            for axis, known in enumerate(static_shape(x.type)):
+                size = known if known is not None else dim_size(x, axis)
+                if isinstance(size, ir.Value) and (folded := constant_array(size, "iu")) is not None:
+                    size = int(folded)
+                if isinstance(size, ir.Value):
+                    name = keys.setdefault(size, f"d{len(keys)}")
+                    sizes[name] = size
+                    size = name
+                shape.append(size)
+            dims.append(shape)
+        symbols = dict(zip(sizes, jax.export.symbolic_shape(", ".join(sizes)))) if sizes else {}
+        self.sizes = sizes
+        self.avals = [
+            jax.ShapeDtypeStruct(tuple(symbols.get(d, d) for d in shape), np.dtype(v.type.dtype))
+            for v, shape in zip(node.inputs, dims)
+        ]
+
+    @property
+    def symbolic(self) -> bool:
+        return bool(self.sizes)
+
+    def tie(self, result: ir.Value, aval) -> ir.Value:
+        """`result` reshaped (a no-op) to say which of its dims are argument sizes, where
+        JAX's result type is a bare symbol: shapes read off it lead back to the operands."""
+        dims = [d if isinstance(d, int) else self.sizes.get(str(d)) for d in aval.shape]
+        known = static_shape(result.type)
+        if all(k is not None or d is None for k, d in zip(known, dims)) or any(d is None for d in dims):
+            return result
+        return reshape(result, dims)
+
+
+def _jax_module(node, signature: _Signature):
+    """JAX's module for the node's function (every argument kept, used or not, so that
+    the parameters are the node's inputs), the pytree of its results and their types."""
+    fn = jax.jit(node.op.jax_func, keep_unused=True)
+    if signature.symbolic:
+        exported = jax.export.export(fn, platforms=["cpu"])(*signature.avals)
+        return exported.mlir_module(), exported.out_tree, exported.out_avals
+    lowered = fn.lower(*signature.avals)
+    return lowered.as_text(), lowered.out_tree, None
+
+
+def _check_results(node, out_tree) -> None:
+    """What `JAXOp.perform` requires of the function's results: a tuple of one array
+    per output."""
+    results = jax.tree_util.tree_unflatten(out_tree, range(out_tree.num_leaves))
+    if not isinstance(results, tuple):
+        raise TypeError("JAX function must return a tuple of outputs.")
+    if len(results) != len(node.outputs):
+        raise ValueError(f"JAX function returned {len(results)} outputs, but {len(node.outputs)} were expected.")
+    if out_tree.num_leaves != len(node.outputs):
+        raise ValueError("JAX function must return one array per output, not nested containers.")
 
 
 def _splice(ctx, text: str):
@@ -73,15 +119,19 @@ def _splice(ctx, text: str):
 
 @register_lowering(JAXOp)
 def lower_jax_op(ctx, node, *operands):
+    signature = _Signature(node, operands)
     try:
-        text = _jax_module_text(node)
+        text, out_tree, out_avals = _jax_module(node, signature)
     except Exception as exc:  # the user's function failed to trace at these types
         raise UnsupportedParameterError(
             node, "the JAX function", f"JAX could not lower it: {type(exc).__name__}: {exc}"
         ) from None
+    _check_results(node, out_tree)
     fn = _splice(ctx, text)
     arg_types = function_type(fn).inputs
     operands = [convert(x, dtype_of(t)) for x, t in zip(operands, arg_types, strict=True)]
     results = ctx.call_function(fn, operands, len(node.outputs))
+    if out_avals is not None:
+        results = [signature.tie(r, aval) for r, aval in zip(results, out_avals)]
     # Without x64 JAX returns float32 where the node declares float64 (perform's values).
     return tuple(convert(r, out.type.dtype) for r, out in zip(results, node.outputs))

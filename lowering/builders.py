@@ -52,6 +52,28 @@ def ir_constant(value, dtype=None) -> ir.Value:
     return hlo.constant(dense_attr(value, dtype))
 
 
+def constant_array(value: ir.Value, kinds: str = "iuf"):
+    """A numpy array for a value defined by a `stablehlo.constant` of one of the numpy
+    dtype `kinds` (integer or float unless told)."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        return None  # a block argument
+    owner = owner.operation
+    if owner.name != "stablehlo.constant":
+        return None
+    try:
+        dtype = np.dtype(dtype_of(value.type))
+    except KeyError:
+        return None
+    if dtype.kind not in kinds:
+        return None
+    attr = ir.DenseElementsAttr(owner.attributes["value"])
+    shape = tuple(ir.RankedTensorType(value.type).shape)
+    if attr.is_splat:
+        return np.full(shape, np.asarray(attr.get_splat_value().value, dtype=dtype))
+    return np.asarray(attr).astype(dtype).reshape(shape)
+
+
 def full(value, dims: Sequence[Dim], dtype) -> ir.Value:
     """A tensor of shape `dims` filled with `value`."""
     if all(isinstance(d, int) for d in dims):

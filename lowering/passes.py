@@ -18,7 +18,7 @@ import numpy as np
 from jax.extend.mlir import ir, passmanager
 
 from lowering._jax_internal import register_passes
-from lowering.builders import ir_constant, symbol_name
+from lowering.builders import constant_array, ir_constant, symbol_name
 from lowering.errors import PassPipelineError
 
 # The default pipeline, run by `lower()` on the shape-polymorphic module.
@@ -150,7 +150,7 @@ _REDUCERS = {
 def fold_constant_reduce(module_op: ir.Operation) -> None:
     """Replace `stablehlo.reduce` of integer/float constants by its value."""
     for op in _ops_named(module_op, "stablehlo.reduce"):
-        values = [_constant_array(v) for v in op.operands]
+        values = [constant_array(v) for v in op.operands]
         body = list(op.regions[0].blocks[0].operations)
         if any(v is None for v in values) or len(body) != 2 or len(op.results) != 1:
             continue
@@ -178,7 +178,7 @@ def fold_agreeing_if(module_op: ir.Operation) -> None:
             if all(v == values[0] for v in values) and not _defined_inside(values[0], op):
                 result.replace_all_uses_with(values[0])
                 continue
-            arrays = [_constant_array(v) for v in values]
+            arrays = [constant_array(v) for v in values]
             if arrays[0] is not None and all(a is not None and np.array_equal(a, arrays[0]) for a in arrays):
                 with ir.InsertionPoint(op), op.location:
                     result.replace_all_uses_with(ir_constant(arrays[0]))
@@ -213,30 +213,6 @@ def _ops_named(module_op: ir.Operation, *names: str) -> list:
     return found
 
 
-def _constant_array(value: ir.Value, kinds: str = "iuf"):
-    """A numpy array for a value defined by a `stablehlo.constant` of one of the numpy
-    dtype `kinds` (integer or float unless told)."""
-    from lowering.types import dtype_of
-
-    owner = value.owner
-    if not isinstance(owner, (ir.Operation, ir.OpView)):
-        return None  # a block argument
-    owner = owner.operation
-    if owner.name != "stablehlo.constant":
-        return None
-    try:
-        dtype = np.dtype(dtype_of(value.type))
-    except KeyError:
-        return None
-    if dtype.kind not in kinds:
-        return None
-    attr = ir.DenseElementsAttr(owner.attributes["value"])
-    shape = tuple(ir.RankedTensorType(value.type).shape)
-    if attr.is_splat:
-        return np.full(shape, np.asarray(attr.get_splat_value().value, dtype=dtype))
-    return np.asarray(attr).astype(dtype).reshape(shape)
-
-
 def check_shape_assertions(module_op: ir.Operation) -> None:
     """Resolve JAX's `shape_assertion` custom calls (from spliced shape-polymorphic JAX
     modules) once shapes are static: drop those that hold, raise for those that fail."""
@@ -263,7 +239,7 @@ def _callee(op) -> str:
 
 def _scalar_constant(value: ir.Value):
     """The (first) element of a constant of any real or bool dtype, as a Python scalar."""
-    array = _constant_array(value, kinds="biuf")
+    array = constant_array(value, kinds="biuf")
     return None if array is None else array.reshape(-1)[0].item()
 
 
