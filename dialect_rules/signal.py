@@ -1,4 +1,5 @@
-"""signal: Convolve1d (np.convolve, "full" and "valid") as one `stablehlo.convolution`.
+"""signal: Convolve1d (np.convolve, "full" and "valid") as one `stablehlo.convolution`
+(a batch of unknown size: one per entry, see `lower_batched_convolve1d`).
 
 "valid" is the middle of "full" (`full[min(n, k) - 1 : max(n, k)]`), which is why numpy
 may swap its arguments there; slicing the full result needs no swap, and a run-time
@@ -14,6 +15,7 @@ from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.signal.conv import Convolve1d
 
+from dialect_rules.blockwise import lower_per_entry
 from lowering.builders import (
     convert,
     dim_add,
@@ -30,7 +32,6 @@ from lowering.builders import (
     shape_of,
     slice_axis,
 )
-from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_batched, register_lowering
 
 _NCW = dict(
@@ -63,13 +64,10 @@ def full_convolution(a, v, dtype):
 
 
 def _convolve(node, a, v, full_mode, full_mode_var, batch_dims):
-    """Convolve1d over `batch_dims` leading dims (flattened into feature groups)."""
+    """Convolve1d over `batch_dims` leading dims (flattened into feature groups, so
+    their product must be static)."""
     dtype = node.outputs[0].type.dtype
     batch = dim_product(batch_dims)
-    if not isinstance(batch, int):
-        raise UnsupportedParameterError(
-            node, "a batch of unknown size", "the number of convolutions must be static"
-        )
     rows_a = reshape(a, [batch, dim_size(a, len(batch_dims))])
     rows_v = reshape(v, [batch, dim_size(v, len(batch_dims))])
     full, n, k, length = full_convolution(rows_a, rows_v, dtype)
@@ -77,8 +75,6 @@ def _convolve(node, a, v, full_mode, full_mode_var, batch_dims):
     flag = _constant_flag(full_mode_var)
     if flag is not None:
         start, end = (0, length) if flag else (valid_start, valid_end)
-    elif batch_dims:
-        raise UnsupportedParameterError(node, "a run-time full_mode", "batched convolutions need a constant mode")
     else:
         start = select(full_mode, ir_constant(np.int64(0)), dim_value(valid_start))
         end = select(full_mode, dim_value(length), dim_value(valid_end))
@@ -99,4 +95,9 @@ def lower_convolve1d(ctx, node, a, v, full_mode):
 
 @register_batched(Convolve1d)
 def lower_batched_convolve1d(ctx, node, batch_ndim, a, v, full_mode):
-    return _convolve(node, a, v, full_mode, node.inputs[2], list(shape_of(a))[:batch_ndim])
+    """One grouped convolution where the batch size is static and every entry has the
+    same mode; else (a feature group count is an attribute) one convolution per entry."""
+    batch_dims = list(shape_of(a))[:batch_ndim]
+    if not isinstance(dim_product(batch_dims), int) or _constant_flag(node.inputs[2]) is None:
+        return lower_per_entry(ctx, node, [a, v, full_mode])
+    return _convolve(node, a, v, full_mode, node.inputs[2], batch_dims)

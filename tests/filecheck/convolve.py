@@ -25,3 +25,14 @@ print_ir("valid", [a, v], [convolve1d(a, v, mode="valid")])
 # CHECK-SAME: -> tensor<1x4x8xf64>
 b, w = pt.matrix("b", shape=(4, 6)), pt.matrix("w", shape=(4, 3))
 print_ir("batched", [b, w], [convolve1d(b, w, mode="full")])
+
+# A batch of unknown size cannot be a feature group count (an attribute): one convolution
+# of a single group per entry, in a loop over the batch.
+# CHECK-LABEL: TEST: unknown_batch raw
+# CHECK: stablehlo.while
+# CHECK: func.call @Convolve1d_entry({{.*}}) : (tensor<?xf64>, tensor<?xf64>) -> tensor<?xf64>
+# CHECK: func.func private @Convolve1d_entry
+# CHECK: stablehlo.dynamic_conv
+# CHECK-SAME: feature_group_count = 1 : i64
+m, k = pt.matrix("m"), pt.matrix("k")
+print_ir("unknown_batch", [m, k], [convolve1d(m, k, mode="full")], raw=True)
