@@ -1600,7 +1600,7 @@ def lower_solve_lu_factor_tridiagonal(ctx, node, batch_ndim, dl, d, du, du2, ipi
             return [select(swap, minus(near, l, other), minus(other, l, near)),
                     _put_row(out, select(swap, other, near), i)]
 
-        first = _row(y, dim_sub(n, 1)) if op.transposed else _row(y, zero)
+        first = _row(y, dim_value(dim_sub(n, 1))) if op.transposed else _row(y, zero)
         last, near, out = _rows_loop(off, [first, full_like(y, 0)], step, downward=op.transposed)
         return _put_row(out, near, last, 1 if op.transposed else 0)
 

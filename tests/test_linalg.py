@@ -422,14 +422,16 @@ def _tridiagonal(rng, shape, dtype):
     return np.triu(np.tril(a, 1), -1).astype(dtype)
 
 
+@pytest.mark.parametrize("static", [False, True])
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_tridiagonal_lu_factor_and_solve(dtype):
+def test_tridiagonal_lu_factor_and_solve(dtype, static):
     # Random diagonals: rows swap wherever |dl[i]| > |d[i]|, so ipiv has both kinds;
     # factors and pivots are compared entry by entry with scipy's gttrf.
     rng = np.random.default_rng(34)
     a = _tridiagonal(rng, (3, 7, 7), dtype)
     b = _general(rng, (3, 7, 2), dtype)
-    x, y = pt.tensor3("a", dtype=dtype), pt.tensor3("b", dtype=dtype)
+    x = pt.tensor3("a", dtype=dtype, shape=a.shape if static else (None,) * 3)
+    y = pt.tensor3("b", dtype=dtype, shape=b.shape if static else (None,) * 3)
     factors = tri.tridiagonal_lu_factor(x)
     outputs = [*factors, *(tri.tridiagonal_lu_solve(factors, y, b_ndim=2, transposed=t) for t in (False, True))]
     got = compare_with_py([x, y], outputs, [a, b], **LOOSE[dtype], modes=("STABLEHLO",))
