@@ -1463,13 +1463,13 @@ def _from_rows(v, batch_ndim, length: Dim) -> ir.Value:
     return transpose(v, [*range(1, batch_ndim + 1), 0, *range(batch_ndim + 1, rank)])
 
 
-def _row(v, i: ir.Value, offset: int = 0) -> ir.Value:
+def _row(v, i: Dim, offset: int = 0) -> ir.Value:
     """Padded row i + offset of every batch entry, shape (1, *batch[, rhs])."""
-    return dynamic_index(v, [0], [hlo.add(i, full_like(i, _PAD + offset))])
+    return dynamic_index(v, [0], [dim_value(dim_add(i, _PAD + offset))])
 
 
-def _put_row(v, row: ir.Value, i: ir.Value, offset: int = 0) -> ir.Value:
-    start = hlo.add(i, full_like(i, _PAD + offset))
+def _put_row(v, row: ir.Value, i: Dim, offset: int = 0) -> ir.Value:
+    start = dim_value(dim_add(i, _PAD + offset))
     return hlo.dynamic_update_slice(v, row, [start] + [dim_value(0)] * (len(static_shape(v.type)) - 1))
 
 
@@ -1573,7 +1573,6 @@ def lower_solve_lu_factor_tridiagonal(ctx, node, batch_ndim, dl, d, du, du2, ipi
     total = dim_add(n, 2 * _PAD)
     d, dl, du, du2, ipiv, b = (_rows_first(v, batch_ndim, total) for v in (d, dl, du, du2, ipiv, b))
     row_dims = [1, *shape_of(b)[1:]]
-    zero = dim_value(0)
 
     def wide(v):  # a factor row (1, *batch) against a row of b (1, *batch, rhs)
         return broadcast_in_dim(v, row_dims, range(batch_ndim + 1))
@@ -1600,7 +1599,7 @@ def lower_solve_lu_factor_tridiagonal(ctx, node, batch_ndim, dl, d, du, du2, ipi
             return [select(swap, minus(near, l, other), minus(other, l, near)),
                     _put_row(out, select(swap, other, near), i)]
 
-        first = _row(y, dim_value(dim_sub(n, 1))) if op.transposed else _row(y, zero)
+        first = _row(y, dim_sub(n, 1)) if op.transposed else _row(y, 0)
         last, near, out = _rows_loop(off, [first, full_like(y, 0)], step, downward=op.transposed)
         return _put_row(out, near, last, 1 if op.transposed else 0)
 
