@@ -16,16 +16,16 @@ import numpy as np
 from jax.extend.mlir import ir
 from pytensor.link.jax.ops import JAXOp
 
-from lowering.builders import constant_array, convert, dim_size, function_type, reshape, symbol_name
+from lowering.builders import convert, dim_size, function_type, reshape, symbol_name
 from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 from lowering.types import dtype_of, static_shape
 
 
 class _Signature:
-    """The function's argument types. A dim that our IR knows (statically, or as a
-    constant) is a number; the others are JAX symbolic dims, one symbol per distinct
-    size: two operand dims traced to the same i64 value share it. So a VJP's cotangent
+    """The function's argument types. A dim that our IR knows (`dim_size` gives an
+    int) is a number; the others are JAX symbolic dims, one symbol per distinct size:
+    two operand dims traced to the same i64 value share it. So a VJP's cotangent
     whose length was read off the forward call's result gets the symbol of the input
     that length came from, as `jax.vjp` requires."""
 
@@ -37,8 +37,6 @@ class _Signature:
             shape = []
             for axis, known in enumerate(static_shape(x.type)):
                 size = known if known is not None else dim_size(x, axis)
-                if isinstance(size, ir.Value) and (folded := constant_array(size, "iu")) is not None:
-                    size = int(folded)
                 if isinstance(size, ir.Value):
                     name = keys.setdefault(size, f"d{len(keys)}")
                     sizes[name] = size
@@ -60,9 +58,8 @@ class _Signature:
         """`result` reshaped (a no-op) to say which of its dims are argument sizes, where
         JAX's result type is a bare symbol: shapes read off it lead back to the operands."""
         dims = [d if isinstance(d, int) else self.sizes.get(str(d)) for d in aval.shape]
-        known = static_shape(result.type)
-        if all(k is not None or d is None for k, d in zip(known, dims)) or any(d is None for d in dims):
-            return result
+        if any(d is None for d in dims) or None not in static_shape(result.type):
+            return result  # a size JAX computed (d0 + 1), or nothing left to say
         return reshape(result, dims)
 
 

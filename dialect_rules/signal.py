@@ -26,6 +26,7 @@ from lowering.builders import (
     dim_product,
     dim_value,
     ir_constant,
+    is_static,
     reshape,
     result_type,
     select,
@@ -98,6 +99,6 @@ def lower_batched_convolve1d(ctx, node, batch_ndim, a, v, full_mode):
     """One grouped convolution where the batch size is static and every entry has the
     same mode; else (a feature group count is an attribute) one convolution per entry."""
     batch_dims = list(shape_of(a))[:batch_ndim]
-    if not isinstance(dim_product(batch_dims), int) or _constant_flag(node.inputs[2]) is None:
+    if not is_static(batch_dims) or _constant_flag(node.inputs[2]) is None:
         return lower_per_entry(ctx, node, [a, v, full_mode])
     return _convolve(node, a, v, full_mode, node.inputs[2], batch_dims)

@@ -189,7 +189,9 @@ def dim_size(x: ir.Value, axis: int) -> Dim:
     """Size of `x` along `axis`: an int if static, else a 0-d i64 value.
 
     A dynamic dim is traced back to the i64 shape operand that made it where the
-    IR says so (`get_dimension_size` is 32-bit and would wrap dims over 2**31).
+    IR says so (`get_dimension_size` is 32-bit and would wrap dims over 2**31); a
+    constant there (a length another rule knew, behind a `?` PyTensor declared) is
+    the int it holds.
     """
     shape = static_shape(x.type)
     if shape[axis] is not None:
@@ -198,7 +200,9 @@ def dim_size(x: ir.Value, axis: int) -> Dim:
     if kind == "static":
         return source
     if kind == "shape":
-        return _shape_element(source, source_axis)
+        size = _shape_element(source, source_axis)
+        folded = constant_array(size, "iu")
+        return int(folded) if folded is not None and folded >= 0 else size
     return _read_dim(source, source_axis)  # where the trace ended: the same size
 
 
