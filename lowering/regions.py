@@ -38,9 +38,11 @@ def reduce(
 def identity_value(scalar_op, dtype) -> object | None:
     """The identity of an associative scalar op in `dtype` (the reduce init), or None."""
     import pytensor.scalar as ps
+    from pytensor.tensor.math import MulWithoutZeros
 
     dtype = np.dtype(dtype)
-    if isinstance(scalar_op, (ps.Add, ps.OR, ps.XOR)):
+    # MulWithoutZeros(0, y) is y: its identity is 0, which keeps an all-zero product 0.
+    if isinstance(scalar_op, (ps.Add, ps.OR, ps.XOR, MulWithoutZeros)):
         return dtype.type(0)
     if isinstance(scalar_op, ps.Mul):
         return dtype.type(1)

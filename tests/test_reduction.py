@@ -93,3 +93,24 @@ def test_generic_careduce_with_an_associative_scalar_op():
     x = pt.matrix("x", dtype="int32")
     outs = [CAReduce(ps.xor, axis=(1,))(x), CAReduce(ps.and_, axis=(0,))(x), CAReduce(ps.or_, axis=None)(x)]
     compare_with_py([x], outs, [np.array([[5, 3, 1], [-1, 7, 12]], dtype="int32")])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_prod_without_zeros(dtype):
+    """The product of the nonzero elements, 0 when all are zero (the gradient of prod)."""
+    from pytensor.tensor.math import ProdWithoutZeros
+
+    x = pt.matrix("x", dtype=dtype)
+    value = finite_values(dtype, 12, seed=3).reshape(3, 4)
+    value[0] = 0
+    value[1, ::2] = 0
+    outs = [ProdWithoutZeros(axis=a)(x) for a in (None, (0,), (1,))]
+    compare_with_py([x], outs, [value])
+    compare_with_py([x], outs, [np.zeros((0, 4), dtype=dtype)])
+
+
+def test_prod_gradient_with_zeros():
+    x = pt.vector("x")
+    outs = [pytensor.grad(pt.prod(x), x), pytensor.grad(pt.prod(x, no_zeros_in_input=True), x)]
+    for value in ([1.0, 2.0, 0.0, 4.0], [0.0, 3.0, 0.0], [2.0, 3.0, 5.0]):
+        compare_with_py([x], outs[:1] if 0.0 in value else outs, [np.array(value)])
