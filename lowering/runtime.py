@@ -17,6 +17,7 @@ import numpy as np
 from jax import Array
 from jax.errors import JaxRuntimeError
 from jax.sharding import SingleDeviceSharding
+from pytensor.scalar import ScalarType
 
 from lowering._jax_internal import (
     Dispatch,
@@ -90,6 +91,9 @@ class Compiled:
         self._checks = tuple(lowered.runtime_checks)
         self._n_outputs = len(lowered.output_types)
         self._rng = lowered.rng or None
+        self._scalar_outputs = tuple(
+            i for i, t in enumerate(lowered.output_types) if isinstance(t, ScalarType)
+        )
         # shapes -> executable, or -> None when the shapes need argument values too.
         self._by_shapes: dict = {}
         self._by_values: dict = {}
@@ -126,11 +130,14 @@ class Compiled:
     def call_trusted(self, args):
         """Run on arguments that already have the right dtype and rank (PyTensor's filter ran)."""
         if self._rng is None:
-            return self._run(args)
-        args, generators = rng_keys(self._rng, args)
-        results = self._run(args)
-        for j, i in self._rng.outputs:
-            results[j] = generators[i] if i is not None else generator_from_key(results[j])
+            results = self._run(args)
+        else:
+            args, generators = rng_keys(self._rng, args)
+            results = self._run(args)
+            for j, i in self._rng.outputs:
+                results[j] = generators[i] if i is not None else generator_from_key(results[j])
+        for j in self._scalar_outputs:  # a numpy scalar, as ScalarType's perform gives
+            results[j] = results[j][()]
         return results
 
     def _run(self, args):

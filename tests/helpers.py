@@ -6,6 +6,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.mode import Mode
+from pytensor.scalar import ScalarType
 
 import lowering  # noqa: F401  (registers the STABLEHLO mode)
 from lowering.linker import StableHLOLinker
@@ -54,7 +55,10 @@ def compare_with_py(inputs, outputs, test_values, *, rtol=None, atol=None, modes
     for mode in modes:
         fn = pytensor.function(inputs, outputs, mode=mode)
         got = fn(*test_values)
-        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        for i, (g, e, out) in enumerate(zip(got, expected, outputs, strict=True)):
+            # (not type(e): some performs give a numpy scalar for a 0-d tensor)
+            kind = np.generic if isinstance(out.type, ScalarType) else np.ndarray
+            assert isinstance(g, kind), f"output {i} ({mode}): a {type(g).__name__}, expected {kind.__name__}"
             assert_same(g, e, rtol=rtol, atol=atol, label=f"output {i} ({mode})")
         results = results or got
     for i, (b, v) in enumerate(zip(before, test_values)):

@@ -341,3 +341,16 @@ def test_static_shapes():
     f = pytensor.function([r, i], pt.complex_from_polar(r, i), mode="STABLEHLO")
     with pytest.raises(ValueError, match="polar radius"):
         f(np.array([[1.0, -1e-10, 0.0]]), np.zeros((2, 3), "int8"))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "uint16", "bool"])
+def test_scalar_type_graph_returns_numpy_scalars(dtype):
+    """A graph of ScalarType variables, as `pytensor.scalar` builds it: its ScalarType
+    outputs come back as numpy scalars (np.float64, ...), a TensorType one as an array."""
+    x, y = ps.get_scalar_type(dtype)("x"), ps.get_scalar_type(dtype)("y")
+    outs = [ps.clip(x, y, x), x < y, ps.maximum(x, y), pt.tensor_from_scalar(ps.minimum(x, y))]
+    if dtype != "bool":
+        outs += [ps.add(x, y, x), ps.mul(x, y)]
+    values = [np.array(v, dtype=dtype) for v in (3, 1)]
+    compare_with_py([x, y], outs, values)
+    compare_with_py([x], [ps.clip(x, 3.0, 7.0)], values[:1])
