@@ -31,6 +31,7 @@ from lowering.builders import (
     broadcast_in_dim,
     compare,
     convert,
+    dim_add,
     dim_max,
     dim_min,
     dim_product,
@@ -50,7 +51,6 @@ from lowering.builders import (
     value_dtype,
     vector_element,
 )
-from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true, fold, reduce_window, sort, while_loop
 from lowering.registry import register_lowering
 from lowering.types import static_shape
@@ -181,26 +181,48 @@ def lower_bartlett(ctx, node, m):
 
 @register_lowering(Repeat)
 def lower_repeat(ctx, node, x, repeats):
-    """np.repeat with constant repeats: one gather of the repeated positions (a run-time
-    `repeats` vector makes the output size depend on its values: not lowerable)."""
-
-    if not isinstance(node.inputs[1], Constant):
-        raise UnsupportedParameterError(
-            node, "run-time repeats", "the output size would depend on the values of `repeats`"
-        )
-    counts = np.asarray(node.inputs[1].data, dtype=np.int64).reshape(-1)
-    axis = node.op.axis
+    """np.repeat along an axis: a gather of the repeated positions, computed here for
+    constant repeats, otherwise by the program (`repeat_positions`)."""
+    axis = node.op.axis  # (non-negative: make_node's rule)
     size = shape_of(x)[axis]
-    if len(counts) == 1 and not (isinstance(size, int) and size == 1):
-        if not isinstance(size, int):
-            raise UnsupportedParameterError(node, "one repeat count over a dim of unknown size",
-                                            "give repeats per element or a static shape")
-        counts = np.repeat(counts, size)
-    if (counts < 0).any():
-        raise ValueError(f"repeats may not contain negative values (node: {node})")
-    positions = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    index = ir_constant(positions.reshape(-1, 1))
-    return gather_indexed(x, [axis], index, front=False)
+    if isinstance(node.inputs[1], Constant):
+        counts = np.asarray(node.inputs[1].data, dtype=np.int64).reshape(-1)
+        if (counts < 0).any():
+            raise ValueError(f"repeats may not contain negative values (node: {node})")
+        if len(counts) == 1 and isinstance(size, int):
+            counts = np.repeat(counts, size)
+        if len(counts) == size:
+            positions = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+            return gather_indexed(x, [axis], ir_constant(positions.reshape(-1, 1)), front=False)
+    positions = repeat_positions(ctx, repeats, size)
+    return gather_indexed(x, [axis], reshape(positions, [*shape_of(positions), 1]), front=False)
+
+
+def repeat_positions(ctx, counts, n) -> ir.Value:
+    """np.repeat(np.arange(n), counts) (i64), `counts` a vector computed at run time: its
+    length is their sum, which the runtime measures before it specializes. A 1 is added
+    where each element's run ends, and the running sum of those is the position."""
+    counts = convert(counts, "int64")
+    (m,) = shape_of(counts)
+    if not (isinstance(m, int) and m == n):  # numpy broadcasts one count to all n
+        ctx.runtime_check(
+            hlo.and_(compare(dim_value(m), dim_value(n), "NE"), compare(dim_value(m), dim_value(1), "NE")),
+            ValueError, "repeat: the repeats do not broadcast to the length of the axis (operands "
+            "could not be broadcast together)",
+        )
+        own = iota([n], 0, "int64")
+        first_or_own = hlo.minimum(own, splat(dim_value(dim_sub(m, 1)), own))
+        counts = gather_indexed(counts, [0], reshape(first_or_own, [n, 1]), front=False)
+    zero = full_like(counts, 0)
+    ctx.runtime_check(any_true(compare(counts, zero, "LT")), ValueError, "repeats may not contain negative values")
+    counts = hlo.maximum(counts, zero)  # (the check raises; the shapes must stay valid)
+    total = fold(counts, [0], hlo.add, 0)
+    ends = cumulative(counts, 0, hlo.add, 0)
+    # Runs that end at the total (the last ones) mark the spare slot past it.
+    ends = hlo.minimum(ends, splat(total, ends))
+    slots = [dim_add(total, 1)]
+    marks = _scatter(full(0, slots, "int64"), [0], reshape(ends, [n, 1]), full(1, [n], "int64"), False, hlo.add)
+    return slice_axis(cumulative(marks, 0, hlo.add, 0), 0, 0, total)
 
 
 def _dims_and_strides(dims_vector, count: int, order: str):

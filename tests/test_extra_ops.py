@@ -77,16 +77,47 @@ def test_bartlett(m):
 def test_repeat():
     from pytensor.tensor.extra_ops import Repeat
 
-    from lowering import UnsupportedParameterError
     from tests.helpers import compare_with_py
 
     x = pt.matrix("x")
     xv = np.arange(6.0).reshape(3, 2)
     compare_with_py([x], [pt.repeat(x, [1, 0, 2], axis=0), pt.repeat(x, 2, axis=1), pt.repeat(x, 3),
-                          Repeat(axis=1)(x, [2, 1])], [xv])
+                          Repeat(axis=1)(x, [2, 1]), Repeat(axis=0)(x, [2])], [xv])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex64"])
+@pytest.mark.parametrize("counts_dtype", ["int64", "int8", "uint32"])
+def test_repeat_with_run_time_repeats(dtype, counts_dtype):
+    """The output length is the repeats' sum: measured at run time, one executable per
+    length; one count broadcasts to the whole axis, as numpy does."""
+    from pytensor.tensor.extra_ops import Repeat
+
+    from tests.helpers import compare_with_py
+
+    x = pt.tensor3("x", dtype=dtype)
+    r = pt.vector("r", dtype=counts_dtype)
+    xv = (np.arange(24) % 5).astype(dtype).reshape(2, 3, 4)
+    outs = [Repeat(axis=1)(x, r), pt.repeat(x, r, axis=-2)[:, ::2], pytensor.grad(Repeat(axis=1)(x, r).sum(), x)
+            if dtype.startswith("float") else Repeat(axis=1)(x, r)[:, ::-1]]
+    for counts in ([1, 0, 2], [2], [0, 0, 0], [0], [3, 1, 1]):
+        compare_with_py([x, r], outs, [xv, np.array(counts, dtype=counts_dtype)])
+    compare_with_py([x, r], [Repeat(axis=0)(x, r)], [xv[:0], np.array([], dtype=counts_dtype)])
+
+
+def test_repeat_with_run_time_repeats_refuses_bad_counts():
+    from pytensor.tensor.extra_ops import Repeat
+
+    x = pt.matrix("x")
     r = pt.lvector("r")
-    with pytest.raises(UnsupportedParameterError, match="values of `repeats`"):
-        pytensor.function([x, r], Repeat(axis=0)(x, r), mode=RAW_MODE)
+    f = pytensor.function([x, r], Repeat(axis=0)(x, r), mode="STABLEHLO")
+    xv = np.ones((3, 2))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        f(xv, np.array([1, 2]))
+    with pytest.raises(ValueError, match="do not broadcast"):
+        f(xv, np.array([], dtype="int64"))
+    with pytest.raises(ValueError, match="negative"):
+        f(xv, np.array([1, -1, 2]))
+    np.testing.assert_array_equal(f(xv, np.array([1, 1, 2])), np.ones((4, 2)))
 
 
 @pytest.mark.parametrize("order", ["C", "F"])

@@ -46,6 +46,22 @@ print_ir("searchsorted", [a, v], [pt.searchsorted(a, v)])
 r = pt.matrix("r", shape=(3, 2))
 print_ir("repeat", [r], [pt.repeat(r, [1, 0, 2], axis=0)])
 
+# Repeat with counts computed at run time: the counts' sum (a reduce) sizes a zero vector
+# with a spare slot; a scatter-add puts a 1 where each element's run ends, and the running
+# sum of those (a while of shifted gathers), sliced to the sum that the runtime measures,
+# is each output row's source, gathered from r.
+# CHECK-LABEL: TEST: repeat_run_time opt
+# CHECK: %[[TOTAL:.*]] = stablehlo.reduce({{.*}}) applies stablehlo.add across dimensions = [0] : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+# CHECK: stablehlo.add %[[TOTAL]], %{{.*}} : tensor<i64>
+# CHECK: stablehlo.dynamic_broadcast_in_dim
+# CHECK: "stablehlo.scatter"
+# CHECK: stablehlo.while
+# CHECK: %[[END:.*]] = stablehlo.reshape %[[TOTAL]] : (tensor<i64>) -> tensor<1xi64>
+# CHECK: stablehlo.real_dynamic_slice %{{.*}}, %{{.*}}, %[[END]], %{{.*}}
+# CHECK: "stablehlo.gather"(%arg0, {{.*}} : (tensor<3x2xf64>, tensor<?x1xi64>) -> tensor<?x2xf64>
+counts = pt.lvector("counts")
+print_ir("repeat_run_time", [r, counts], [pt.repeat(r, counts, axis=0)])
+
 # Unique: a stable sort with positions, run starts, their prefix sum (a while of shifted
 # gathers), a scatter by run number, and a slice to the run count, which the runtime
 # measures (it is computed by the program).
