@@ -201,7 +201,7 @@ def lower(
             try:
                 to_ir_type(var.type)
             except UnsupportedTypeError as exc:
-                raise UnsupportedTypeError(f"input {i} ({var}): {exc}") from None
+                raise UnsupportedTypeError(f"input {i} ({var.name or var}): {exc}") from None
         module = ir.Module.create()
         ctx = LoweringContext(context, module, options)
         with dim_trace_memo():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from jax.extend.mlir import ir
+from pytensor.sparse.type import SparseTensorType
 from pytensor.tensor.random.type import RandomGeneratorType
 
 from lowering.errors import UnsupportedTypeError
@@ -75,6 +76,11 @@ def to_ir_type(ptype) -> ir.RankedTensorType:
     dtype = getattr(ptype, "dtype", None)
     if not isinstance(dtype, str):  # None; a typed list's element type
         raise UnsupportedTypeError(f"PyTensor type {ptype} has no StableHLO equivalent")
+    if isinstance(ptype, SparseTensorType):  # (sparse constants never get here)
+        raise UnsupportedTypeError(
+            f"sparse values passed or computed at run time are not supported ({ptype}): "
+            "pass the matrix dense, or make it a constant"
+        )
     shape = getattr(ptype, "shape", ())
     return tensor_type(shape, dtype)
 

@@ -7,7 +7,7 @@ import pytensor.tensor as pt
 import pytest
 import scipy.sparse as sps
 
-from lowering import UnsupportedParameterError
+from lowering import UnsupportedOpsError, UnsupportedTypeError
 from tests.helpers import compare_with_py
 
 
@@ -33,6 +33,10 @@ def test_empty_and_all_zero_sparse_constants():
 
 
 def test_sparse_inputs_are_refused_by_name():
+    """When the function is built, not when a call hands the runtime a scipy matrix."""
     s, y = ps.csr_matrix("s"), pt.matrix("y")
-    with pytest.raises(UnsupportedParameterError, match="only sparse constants"):
-        pytensor.function([s, y], ps.structured_dot(s, y), mode="STABLEHLO")
+    for out in (ps.structured_dot(s, y), s, s.T):  # (s alone: a DeepCopyOp of it)
+        with pytest.raises(UnsupportedTypeError, match=r"input 0 \(s\): sparse values passed"):
+            pytensor.function([s, y], out, mode="STABLEHLO", on_unused_input="ignore")
+    with pytest.raises(UnsupportedOpsError, match="SparseFromDense"):
+        pytensor.function([y], ps.csr_from_dense(y), mode="STABLEHLO")
