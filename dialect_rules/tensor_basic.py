@@ -37,6 +37,7 @@ from lowering.builders import (
     vector_element,
     broadcast_in_dim,
     broadcast_to,
+    any_of,
     compare,
     convert,
     full,
@@ -99,30 +100,36 @@ def lower_join(ctx, node, axis, *tensors):
 
 @register_lowering(Split)
 def lower_split(ctx, node, x, axis, splits):
+    """Split.perform's checks (length, sum, sign), then one slice per size. The slices
+    are built from sizes clamped into the axis, so that bad sizes, which raise, still
+    give the runtime valid shapes to specialize."""
     if not isinstance(node.inputs[1], Constant):
         raise UnsupportedParameterError(node, "a run-time axis", "the split axis must be constant")
     axis = int(node.inputs[1].data) % node.inputs[0].type.ndim
-    dims = list(shape_of(x))
+    n = shape_of(x)[axis]
+    count = node.op.len_splits
     if isinstance(node.inputs[2], Constant):
         sizes = [int(s) for s in np.asarray(node.inputs[2].data)]
     else:
-        sizes = [vector_element(splits, i) for i in range(node.op.len_splits)]
+        (length,) = shape_of(splits)
+        splits = convert(splits, "int64")
+        if length != count:  # zeros after it: elements 0..count-1 exist whatever its length
+            ctx.runtime_check(compare(dim_value(length), dim_value(count), "NE"), ValueError,
+                              "Split: the length of splits is not equal to n_splits")
+            splits = hlo.concatenate([splits, full(0, [count], "int64")], 0)
+        sizes = [vector_element(splits, i) for i in range(count)]
     total = functools.reduce(dim_add, sizes, 0)
-    if not (isinstance(total, int) and isinstance(dims[axis], int)):  # else make_node checked
-        ctx.runtime_check(compare(dim_value(total), dim_value(dims[axis]), "NE"), ValueError,
-                          "Split: split sizes do not sum to the size of the axis")
-    negative = [s for s in sizes if not isinstance(s, int)]
+    if not (isinstance(total, int) and isinstance(n, int)):  # else make_node checked
+        ctx.runtime_check(compare(dim_value(total), dim_value(n), "NE"), ValueError,
+                          f"Split: the split sizes do not sum to the length of axis {axis}")
+    negative = [compare(s, ir_constant(np.int64(0)), "LT") for s in sizes if not isinstance(s, int)]
     if negative:
-        zero = ir_constant(np.int64(0))
-        failed = compare(negative[0], zero, "LT")
-        for s in negative[1:]:
-            failed = hlo.or_(failed, compare(s, zero, "LT"))
-        ctx.runtime_check(failed, ValueError, "Split: split sizes cannot be negative")
-    outputs, offset = [], 0
+        ctx.runtime_check(any_of(*negative), ValueError, "Split: split sizes cannot be negative")
+    outputs, start, end = [], 0, 0
     for size in sizes:
-        end = dim_add(offset, size)
-        outputs.append(slice_axis(x, axis, offset, end))
-        offset = end
+        end = dim_min(dim_add(end, dim_max(size, 0)), n)
+        outputs.append(slice_axis(x, axis, start, end))
+        start = end
     return tuple(outputs)
 
 

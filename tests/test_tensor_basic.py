@@ -91,10 +91,25 @@ def test_split_sizes_from_scalar_inputs_and_errors():
     outputs = pt.split(x, pt.stack([a, b]), n_splits=2, axis=1)
     compare_with_py([x, a, b], outputs, [np.arange(10.0).reshape(2, 5), np.int64(2), np.int64(3)])
     fn = pytensor.function([x, a, b], outputs, mode=RAW_MODE)
-    with pytest.raises(ValueError, match="do not sum to the size of the axis"):
+    with pytest.raises(ValueError, match="do not sum to the length of axis 1"):
         fn(np.ones((2, 5)), 2, 2)
-    with pytest.raises(ValueError, match="Split"):  # a negative size (numpy: ValueError too)
+    with pytest.raises(ValueError, match="do not sum"):  # sizes past the end: still our check
+        fn(np.ones((2, 5)), 4, 4)
+    with pytest.raises(ValueError, match="cannot be negative"):
         fn(np.ones((2, 5)), 6, -1)
+
+
+def test_split_sizes_from_a_vector_of_unknown_length():
+    """Split.perform's checks, in its order: the vector's length, the sum, the signs."""
+    x, s = pt.vector("x"), pt.lvector("s")
+    outputs = pt.split(x, s, n_splits=2)
+    for sizes in ([2, 3], [0, 5], [5, 0]):
+        compare_with_py([x, s], outputs, [np.arange(5.0), np.array(sizes)])
+    fn = pytensor.function([x, s], outputs, mode="STABLEHLO")
+    for sizes, message in [([2, 3, 0], "length of splits"), ([5], "length of splits"), ([], "length of splits"),
+                           ([3, 3], "do not sum"), ([2, -1], "do not sum"), ([6, -1], "negative")]:
+        with pytest.raises(ValueError, match=message):
+            fn(np.arange(5.0), np.array(sizes, dtype="int64"))
 
 
 @pytest.mark.parametrize("shape", [(None, None, None), (3, 4, 5)])
