@@ -27,7 +27,7 @@ from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.series import _LGAMMA1P_TAYLOR
-from lowering.builders import add_all, compare, convert, full_like, is_inf, is_nan, multiply_all, select
+from lowering.builders import add_all, compare, convert, divide, full_like, is_inf, is_nan, multiply_all, remainder, select
 from lowering.regions import converge
 from lowering.registry import register_lowering
 
@@ -42,7 +42,7 @@ _LEADING_BELOW = 2 * np.sqrt(_EPS)  # x**2/4 < eps: the power series' first term
 
 
 _c = full_like
-_add, _mul, _sub, _div = add_all, multiply_all, hlo.subtract, hlo.divide
+_add, _mul, _sub, _div = add_all, multiply_all, hlo.subtract, divide
 
 
 def _poly(t, coefficients):
@@ -57,7 +57,7 @@ def _sinpi(v):
     """sin(pi v), exactly zero at integers (v reduced to [-1/2, 1/2] first)."""
     n = hlo.round_nearest_even(v)
     s = hlo.sine(_mul(_c(v, np.pi), _sub(v, n)))
-    odd = compare(hlo.remainder(n, _c(v, 2.0)), _c(v, 0.0), "NE")
+    odd = compare(remainder(n, _c(v, 2.0)), _c(v, 0.0), "NE")
     return select(odd, hlo.negate(s), s)
 
 
@@ -142,10 +142,10 @@ def _hankel_terms(v, x, active):
         odd_factor = _sub(_mul(_c(k, 2.0), k), one)
         term = _div(_mul(term, _sub(four_v2, _mul(odd_factor, odd_factor))), _mul(_c(k, 8.0), k, x))
         # k mod 4 = 1: +odd, 2: -even, 3: -odd, 0: +even
-        phase = hlo.remainder(k, _c(k, 4.0))
+        phase = remainder(k, _c(k, 4.0))
         sign = select(compare(phase, _c(k, 1.5), "LT"), one, hlo.negate(one))
         sign = select(compare(phase, _c(k, 0.5), "LT"), one, sign)
-        is_odd = compare(hlo.remainder(k, _c(k, 2.0)), _c(k, 1.0), "EQ")
+        is_odd = compare(remainder(k, _c(k, 2.0)), _c(k, 1.0), "EQ")
         even = select(is_odd, even, hlo.add(even, _mul(sign, term)))
         odd = select(is_odd, hlo.add(odd, _mul(sign, term)), odd)
         plain = hlo.add(plain, term)
@@ -305,7 +305,7 @@ def _modified(v, x, kind):
     reflected = _mul(_c(x, 2 / np.pi), _sinpi(safe_v), hlo.exponential(_mul(_c(x, -2.0), safe_x)), kve)
     ive = hlo.add(ive, select(hlo.or_(integer, compare(v, zero, "GE")), zero, reflected))
     # x < 0: I_n(-x) = (-1)**n I_n(x); NaN for other orders
-    odd = compare(hlo.remainder(v, _c(v, 2.0)), zero, "NE")
+    odd = compare(remainder(v, _c(v, 2.0)), zero, "NE")
     ive = select(hlo.and_(compare(x, zero, "LT"), odd), hlo.negate(ive), ive)
     ive = select(hlo.and_(compare(x, zero, "LT"), hlo.not_(integer)), nan, ive)
     if kind == "iv":
@@ -470,14 +470,14 @@ def _first_kind(v, x):
     integer = _is_integer(v)
     # J_-v = cos(pi v) J_v - sin(pi v) Y_v
     reflected = _sub(_mul(_cospi(safe_v), jv), _mul(_sinpi(safe_v), yv))
-    odd = compare(hlo.remainder(v, _c(v, 2.0)), zero, "NE")
+    odd = compare(remainder(v, _c(v, 2.0)), zero, "NE")
     signed = select(odd, hlo.negate(jv), jv)  # integer orders: (-1)**n J_n
     value = select(compare(v, zero, "GE"), jv, select(integer, signed, reflected))
     value = select(hlo.and_(compare(x, zero, "LT"), odd), hlo.negate(value), value)
     value = select(hlo.and_(compare(x, zero, "LT"), hlo.not_(integer)), nan, value)
     # x = 0: 1 at order 0, 0 at positive or integer orders, else +-inf with the sign of
     # Gamma(v + 1) (J_v ~ (x/2)**v / Gamma(v + 1))
-    gamma_negative = compare(hlo.remainder(hlo.ceil(hlo.negate(_add(v, one))), _c(v, 2.0)), zero, "NE")
+    gamma_negative = compare(remainder(hlo.ceil(hlo.negate(_add(v, one))), _c(v, 2.0)), zero, "NE")
     at_zero = select(hlo.or_(compare(v, zero, "GT"), integer), zero, select(gamma_negative, hlo.negate(inf), inf))
     at_zero = select(compare(v, zero, "EQ"), one, at_zero)
     edge = select(compare(x, zero, "EQ"), at_zero, nan)  # x = +-inf: scipy's NaN

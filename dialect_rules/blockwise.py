@@ -36,9 +36,11 @@ from lowering.builders import (
     dim_product,
     dim_size,
     dim_value,
+    divide,
     full,
     ir_constant,
     read_entry,
+    remainder,
     shape_of,
     slice_axis,
     value_dtype,
@@ -261,8 +263,8 @@ def _unravel(i: ir.Value, dims) -> list[ir.Value]:
     index = []
     for d in reversed(dims[1:]):
         size = dim_value(d)
-        index.append(hlo.remainder(i, size))
-        i = hlo.divide(i, size)
+        index.append(remainder(i, size))
+        i = divide(i, size)
     return [i, *reversed(index)]
 
 

@@ -37,11 +37,13 @@ from lowering.builders import (
     dim_product,
     dim_sub,
     dim_value,
+    divide,
     full,
     full_like,
     iota,
     ir_constant,
     is_nan,
+    remainder,
     reshape,
     select,
     shape_of,
@@ -175,7 +177,7 @@ def lower_bartlett(ctx, node, m):
     mf = broadcast_in_dim(convert(m, "float64"), [length], ())
     one = full_like(mf, 1.0)
     n = hlo.add(hlo.subtract(one, mf), hlo.add(k, k))
-    window = hlo.subtract(one, hlo.divide(hlo.abs(n), hlo.subtract(mf, one)))
+    window = hlo.subtract(one, divide(hlo.abs(n), hlo.subtract(mf, one)))
     return select(compare(mf, one, "EQ"), one, window)
 
 
@@ -247,7 +249,7 @@ def lower_unravel_index(ctx, node, indices, dims_vector):
     outputs = []
     for dim, stride in zip(dims, strides):
         safe_dim = hlo.maximum(dim, one)  # a zero dim only occurs with the error above
-        outputs.append(hlo.remainder(hlo.divide(index, splat(stride, index)), splat(safe_dim, index)))
+        outputs.append(remainder(divide(index, splat(stride, index)), splat(safe_dim, index)))
     return tuple(outputs)
 
 

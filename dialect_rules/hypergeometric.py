@@ -32,6 +32,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from dialect_rules.special import _gamma
 from lowering.builders import (
     add_all, all_of, any_of, compare, convert, full_like, is_inf, multiply_all, reshape, select, shape_of, slice_axis,
+    divide,
 )
 from lowering.regions import converge
 from lowering.registry import register_lowering
@@ -114,7 +115,7 @@ def _gamma_and_reciprocal(gammas, reciprocals):
     out = values[: len(gammas)]
     for x, g in zip(reciprocals, values[len(gammas):]):
         pole = _and(_le(x, 0.0), _eq(hlo.floor(x), x))
-        out.append(select(pole, _c(x, 0.0), hlo.divide(_c(x, 1.0), g)))
+        out.append(select(pole, _c(x, 0.0), divide(_c(x, 1.0), g)))
     return out
 
 
@@ -129,12 +130,12 @@ def _series(a, b, c, x, active):
         k, u, s, umax, pole = state
         at_pole = _lt(hlo.abs(hlo.add(c, k)), _EPS)
         m = hlo.add(k, one)
-        ratio = hlo.divide(_mul(hlo.add(a, k), hlo.add(b, k), x), hlo.multiply(hlo.add(c, k), m))
+        ratio = divide(_mul(hlo.add(a, k), hlo.add(b, k), x), hlo.multiply(hlo.add(c, k), m))
         u = hlo.multiply(u, ratio)
         s = hlo.add(s, u)
         umax = hlo.maximum(umax, hlo.abs(u))
         pole = select(at_pole, one, pole)
-        done = _and(compare(s, _c(s, 0.0), "NE"), _le(hlo.abs(hlo.divide(u, s)), _MACHEP))
+        done = _and(compare(s, _c(s, 0.0), "NE"), _le(hlo.abs(divide(u, s)), _MACHEP))
         # a terminated series (u = 0, also where the sum is 0) or a term that is no longer
         # a number adds nothing more: stop rather than run to the step limit
         ended = _or(compare(u, _c(u, 0.0), "EQ"), hlo.not_(hlo.is_finite(u)))
@@ -142,7 +143,7 @@ def _series(a, b, c, x, active):
 
     zero = _c(a, 0.0)
     k, _, s, umax, pole = converge([zero, one, one, zero, zero], active, step, _MAX_STEPS)
-    loss = _add(hlo.divide(hlo.multiply(_c(s, _MACHEP), umax), hlo.abs(s)), hlo.multiply(_c(k, _MACHEP), k))
+    loss = _add(divide(hlo.multiply(_c(s, _MACHEP), umax), hlo.abs(s)), hlo.multiply(_c(k, _MACHEP), k))
     # Cephes stops at 10,000 terms and calls the result lost; a term at c + k = 0 is a pole.
     lost = _or(_gt(pole, 0.0), _ge(k, _MAX_STEPS))
     return select(_gt(pole, 0.0), _c(s, np.inf), s), select(lost, _c(s, 1.0), loss)
@@ -176,10 +177,10 @@ def _hys2f1(a, b, c, x, active, depth=2):
         n, t, f1, f0 = state
         common = _add(hlo.multiply(_c(t, 2.0), t), hlo.negate(c), hlo.negate(hlo.multiply(t, x)), hlo.multiply(b, x))
         down = hlo.subtract(
-            hlo.negate(hlo.multiply(hlo.divide(common, hlo.subtract(c, t)), f0)),
-            hlo.multiply(hlo.divide(hlo.multiply(t, hlo.subtract(x, one)), hlo.subtract(c, t)), f1),
+            hlo.negate(hlo.multiply(divide(common, hlo.subtract(c, t)), f0)),
+            hlo.multiply(divide(hlo.multiply(t, hlo.subtract(x, one)), hlo.subtract(c, t)), f1),
         )
-        up = hlo.negate(hlo.divide(
+        up = hlo.negate(divide(
             hlo.add(hlo.multiply(common, f0), hlo.multiply(hlo.subtract(c, t), f1)),
             hlo.multiply(t, hlo.subtract(x, one)),
         ))
@@ -217,7 +218,7 @@ def _psi_expansion(a, b, c, x, active):
     y = hlo.subtract(hlo.subtract(hlo.add(psis[0], psis[1]), hlo.add(psis[2], psis[3])), log_s)
     y = hlo.multiply(y, g_e1)
     p = _mul(hlo.add(a, d1), hlo.add(b, d1), s, g_e2)
-    psis = [hlo.add(p_, hlo.divide(one, z)) for p_, z in zip(psis, args)]
+    psis = [hlo.add(p_, divide(one, z)) for p_, z in zip(psis, args)]
     args = [hlo.add(z, one) for z in args]
 
     def step(state):
@@ -227,19 +228,19 @@ def _psi_expansion(a, b, c, x, active):
         q = hlo.multiply(p, r)
         y = hlo.add(y, q)
         t1 = hlo.add(t, one)
-        p = hlo.divide(_mul(p, s, _add(a, t, d1)), t1)
-        p = hlo.divide(hlo.multiply(p, _add(b, t, d1)), hlo.add(t1, e))
-        done = _and(compare(y, _c(y, 0.0), "NE"), _le(hlo.abs(hlo.divide(q, y)), _EPS))
-        psis = [hlo.add(p_, hlo.divide(one, z)) for p_, z in zip(psis, args)]
+        p = divide(_mul(p, s, _add(a, t, d1)), t1)
+        p = divide(hlo.multiply(p, _add(b, t, d1)), hlo.add(t1, e))
+        done = _and(compare(y, _c(y, 0.0), "NE"), _le(hlo.abs(divide(q, y)), _EPS))
+        psis = [hlo.add(p_, divide(one, z)) for p_, z in zip(psis, args)]
         return [t1, p, y, *psis, *[hlo.add(z, one) for z in args]], done
 
     _, _, y, *_ = converge([one, p, y, *psis, *args], active, step, _MAX_STEPS)
 
     def finite(state):
         i, t, p, y1 = state
-        p = hlo.divide(_mul(p, s, _add(a, t, d2), _add(b, t, d2)), _add(one, hlo.negate(e), t))
+        p = divide(_mul(p, s, _add(a, t, d2), _add(b, t, d2)), _add(one, hlo.negate(e), t))
         t = hlo.add(t, one)
-        p = hlo.divide(p, t)
+        p = divide(p, t)
         i = hlo.add(i, one)
         return [i, t, p, hlo.add(y1, p)], _ge(i, e)
 
@@ -267,7 +268,7 @@ def _hyt2f1(a, b, c, x, active, direct):
     b_first = _gt(b, a)
     pa = select(pfaff, select(b_first, a, hlo.subtract(c, a)), select(direct, hlo.subtract(c, a), a))
     pb = select(pfaff, select(b_first, hlo.subtract(c, b), b), select(direct, hlo.subtract(c, b), b))
-    px = select(pfaff, hlo.divide(hlo.negate(x), s), x)
+    px = select(pfaff, divide(hlo.negate(x), s), x)
     # Near 1, where the series loses digits, AMS 15.3.6 in 1 - x: its two series are
     # evaluated with the series itself (stacked), and used where its loss is large.
     candidates = _and(active, near_one, _not(integer_d))
@@ -290,7 +291,7 @@ def _hyt2f1(a, b, c, x, active, direct):
         w, sign = hlo.subtract(w, lg), hlo.multiply(sign, sg)
     r = _mul(r, _pow(s, d), sign, hlo.exponential(w))
     y = hlo.add(q, r)
-    y_loss = _add(q_loss, r_loss, hlo.divide(hlo.multiply(_c(y, _MACHEP), hlo.maximum(hlo.abs(q), hlo.abs(r))), y))
+    y_loss = _add(q_loss, r_loss, divide(hlo.multiply(_c(y, _MACHEP), hlo.maximum(hlo.abs(q), hlo.abs(r))), y))
     value = select(transform, hlo.multiply(y, _batched(_gamma, c)[0]), value)
     loss = select(transform, y_loss, loss)
     psi = _and(active, near_one, integer_d)
@@ -315,7 +316,7 @@ def _closed_form(a, b, c, x):
     """Cephes' first answers: x = 0, a or b = 0, a = -1. (mask, value)"""
     nonzero_c = compare(c, _c(c, 0.0), "NE")
     one = _c(a, 1.0)
-    linear = hlo.subtract(one, _mul(hlo.divide(b, c), x))
+    linear = hlo.subtract(one, _mul(divide(b, c), x))
     linear = select(_lt(hlo.abs(linear), 1e-15), _c(a, 0.0), linear)
     trivial = _or(_eq(x, 0.0), _and(_or(_eq(a, 0.0), _eq(b, 0.0)), nonzero_c))
     minus_one = _and(_eq(a, -1.0), nonzero_c)
@@ -328,13 +329,13 @@ def _equal_b_c(a, b, x, active):
 
     def step(state):
         k, term, total, largest = state
-        term = hlo.divide(_mul(term, hlo.subtract(hlo.add(a, k), one), x), k)
+        term = divide(_mul(term, hlo.subtract(hlo.add(a, k), one), x), k)
         largest = hlo.maximum(largest, hlo.abs(term))
         return [hlo.add(k, one), term, hlo.add(total, term), largest], _ge(k, hlo.negate(b))
 
     active = _and(active, _ge(hlo.negate(b), 1.0), _lt(hlo.abs(b), 1e5))
     _, _, total, largest = converge([one, one, one, one], active, step, 100001)
-    lost = _gt(hlo.multiply(_c(a, 1e-16), hlo.add(one, hlo.divide(largest, hlo.abs(total)))), 1e-7)
+    lost = _gt(hlo.multiply(_c(a, 1e-16), hlo.add(one, divide(largest, hlo.abs(total)))), 1e-7)
     return select(_or(lost, _not(_lt(hlo.abs(b), 1e5))), _c(a, np.nan), total)
 
 
@@ -410,7 +411,7 @@ def _core(a, b, c, x, active):
     recurred = d2
     for i in range(3):
         r = hlo.subtract(e, one)
-        next_value = hlo.divide(
+        next_value = divide(
             hlo.add(_mul(e, hlo.subtract(r, _mul(hlo.subtract(hlo.multiply(_c(e, 2.0), e), q), x)), d2),
                     _mul(hlo.subtract(e, a), hlo.subtract(e, b), x, d1)),
             _mul(e, r, s),
@@ -449,8 +450,8 @@ def _hyp2f1(a, b, c, x):
     pfaff = _and(below, _not(inverse))
     b_first = _lt(hlo.abs(ea), hlo.abs(eb))
     pa, pb = select(b_first, ea, eb), select(b_first, eb, ea)
-    w = hlo.divide(x, hlo.subtract(x, one))
-    u = hlo.divide(one, x)
+    w = divide(x, hlo.subtract(x, one))
+    u = divide(one, x)
     one_minus_c = hlo.subtract(one, c)
     call_a = select(inverse, ea, select(pfaff, pa, a))
     call_b = select(inverse, hlo.add(one_minus_c, ea), select(pfaff, hlo.subtract(c, pb), b))

@@ -16,7 +16,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.extra_ops import sorted_positions
 from dialect_rules.subtensor import gather_indexed
-from lowering.builders import compare, convert, full_like, ir_constant, reshape, select, shape_of
+from lowering.builders import compare, convert, divide, full_like, ir_constant, reshape, select, shape_of
 from lowering.regions import any_true
 from lowering.registry import register_lowering
 
@@ -61,7 +61,7 @@ def _de_boor(t: np.ndarray, c: np.ndarray, k: int, x: ir.Value, interval: ir.Val
         for i in range(1, j + 1):
             right, left = knot[i], knot[i - j]
             width = hlo.subtract(right, left)
-            f = hlo.divide(previous[i - 1], width)
+            f = divide(previous[i - 1], width)
             repeated = compare(width, zero, "EQ")  # a repeated knot: that B-spline is 0
             h[i - 1] = select(repeated, h[i - 1], hlo.add(h[i - 1], hlo.multiply(f, hlo.subtract(right, x))))
             h[i] = select(repeated, zero, hlo.multiply(f, hlo.subtract(x, left)))

@@ -73,6 +73,7 @@ from lowering.builders import (
     dim_size,
     dim_sub,
     dim_value,
+    divide,
     dot_general,
     dynamic_index,
     full,
@@ -81,6 +82,7 @@ from lowering.builders import (
     iota,
     is_complex,
     is_nan,
+    remainder,
     reshape,
     result_type,
     row_major,
@@ -638,7 +640,7 @@ def lower_slogdet(ctx, node, batch_ndim, x):
     magnitude = hlo.abs(diag)
     log_abs = _sum(hlo.log(magnitude), [batch_ndim])
     if is_complex(diag):
-        unit = hlo.divide(diag, hlo.complex(magnitude, full_like(magnitude, 0)))
+        unit = divide(diag, hlo.complex(magnitude, full_like(magnitude, 0)))
         unit = select(compare(magnitude, full_like(magnitude, 0), "EQ"), full_like(diag, 0), unit)
     else:
         unit = hlo.sign(diag)
@@ -716,7 +718,7 @@ def lower_eigh_grad(ctx, node, batch_ndim, x, w, v, gw, gv):
     wn = broadcast_in_dim(w, dims, [*range(batch_ndim), rank - 1])
     rows, cols = _positions(dims)
     off = compare(rows, cols, "NE")
-    f = select(off, hlo.divide(full_like(wm, 1), hlo.subtract(wn, wm)), full_like(wm, 0))
+    f = select(off, divide(full_like(wm, 1), hlo.subtract(wn, wm)), full_like(wm, 0))
     c = _matmul(_mT(v), gv, batch_ndim)
     inner = hlo.add(select(off, full_like(f, 0), broadcast_in_dim(gw, dims, [*range(batch_ndim), rank - 1])),
                     _mT(hlo.multiply(c, f)))
@@ -787,7 +789,7 @@ def lower_matrix_pinv(ctx, node, batch_ndim, x):
     largest = fold(s, [batch_ndim], hlo.maximum, -np.inf)
     cutoff = hlo.multiply(broadcast_in_dim(largest, shape_of(s), range(batch_ndim)), full_like(s, 1e-15))
     kept = compare(s, cutoff, "GT")
-    inv_s = select(kept, hlo.divide(full_like(s, 1), s), full_like(s, 0))
+    inv_s = select(kept, divide(full_like(s, 1), s), full_like(s, 0))
     scaled = hlo.multiply(_mH(u), broadcast_in_dim(convert(inv_s, dtype), shape_of(_mH(u)), [*range(batch_ndim), rank - 2]))
     pinv = _matmul(_mH(vh), scaled, batch_ndim)
     [pinv] = _failed(ctx, ok, [pinv], "SVD did not converge")
@@ -867,7 +869,7 @@ def lower_lstsq(ctx, node, a, b, rcond):
 
     c = _matmul(_mT(u), b, 0)
     dims = shape_of(c)
-    divided = hlo.divide(c, broadcast_in_dim(s, dims, [0]))
+    divided = divide(c, broadcast_in_dim(s, dims, [0]))
     x = _matmul(_mT(vt), select(broadcast_in_dim(kept, dims, [0]), divided, full_like(c, 0)), 0)
     r = hlo.subtract(b, _matmul(u, c, 0))
     residuals = _sum(hlo.multiply(r, r), [0])
@@ -1005,7 +1007,7 @@ def lower_expm(ctx, node, batch_ndim, a):
     dims = shape_of(a)
     rank = batch_ndim + 2
     norm = _max_abs_sum(a, rank - 2, batch_ndim)
-    log2 = hlo.divide(hlo.log(hlo.divide(norm, full_like(norm, bound))), full_like(norm, np.log(2.0)))
+    log2 = divide(hlo.log(divide(norm, full_like(norm, bound))), full_like(norm, np.log(2.0)))
     # At most 1,000 squarings (a 1-norm of 2^1000): beyond, or for non-finite a, NaN.
     squarings = hlo.clamp(full_like(norm, 0), hlo.ceil(log2), full_like(norm, 1000))
     squarings = select(is_nan(squarings), full_like(norm, 1000), squarings)
@@ -1140,9 +1142,9 @@ def _givens(f: ir.Value, g: ir.Value):
     h = select(none, full_like(h, 1), h)
     f_zero = compare(af, full_like(af, 0), "EQ")
     magnitude = convert(select(f_zero, full_like(af, 1), af), value_dtype(f))
-    phase = select(f_zero, full_like(f, 1), hlo.divide(f, magnitude))
-    c = select(none, full_like(h, 1), hlo.divide(af, h))
-    s = select(none, full_like(f, 0), hlo.divide(hlo.multiply(phase, conj(g)), convert(h, value_dtype(f))))
+    phase = select(f_zero, full_like(f, 1), divide(f, magnitude))
+    c = select(none, full_like(h, 1), divide(af, h))
+    s = select(none, full_like(f, 0), divide(hlo.multiply(phase, conj(g)), convert(h, value_dtype(f))))
     return convert(c, value_dtype(f)), s
 
 
@@ -1167,8 +1169,8 @@ def _sort_complex_schur(t, z, selected, labels=()):
 
     def plan(i, t, selected):
         """Round i's swaps, their rotations, and the diagonal and superdiagonal they read."""
-        parity = hlo.remainder(i, full_like(i, 2))
-        in_round = compare(hlo.remainder(position, full_like(position, 2)),
+        parity = remainder(i, full_like(i, 2))
+        in_round = compare(remainder(position, full_like(position, 2)),
                            broadcast_in_dim(parity, shape_of(position), []), "EQ")
         swap = hlo.and_(in_round, _inversions(selected))
         d, above = _diagonal(t), _diagonal(t, 1)
@@ -1226,8 +1228,8 @@ def _sorted_schur(a, t, z, sort: str, batch_ndim: int):
     disc = hlo.add(hlo.multiply(half, half), hlo.multiply(above, below))
     mu = hlo.complex(half, hlo.sqrt(hlo.maximum(hlo.negate(disc), full_like(disc, 0))))
     r = select(first, hypot(hlo.abs(mu), below), full_like(below, 1))
-    c = select(first, hlo.divide(mu, convert(r, cdtype)), full_like(mu, 1))
-    s = convert(select(first, hlo.divide(below, r), full_like(r, 0)), cdtype)
+    c = select(first, divide(mu, convert(r, cdtype)), full_like(mu, 1))
+    s = convert(select(first, divide(below, r), full_like(r, 0)), cdtype)
     tc = _pair_rotate(convert(t, cdtype), axis, first, conj(c), s, hlo.negate(s), c)
     tc = _triangle(_pair_rotate(tc, axis + 1, first, c, s, hlo.negate(s), conj(c)), lower=False)
     zc = _pair_rotate(convert(z, cdtype), axis + 1, first, c, s, hlo.negate(s), conj(c))
@@ -1256,7 +1258,7 @@ def _real_schur_vectors(zc, first, second, batch_ndim):
         return _along(v, dims, cols)
 
     def normalized(x):
-        return hlo.divide(x, per_column(_column_norms(x)))
+        return divide(x, per_column(_column_norms(x)))
 
     # A complex pair: an orthonormal basis of span(Re z_k, Im z_k), larger part first.
     source = select(per_column(second), _shifted(zc, cols, -1), zc)
@@ -1269,7 +1271,7 @@ def _real_schur_vectors(zc, first, second, batch_ndim):
     v = normalized(v)
     # A real eigenvalue: z_k = e^{i theta} x with x real, and sum(z_k^2) = e^{2 i theta}.
     w = _sum(hlo.multiply(zc, zc), [rows])
-    phase = hlo.sqrt(hlo.divide(w, convert(hlo.abs(w), value_dtype(w))))
+    phase = hlo.sqrt(divide(w, convert(hlo.abs(w), value_dtype(w))))
     single = normalized(hlo.real(hlo.multiply(zc, per_column(conj(phase)))))
     return select(per_column(first), u, select(per_column(second), v, single))
 
@@ -1291,8 +1293,8 @@ def _standardize_blocks(t, q, first, second, batch_ndim):
     tau = hypot(sigma, temp)
     rotate = hlo.and_(first, compare(tau, full_like(tau, 0), "GT"))
     tau = select(rotate, tau, full_like(tau, 1))
-    cs = hlo.sqrt(hlo.multiply(full_like(tau, 0.5), hlo.add(full_like(tau, 1), hlo.divide(hlo.abs(sigma), tau))))
-    sn = hlo.divide(hlo.multiply(full_like(temp, -0.5), temp), hlo.multiply(tau, cs))
+    cs = hlo.sqrt(hlo.multiply(full_like(tau, 0.5), hlo.add(full_like(tau, 1), divide(hlo.abs(sigma), tau))))
+    sn = divide(hlo.multiply(full_like(temp, -0.5), temp), hlo.multiply(tau, cs))
     sn = hlo.multiply(sn, copysign(full_like(sigma, 1), sigma))
     cs, sn = select(rotate, cs, full_like(cs, 1)), select(rotate, sn, full_like(sn, 0))
     t = _pair_rotate(t, axis, rotate, cs, sn, hlo.negate(sn), cs)
@@ -1533,8 +1535,8 @@ def lower_lu_factor_tridiagonal(ctx, node, batch_ndim, dl, d, du):
             return select(keep, kept, swapped)
 
         nonzero = compare(d0, full_like(d0, 0), "NE")
-        fact = hlo.divide(l, d0)  # no interchange: eliminate dl[i], unless d[i] == 0
-        swap = hlo.divide(d0, l)  # interchange rows i and i + 1, then eliminate
+        fact = divide(l, d0)  # no interchange: eliminate dl[i], unless d[i] == 0
+        swap = divide(d0, l)  # interchange rows i and i + 1, then eliminate
         one_based = broadcast_in_dim(convert(hlo.add(i, full_like(i, 1)), "int32"), shape_of(keep), [])
         return [
             pick(select(nonzero, hlo.subtract(d1, hlo.multiply(fact, u0)), d1), hlo.subtract(u0, hlo.multiply(swap, d1))),
@@ -1610,7 +1612,7 @@ def lower_solve_lu_factor_tridiagonal(ctx, node, batch_ndim, dl, d, du, du2, ipi
         def step(i, values):
             x1, x2, out = values
             k = -1 if op.transposed else 0  # U.T reads du[i - 1] and du2[i - 2]
-            x = hlo.divide(minus(minus(_row(y, i), _row(du, i, k), x1), _row(du2, i, 2 * k), x2), wide(_row(d, i)))
+            x = divide(minus(minus(_row(y, i), _row(du, i, k), x1), _row(du2, i, 2 * k), x2), wide(_row(d, i)))
             return [x, x1, _put_row(out, x, i)]
 
         zeros = full(0, row_dims, dtype)

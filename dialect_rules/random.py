@@ -32,6 +32,7 @@ from lowering.builders import (
     convert,
     dim_product,
     dim_size,
+    divide,
     full,
     full_like,
     iota,
@@ -264,7 +265,7 @@ def log_standard_gamma(key: ir.Value, alpha: ir.Value, u: ir.Value) -> ir.Value:
     """The logs of Gamma(alpha, 1) numbers (`gamma_parts`): finite where the draws
     themselves underflow; alpha = 0 gives -inf."""
     head, tail = gamma_parts(key, alpha, u)
-    return hlo.add(head, hlo.divide(tail, alpha))
+    return hlo.add(head, divide(tail, alpha))
 
 
 def standard_gamma(key: ir.Value, alpha: ir.Value) -> ir.Value:
@@ -296,9 +297,9 @@ def beta_log_odds(key: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
     m = hlo.minimum(full_like(a, 1.0), hlo.minimum(a, b))
     scaled = hlo.add(
         hlo.multiply(hlo.subtract(ha, hb), m),
-        hlo.subtract(hlo.multiply(ta, hlo.divide(m, a)), hlo.multiply(tb, hlo.divide(m, b))),
+        hlo.subtract(hlo.multiply(ta, divide(m, a)), hlo.multiply(tb, divide(m, b))),
     )
-    return hlo.divide(scaled, m)
+    return divide(scaled, m)
 
 
 # --- the rule every RandomVariable shares ----------------------------------------------

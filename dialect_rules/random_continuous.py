@@ -46,9 +46,11 @@ from lowering.builders import (
     convert,
     copysign,
     dim_value,
+    divide,
     full_like,
     hypot,
     iota,
+    remainder,
     select,
     shape_of,
     value_dtype,
@@ -87,7 +89,7 @@ def cauchy_of(u):
     the far tails (w near 0) come from a small angle known to full relative precision,
     unlike tan(pi (u - 1/2)) near u = 0 or 1."""
     w = _symmetric(u)
-    return hlo.divide(_c(w, 1.0), hlo.tan(hlo.multiply(w, _c(w, math.pi / 2))))
+    return divide(_c(w, 1.0), hlo.tan(hlo.multiply(w, _c(w, math.pi / 2))))
 
 
 def _gamma_key_and_uniforms(key, dims, dtype, n):
@@ -202,14 +204,14 @@ def _weibull_checks(ctx, node, a):
 def _weibull(key, dims, a):
     """numpy's weibull: E^(1/a), and 0 for a = 0."""
     e = exponential_of(uniform(key, dims, value_dtype(a), open_zero=True))
-    x = hlo.power(e, hlo.divide(_c(a, 1.0), a))
+    x = hlo.power(e, divide(_c(a, 1.0), a))
     return select(compare(a, _c(a, 0.0), "EQ"), _c(a, 0.0), x)
 
 
 @register_sampler(rv.ParetoRV, checks=_scipy_checks("pareto", shapes=(0,), scale=1))
 def _pareto(key, dims, b, scale):
     """scipy.stats.pareto by inversion: (1 - q)^(-1/b) = exp(E / b), support x >= scale."""
-    z = hlo.exponential(hlo.divide(exponential_of(uniform(key, dims, value_dtype(b), open_zero=True)), b))
+    z = hlo.exponential(divide(exponential_of(uniform(key, dims, value_dtype(b), open_zero=True)), b))
     return _location_scale(_c(b, 0.0), scale, z)
 
 
@@ -238,7 +240,7 @@ def _triangular(key, dims, left, mode, right):
     rising = hlo.add(left, hlo.multiply(hlo.sqrt(hlo.multiply(u, hlo.subtract(mode, left))), base))
     falling_u = hlo.subtract(_c(u, 1.0), u)
     falling = hlo.subtract(right, hlo.multiply(hlo.sqrt(hlo.multiply(falling_u, hlo.subtract(right, mode))), base))
-    ratio = hlo.divide(hlo.subtract(mode, left), hlo.subtract(right, left))
+    ratio = divide(hlo.subtract(mode, left), hlo.subtract(right, left))
     return select(compare(u, ratio, "LE"), rising, falling)
 
 
@@ -248,7 +250,7 @@ def _triangular(key, dims, left, mode, right):
 def _invgamma_checks(ctx, node, shape, scale):
     require(ctx, negative(shape), "shape < 0")
     # numpy checks the gamma's scale 1 / scale, so -0.0 fails too.
-    require(ctx, negative(hlo.divide(_c(scale, 1.0), scale)), "scale < 0")
+    require(ctx, negative(divide(_c(scale, 1.0), scale)), "scale < 0")
 
 
 @register_sampler(rv.InvGammaRV, checks=_invgamma_checks)
@@ -285,7 +287,7 @@ def _student_t(key, dims, df, loc, scale):
 
 def _gengamma_checks(ctx, node, alpha, p, lambd):
     # scipy sees a = alpha / p and c = p, and requires c != 0 too
-    failed = hlo.or_(_scipy_failed([hlo.divide(alpha, p)], lambd), compare(p, _c(p, 0.0), "EQ"))
+    failed = hlo.or_(_scipy_failed([divide(alpha, p)], lambd), compare(p, _c(p, 0.0), "EQ"))
     require(ctx, failed, scipy_domain_error("gengamma"))
 
 
@@ -298,8 +300,8 @@ def _gengamma(key, dims, alpha, p, lambd):
     log G itself.
     """
     gamma_key, (u,) = _gamma_key_and_uniforms(key, dims, value_dtype(alpha), 1)
-    head, tail = gamma_parts(gamma_key, hlo.divide(alpha, p), u)
-    z = hlo.exponential(hlo.add(hlo.divide(head, p), hlo.divide(tail, alpha)))
+    head, tail = gamma_parts(gamma_key, divide(alpha, p), u)
+    z = hlo.exponential(hlo.add(divide(head, p), divide(tail, alpha)))
     return _location_scale(_c(alpha, 0.0), lambd, z)
 
 
@@ -322,7 +324,7 @@ def _wald(key, dims, mean, scale):
     mean + mean/(2 scale) (y - sqrt(4 scale y + y^2)) loses every digit once y >> scale.
     """
     u_normal, u_root = uniforms(key, dims, value_dtype(mean), 2, open_zero=True)
-    a = hlo.multiply(hlo.abs(normal_of(u_normal)), hlo.sqrt(hlo.divide(mean, hlo.multiply(scale, _c(scale, 4.0)))))
+    a = hlo.multiply(hlo.abs(normal_of(u_normal)), hlo.sqrt(divide(mean, hlo.multiply(scale, _c(scale, 4.0)))))
     t = hlo.multiply(chlo.asinh(a), _c(a, 2.0))
     larger = compare(u_root, hlo.logistic(t), "GT")
     return hlo.multiply(mean, hlo.exponential(select(larger, t, hlo.negate(t))))
@@ -354,12 +356,12 @@ def _vonmises(key, dims, mu, kappa):
     q = hlo.sqrt(hlo.add(_c(kappa, 1.0), hlo.multiply(_c(kappa, 4.0), _square(kappa))))
     r = hlo.add(_c(q, 1.0), q)
     root = hlo.sqrt(hlo.add(r, r))
-    rho = hlo.divide(hlo.add(kappa, kappa), hlo.add(r, root))
+    rho = divide(hlo.add(kappa, kappa), hlo.add(r, root))
     # 1 - rho = (r - 2 kappa + sqrt(2r)) / (r + sqrt(2r)), r - 2 kappa = 1 + 1 / (q + 2 kappa)
-    gap = hlo.add(_c(q, 1.0), hlo.divide(_c(q, 1.0), hlo.add(q, hlo.add(kappa, kappa))))
-    one_minus_rho = hlo.divide(hlo.add(gap, root), hlo.add(r, root))
-    c = hlo.divide(one_minus_rho, hlo.subtract(_c(rho, 2.0), one_minus_rho))
-    s_minus_one = hlo.divide(_square(one_minus_rho), hlo.add(rho, rho))
+    gap = hlo.add(_c(q, 1.0), divide(_c(q, 1.0), hlo.add(q, hlo.add(kappa, kappa))))
+    one_minus_rho = divide(hlo.add(gap, root), hlo.add(r, root))
+    c = divide(one_minus_rho, hlo.subtract(_c(rho, 2.0), one_minus_rho))
+    s_minus_one = divide(_square(one_minus_rho), hlo.add(rho, rho))
 
     def propose(u, v):
         half = chlo.atan(hlo.multiply(c, cauchy_of(u)))
@@ -370,7 +372,7 @@ def _vonmises(key, dims, mu, kappa):
     middle = hlo.and_(compare(kappa, _c(kappa, _VONMISES_UNIFORM), "GE"), compare(kappa, _c(kappa, _VONMISES_NORMAL), "LE"))
     theta = hlo.add(mu, rejection(loop_key, dims, dtype, lambda k: uniforms(k, dims, dtype, 2, open_zero=True), propose, middle))
     # numpy's fmod(|x| + pi, 2 pi) - pi, with x's sign
-    wrapped = hlo.subtract(hlo.remainder(hlo.add(hlo.abs(theta), _c(theta, math.pi)), _c(theta, 2 * math.pi)), _c(theta, math.pi))
+    wrapped = hlo.subtract(remainder(hlo.add(hlo.abs(theta), _c(theta, math.pi)), _c(theta, 2 * math.pi)), _c(theta, math.pi))
     wrapped = select(_lt(theta, 0.0), hlo.negate(wrapped), wrapped)
 
     near = hlo.add(mu, hlo.multiply(hlo.rsqrt(kappa), normal_of(u_normal)))
@@ -418,10 +420,10 @@ def _skewnormal(key, dims, mu, sigma, alpha):
     dtype = value_dtype(mu)
     u0, v = (normal_of(u) for u in uniforms(key, dims, dtype, 2, open_zero=True))
     big = compare(hlo.abs(alpha), _c(alpha, 1.0), "GT")
-    q = select(big, hlo.divide(_c(alpha, 1.0), alpha), alpha)
+    q = select(big, divide(_c(alpha, 1.0), alpha), alpha)
     root = hlo.sqrt(hlo.add(_c(q, 1.0), _square(q)))
-    d = hlo.divide(select(big, copysign(_c(alpha, 1.0), alpha), q), root)
-    c = hlo.divide(select(big, hlo.abs(q), _c(q, 1.0)), root)
+    d = divide(select(big, copysign(_c(alpha, 1.0), alpha), q), root)
+    c = divide(select(big, hlo.abs(q), _c(q, 1.0)), root)
     u1 = hlo.add(hlo.multiply(d, u0), hlo.multiply(c, v))
     z = select(compare(u0, _c(u0, 0.0), "GE"), u1, hlo.negate(u1))
     return _location_scale(mu, sigma, z)
@@ -453,7 +455,7 @@ def _skew_student_t(key, dims, a, b, mu, sigma):
 
 def _truncnorm_bounds(mu, sigma, lower, upper):
     """scipy's standardized bounds a = (lower - mu) / sigma, b = (upper - mu) / sigma."""
-    return (hlo.divide(hlo.subtract(x, mu), sigma) for x in (lower, upper))
+    return (divide(hlo.subtract(x, mu), sigma) for x in (lower, upper))
 
 
 def _truncnorm_checks(ctx, node, mu, sigma, lower, upper):
@@ -540,8 +542,8 @@ def _interpolated(key, dims, x, pdf, cdf):
         return fold(select(here, values, full_like(values, 0.0)), [axis], hlo.add, 0.0)
 
     x0, x1, f0, f1, c0 = at(x, 0), at(x, 1), at(pdf, 0), at(pdf, 1), at(cdf, 0)
-    slope = hlo.divide(hlo.subtract(f1, f0), hlo.subtract(x1, x0))
+    slope = divide(hlo.subtract(f1, f0), hlo.subtract(x1, x0))
     d = hlo.subtract(u, c0)
     root = hlo.sqrt(hlo.maximum(hlo.add(_square(f0), hlo.multiply(_c(d, 2.0), hlo.multiply(slope, d))), _c(d, 0.0)))
-    step = hlo.divide(hlo.add(d, d), hlo.add(f0, root))
+    step = divide(hlo.add(d, d), hlo.add(f0, root))
     return hlo.add(x0, select(compare(hlo.add(f0, root), _c(d, 0.0), "EQ"), _c(d, 0.0), step))

@@ -46,12 +46,14 @@ from lowering.builders import (
     convert,
     dim_size,
     dim_value,
+    divide,
     dynamic_index,
     full,
     full_like,
     iota,
     ir_constant,
     is_nan,
+    remainder,
     reshape,
     select,
     shape_of,
@@ -106,8 +108,8 @@ def _stirling_tail(k: ir.Value) -> ir.Value:
     """log(k!) - [(k + 1/2) log(k + 1) - (k + 1) + log(2 pi)/2] for integral float k >= 0:
     a table below 10, the series 1/12 - 1/360 + 1/1260 (in powers of 1/(k+1)) above."""
     k1 = hlo.add(k, _c(k, 1.0))
-    inv2 = hlo.divide(_c(k, 1.0), hlo.multiply(k1, k1))
-    series = hlo.divide(
+    inv2 = divide(_c(k, 1.0), hlo.multiply(k1, k1))
+    series = divide(
         hlo.subtract(_c(k, 1 / 12), hlo.multiply(hlo.subtract(_c(k, 1 / 360), hlo.multiply(_c(k, 1 / 1260), inv2)), inv2)),
         k1,
     )
@@ -166,7 +168,7 @@ def poisson(key: ir.Value, lam: ir.Value) -> ir.Value:
     small_key, large_key = split(key, 2)
     # The tail past lam + 20 sd is below 1e-30 for lam < 10: restarts there cost nothing.
     bound = hlo.add(lam, hlo.multiply(_c(lam, 20.0), hlo.sqrt(hlo.add(lam, _c(lam, 1.0)))))
-    few = _inversion(small_key, hlo.exponential(hlo.negate(lam)), lambda x: hlo.divide(lam, x), bound, small)
+    few = _inversion(small_key, hlo.exponential(hlo.negate(lam)), lambda x: divide(lam, x), bound, small)
     many = _poisson_ptrs(large_key, lam, large)
     return convert(select(large, many, few), I64)
 
@@ -178,18 +180,18 @@ def _poisson_ptrs(key, lam, pending):
     slam, loglam = hlo.sqrt(lam), hlo.log(lam)
     b = hlo.add(_c(lam, 0.931), hlo.multiply(_c(lam, 2.53), slam))
     a = hlo.add(_c(lam, -0.059), hlo.multiply(_c(lam, 0.02483), b))
-    inv_alpha = hlo.add(_c(lam, 1.1239), hlo.divide(_c(lam, 1.1328), hlo.subtract(b, _c(lam, 3.4))))
-    vr = hlo.subtract(_c(lam, 0.9277), hlo.divide(_c(lam, 3.6224), hlo.subtract(b, _c(lam, 2.0))))
+    inv_alpha = hlo.add(_c(lam, 1.1239), divide(_c(lam, 1.1328), hlo.subtract(b, _c(lam, 3.4))))
+    vr = hlo.subtract(_c(lam, 0.9277), divide(_c(lam, 3.6224), hlo.subtract(b, _c(lam, 2.0))))
     log_inv_alpha = hlo.log(inv_alpha)
 
     def propose(u, v):
         u = hlo.subtract(u, _c(lam, 0.5))
         us = hlo.subtract(_c(lam, 0.5), hlo.abs(u))
-        spread = hlo.add(hlo.divide(hlo.multiply(_c(lam, 2.0), a), us), b)
+        spread = hlo.add(divide(hlo.multiply(_c(lam, 2.0), a), us), b)
         k = hlo.floor(hlo.add(hlo.multiply(spread, u), hlo.add(lam, _c(lam, 0.43))))
         quick = all_of(compare(us, _c(us, 0.07), "GE"), _le(v, vr))
         squeezed_out = any_of(_lt(k, _c(k, 0.0)), all_of(_lt(us, _c(us, 0.013)), compare(v, us, "GT")))
-        lhs = hlo.add(hlo.log(v), hlo.subtract(log_inv_alpha, hlo.log(hlo.add(hlo.divide(a, hlo.multiply(us, us)), b))))
+        lhs = hlo.add(hlo.log(v), hlo.subtract(log_inv_alpha, hlo.log(hlo.add(divide(a, hlo.multiply(us, us)), b))))
         rhs = hlo.subtract(hlo.subtract(hlo.multiply(k, loglam), lam), _log_factorial(hlo.maximum(k, _c(k, 0.0))))
         return k, any_of(quick, all_of(_not(squeezed_out), _le(lhs, rhs)))
 
@@ -217,10 +219,10 @@ def binomial(key: ir.Value, n: ir.Value, p: ir.Value, q: ir.Value) -> ir.Value:
     # numpy's inversion: the search restarts past n p + 10 sd.
     bound = hlo.minimum(nf, hlo.add(mean, hlo.multiply(_c(nf, 10.0), hlo.sqrt(hlo.add(hlo.multiply(mean, large), _c(nf, 1.0))))))
     first = hlo.exponential(hlo.multiply(nf, hlo.log_plus_one(hlo.negate(small))))
-    odds = hlo.divide(small, large)
+    odds = divide(small, large)
 
     def ratio(x):  # p(x) / p(x - 1)
-        return hlo.multiply(hlo.divide(hlo.add(hlo.subtract(nf, x), _c(x, 1.0)), x), odds)
+        return hlo.multiply(divide(hlo.add(hlo.subtract(nf, x), _c(x, 1.0)), x), odds)
 
     k = select(
         btrs,
@@ -241,17 +243,17 @@ def _binomial_btrs(key, n, p, q, pending):
     b = hlo.add(_c(n, 1.15), hlo.multiply(_c(n, 2.53), spq))
     a = hlo.add(hlo.add(_c(n, -0.0873), hlo.multiply(_c(n, 0.0248), b)), hlo.multiply(_c(n, 0.01), p))
     c = hlo.add(hlo.multiply(n, p), _c(n, 0.5))
-    vr = hlo.subtract(_c(n, 0.92), hlo.divide(_c(n, 4.2), b))
-    alpha = hlo.multiply(hlo.add(_c(n, 2.83), hlo.divide(_c(n, 5.1), b)), spq)
+    vr = hlo.subtract(_c(n, 0.92), divide(_c(n, 4.2), b))
+    alpha = hlo.multiply(hlo.add(_c(n, 2.83), divide(_c(n, 5.1), b)), spq)
     m = hlo.floor(hlo.multiply(hlo.add(n, _c(n, 1.0)), p))
     m1, rest1 = hlo.add(m, _c(m, 1.0)), hlo.add(hlo.subtract(n, m), _c(m, 1.0))
-    slope = hlo.log(hlo.divide(hlo.multiply(rest1, p), hlo.multiply(m1, q)))
+    slope = hlo.log(divide(hlo.multiply(rest1, p), hlo.multiply(m1, q)))
     tails_at_mode = hlo.add(_stirling_tail(m), _stirling_tail(hlo.subtract(n, m)))
 
     def propose(u, v):
         u = hlo.subtract(u, _c(n, 0.5))
         us = hlo.subtract(_c(n, 0.5), hlo.abs(u))
-        k = hlo.floor(hlo.add(hlo.multiply(hlo.add(hlo.divide(hlo.multiply(_c(n, 2.0), a), us), b), u), c))
+        k = hlo.floor(hlo.add(hlo.multiply(hlo.add(divide(hlo.multiply(_c(n, 2.0), a), us), b), u), c))
         in_range = all_of(compare(k, _c(k, 0.0), "GE"), _le(k, n))
         quick = all_of(compare(us, _c(us, 0.07), "GE"), _le(v, vr))
         k = hlo.minimum(hlo.maximum(k, _c(k, 0.0)), n)  # keeps the logs below finite
@@ -259,12 +261,12 @@ def _binomial_btrs(key, n, p, q, pending):
         half = _c(k, 0.5)
         log_ratio = add_all(
             hlo.multiply(d, slope),
-            hlo.negate(hlo.multiply(hlo.add(k, half), hlo.log_plus_one(hlo.divide(d, m1)))),
-            hlo.negate(hlo.multiply(hlo.add(hlo.subtract(n, k), half), hlo.log_plus_one(hlo.negate(hlo.divide(d, rest1))))),
+            hlo.negate(hlo.multiply(hlo.add(k, half), hlo.log_plus_one(divide(d, m1)))),
+            hlo.negate(hlo.multiply(hlo.add(hlo.subtract(n, k), half), hlo.log_plus_one(hlo.negate(divide(d, rest1))))),
             tails_at_mode,
             hlo.negate(hlo.add(_stirling_tail(k), _stirling_tail(hlo.subtract(n, k)))),
         )
-        log_v = hlo.log(hlo.divide(hlo.multiply(v, alpha), hlo.add(hlo.divide(a, hlo.multiply(us, us)), b)))
+        log_v = hlo.log(divide(hlo.multiply(v, alpha), hlo.add(divide(a, hlo.multiply(us, us)), b)))
         return k, all_of(in_range, any_of(quick, _le(log_v, log_ratio)))
 
     return rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 2), propose, pending)
@@ -279,7 +281,7 @@ def _hypergeometric_urn(key, good, bad, sample, pending):
     53-bit uniform compared with that ratio: within 2**-53 of exact)."""
     dims = shape_of(good)
     total = hlo.add(good, bad)
-    flip = compare(sample, hlo.divide(total, _c(total, 2)), "GT")
+    flip = compare(sample, divide(total, _c(total, 2)), "GT")
     steps = select(pending, select(flip, hlo.subtract(total, sample), sample), _c(sample, 0))
 
     def drawing(steps, left, left_good):
@@ -314,13 +316,13 @@ def _hypergeometric_hrua(key, good, bad, sample, pending):
     fewer, more = hlo.minimum(good, bad), hlo.maximum(good, bad)
     # Stadlober's names: population N, sample n, the rarer kind M, the other L.
     N, n, M, L = (convert(x, F64) for x in (total, count, fewer, more))
-    p, q = hlo.divide(M, N), hlo.divide(L, N)
+    p, q = divide(M, N), divide(L, N)
     one = _c(N, 1.0)
     a = hlo.add(hlo.multiply(n, p), _c(N, 0.5))
-    var = hlo.divide(hlo.multiply(hlo.multiply(hlo.subtract(N, n), n), hlo.multiply(p, q)), hlo.subtract(N, one))
+    var = divide(hlo.multiply(hlo.multiply(hlo.subtract(N, n), n), hlo.multiply(p, q)), hlo.subtract(N, one))
     c = hlo.sqrt(hlo.add(var, _c(N, 0.5)))
     h = hlo.add(hlo.multiply(_c(N, _D1), c), _c(N, _D2))
-    m = hlo.floor(hlo.divide(hlo.multiply(hlo.add(n, one), hlo.add(M, one)), hlo.add(N, _c(N, 2.0))))
+    m = hlo.floor(divide(hlo.multiply(hlo.add(n, one), hlo.add(M, one)), hlo.add(N, _c(N, 2.0))))
 
     def log_weight(k):
         return add_all(
@@ -332,7 +334,7 @@ def _hypergeometric_hrua(key, good, bad, sample, pending):
     upper = hlo.minimum(hlo.add(hlo.minimum(n, M), one), hlo.floor(hlo.add(a, hlo.multiply(_c(N, 16.0), c))))
 
     def propose(u, v):
-        x = hlo.add(a, hlo.divide(hlo.multiply(h, hlo.subtract(v, _c(v, 0.5))), u))
+        x = hlo.add(a, divide(hlo.multiply(h, hlo.subtract(v, _c(v, 0.5))), u))
         inside = all_of(compare(x, _c(x, 0.0), "GE"), _lt(x, upper))
         k = hlo.floor(select(inside, x, _c(x, 0.0)))
         t = hlo.subtract(g, log_weight(k))
@@ -371,7 +373,7 @@ def bounded_integers(key: ir.Value, low: ir.Value, high: ir.Value) -> ir.Value:
     span = hlo.bitcast_convert(with_dtype(low.type, U64), hlo.subtract(high, low))
     valid = _lt(low, high)
     span = select(valid, span, _c(span, 1))
-    threshold = hlo.remainder(hlo.subtract(_c(span, 0), span), span)  # 2**64 mod span
+    threshold = remainder(hlo.subtract(_c(span, 0), span), span)  # 2**64 mod span
 
     def propose(word):
         offset, low_word = _multiply_wide(word, span)
@@ -498,7 +500,7 @@ def _negative_binomial_checks(ctx, node, n, p):
     domain = all_of(compare(n, _c(n, 0.0), "GT"), compare(p, _c(p, 0.0), "GT"), _le(p, _c(p, 1.0)))
     require(ctx, _not(domain), _SCIPY_DOMAIN.format("nbinom"))
     # numpy bounds the Poisson mean it may draw at 10 sd above the gamma's mean.
-    reach = hlo.multiply(hlo.divide(hlo.subtract(_c(p, 1.0), p), p), hlo.add(n, hlo.multiply(_c(n, 10.0), hlo.sqrt(n))))
+    reach = hlo.multiply(divide(hlo.subtract(_c(p, 1.0), p), p), hlo.add(n, hlo.multiply(_c(n, 10.0), hlo.sqrt(n))))
     require(ctx, compare(reach, _c(reach, POISSON_LAM_MAX), "GT"), "n too large or p too small, see Generator.negative_binomial Notes")
 
 
@@ -508,7 +510,7 @@ def _negative_binomial(key, dims, n, p):
     numpy's gamma-Poisson mixture; n need not be an integer."""
     n, p = _as_float(n, p)
     gamma_key, poisson_key = split(key, 2)
-    rate = hlo.multiply(standard_gamma(gamma_key, n), hlo.divide(hlo.subtract(_c(p, 1.0), p), p))
+    rate = hlo.multiply(standard_gamma(gamma_key, n), divide(hlo.subtract(_c(p, 1.0), p), p))
     return poisson(poisson_key, rate)
 
 
@@ -523,7 +525,7 @@ def _geometric(key, dims, p):
     """Trials to the first success, from 1: inversion ceil(log(u) / log1p(-p)) with u in
     (0, 1); p = 1 gives 1; draws beyond int64 give 2**63 - 1, as numpy's."""
     p = convert(p, F64)
-    x = hlo.ceil(hlo.divide(hlo.log(uniform(key, dims, F64, open_zero=True)), hlo.log_plus_one(hlo.negate(p))))
+    x = hlo.ceil(divide(hlo.log(uniform(key, dims, F64, open_zero=True)), hlo.log_plus_one(hlo.negate(p))))
     x = hlo.maximum(x, _c(x, 1.0))
     huge = compare(x, _c(x, 2.0**63), "GE")
     return select(huge, full(np.iinfo(np.int64).max, dims, I64), convert(select(huge, _c(x, 1.0), x), I64))
@@ -603,7 +605,7 @@ def _multinomial(key, dims, n, p):
         key, j, left, mass, out = values
         key, draw = split(key, 2)
         pj = reshape(dynamic_index(p, [last], [j]), dims)
-        ratio = hlo.divide(pj, mass)
+        ratio = divide(pj, mass)
         # Rounding can leave the mass a hair off: numpy's binomial takes p > 1 (and NaN,
         # from 0/0) as 1, p < 0 as 0.
         ratio = select(is_nan(ratio), _c(ratio, 1.0), hlo.minimum(hlo.maximum(ratio, _c(ratio, 0.0)), _c(ratio, 1.0)))

@@ -54,6 +54,7 @@ from lowering.builders import (
     dim_size,
     dim_sub,
     dim_value,
+    divide,
     dot_general,
     full,
     full_like,
@@ -115,7 +116,7 @@ def _dirichlet(key, dims, alpha):
     axis = _last_axis(alpha)
     top = _expand_last(fold(log_g, [axis], hlo.maximum, -np.inf), log_g)
     weights = hlo.exponential(hlo.subtract(log_g, top))
-    x = hlo.divide(weights, _expand_last(fold(weights, [axis], hlo.add, 0.0), weights))
+    x = divide(weights, _expand_last(fold(weights, [axis], hlo.add, 0.0), weights))
     infinite = compare(log_g, full_like(log_g, np.inf), "EQ")
     x = select(compare(top, full_like(top, np.inf), "EQ"), select(infinite, full_like(x, np.nan), full_like(x, 0.0)), x)
     return select(compare(top, full_like(top, -np.inf), "EQ"), full_like(x, 0.0), x)
@@ -245,7 +246,7 @@ def _stick_breaking_weights(ctx, node, key, size, alpha, k):
     alpha = broadcast_param(convert(alpha, dtype), batch, 0)
     u = uniform(draw_key, [*batch, count], dtype, open_zero=True)
     axis = len(batch)
-    log_rest = hlo.divide(hlo.log_plus_one(hlo.negate(u)), _expand_last(alpha, u))  # log(1 - b)
+    log_rest = divide(hlo.log_plus_one(hlo.negate(u)), _expand_last(alpha, u))  # log(1 - b)
     zero, one = (full(value, [*batch, 1], dtype) for value in (0.0, 1.0))
     # log prod_{j<i} (1 - b_j) for i = 0..K: a cumulative sum with a 0 in front
     remaining = cumulative(hlo.concatenate([zero, log_rest], axis), axis, hlo.add, 0.0)

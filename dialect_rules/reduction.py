@@ -21,6 +21,7 @@ from lowering.builders import (
     convert,
     dim_product,
     dim_value,
+    divide,
     full_like,
     ir_constant,
     iota,
@@ -155,7 +156,7 @@ def lower_softmax(ctx, node, x):
     x = convert(x, node.outputs[0].type.dtype)
     axes = _softmax_axes(node)
     e = hlo.exponential(hlo.subtract(x, _keepdims_reduce(ctx, x, axes, "max")))
-    return hlo.divide(e, _keepdims_reduce(ctx, e, axes, "sum"))
+    return divide(e, _keepdims_reduce(ctx, e, axes, "sum"))
 
 
 @register_lowering(LogSoftmax)

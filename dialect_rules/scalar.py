@@ -32,7 +32,20 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
-from lowering.builders import compare, conj, convert, copysign, full_like, is_inf, is_nan, select, value_dtype
+from lowering.builders import (
+    compare,
+    conj,
+    convert,
+    copysign,
+    divide,
+    full_like,
+    is_inf,
+    is_nan,
+    remainder,
+    select,
+    truncated_divmod,
+    value_dtype,
+)
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true
 from lowering.registry import register_lowering
@@ -89,19 +102,19 @@ def _cdiv(a, b):
     abs_br, abs_bi = hlo.abs(br), hlo.abs(bi)
     one = full_like(br, 1)
     # |br| >= |bi|
-    rat = hlo.divide(bi, br)
-    scl = hlo.divide(one, hlo.add(br, hlo.multiply(bi, rat)))
+    rat = divide(bi, br)
+    scl = divide(one, hlo.add(br, hlo.multiply(bi, rat)))
     re1 = hlo.multiply(hlo.add(ar, hlo.multiply(ai, rat)), scl)
     im1 = hlo.multiply(hlo.subtract(ai, hlo.multiply(ar, rat)), scl)
     # |br| < |bi|
-    rat = hlo.divide(br, bi)
-    scl = hlo.divide(one, hlo.add(bi, hlo.multiply(br, rat)))
+    rat = divide(br, bi)
+    scl = divide(one, hlo.add(bi, hlo.multiply(br, rat)))
     re2 = hlo.multiply(hlo.add(hlo.multiply(ar, rat), ai), scl)
     im2 = hlo.multiply(hlo.subtract(hlo.multiply(ai, rat), ar), scl)
     # 0 / 0
     zero = full_like(br, 0)
     both_zero = _all(compare(abs_br, zero, "EQ"), compare(abs_bi, zero, "EQ"))
-    re0, im0 = hlo.divide(ar, abs_br), hlo.divide(ai, abs_bi)
+    re0, im0 = divide(ar, abs_br), divide(ai, abs_bi)
     first = compare(abs_br, abs_bi, "GE")
     return (
         select(first, select(both_zero, re0, re1), re2),
@@ -113,12 +126,12 @@ def _creciprocal(z):
     """numpy's complex reciprocal loop."""
     zr, zi = z
     one = full_like(zr, 1)
-    r = hlo.divide(zi, zr)
+    r = divide(zi, zr)
     d = hlo.add(zr, hlo.multiply(zi, r))
-    re1, im1 = hlo.divide(one, d), hlo.negate(hlo.divide(r, d))
-    r = hlo.divide(zr, zi)
+    re1, im1 = divide(one, d), hlo.negate(divide(r, d))
+    r = divide(zr, zi)
     d = hlo.add(hlo.multiply(zr, r), zi)
-    re2, im2 = hlo.divide(r, d), hlo.negate(hlo.divide(one, d))
+    re2, im2 = divide(r, d), hlo.negate(divide(one, d))
     first = compare(hlo.abs(zi), hlo.abs(zr), "LE")
     return select(first, re1, re2), select(first, im1, im2)
 
@@ -212,7 +225,7 @@ def _by_kind(table, default):
 register_lowering(ps.Add)(_by_kind(_ADD, hlo.add))
 register_lowering(ps.Mul)(_by_kind(_MUL, hlo.multiply))
 register_lowering(ps.Sub)(partial(_nary, hlo.subtract))
-register_lowering(ps.TrueDiv)(_by_kind(_DIV, hlo.divide))
+register_lowering(ps.TrueDiv)(_by_kind(_DIV, divide))
 
 
 @register_lowering(ps.Neg)
@@ -269,18 +282,13 @@ def lower_reciprocal(ctx, node, x):
     x = convert(x, out_dtype(node))
     if kind(out_dtype(node)) == "c":
         return _pack(_creciprocal(_parts(x)))
-    return hlo.divide(full_like(x, 1), x)
-
-
-def _zero_divisor_gives_zero(y, q):
-    """numpy's integer // and % by zero give 0 (XLA gives all bits set)."""
-    zero = full_like(y, 0)
-    return select(compare(y, zero, "EQ"), full_like(q, 0), q)
+    return divide(full_like(x, 1), x)
 
 
 def int_divmod(x, y):
-    """numpy's integer floor division and modulo (the divisor's sign)."""
-    q, r = hlo.divide(x, y), hlo.remainder(x, y)  # truncated: the dividend's sign
+    """numpy's integer floor division and modulo (the divisor's sign); both 0 where the
+    divisor is 0 (XLA gives all bits set)."""
+    zeros, q, r = truncated_divmod(x, y)  # truncated: the dividend's sign
     if kind(value_dtype(x)) == "i":
         zero = full_like(r, 0)
         fix = hlo.and_(
@@ -289,16 +297,18 @@ def int_divmod(x, y):
         )
         q = select(fix, hlo.subtract(q, full_like(q, 1)), q)
         r = select(fix, hlo.add(r, y), r)
-    return _zero_divisor_gives_zero(y, q), _zero_divisor_gives_zero(y, r)
+    if zeros is None:
+        return q, r
+    return select(zeros, full_like(q, 0), q), select(zeros, full_like(r, 0), r)
 
 
 def _float_divmod(x, y):
     """numpy's npy_divmod for floats: (floor quotient, modulo with the divisor's sign)."""
     zero = full_like(x, 0)
-    mod = hlo.remainder(x, y)  # fmod
+    mod = remainder(x, y)  # fmod
     has_mod = compare(mod, zero, "NE")
     fix = hlo.and_(has_mod, compare(compare(y, zero, "LT"), compare(mod, zero, "LT"), "NE"))
-    div = hlo.divide(hlo.subtract(x, mod), y)
+    div = divide(hlo.subtract(x, mod), y)
     mod = select(fix, hlo.add(mod, y), mod)
     div = select(fix, hlo.subtract(div, full_like(div, 1)), div)
     # a zero modulo takes the divisor's sign
@@ -308,10 +318,10 @@ def _float_divmod(x, y):
         compare(hlo.subtract(div, floordiv), full_like(div, 0.5), "GT"),
         hlo.add(floordiv, full_like(div, 1)), floordiv,
     )
-    floordiv = select(compare(div, zero, "NE"), floordiv, copysign(zero, hlo.divide(x, y)))
+    floordiv = select(compare(div, zero, "NE"), floordiv, copysign(zero, divide(x, y)))
     # division by zero: numpy returns x / y for the quotient and fmod's NaN for the modulo
     y_zero = compare(y, zero, "EQ")
-    return select(y_zero, hlo.divide(x, y), floordiv), mod
+    return select(y_zero, divide(x, y), floordiv), mod
 
 
 def _divmod_rule(index: int, name: str):

@@ -44,6 +44,7 @@ from lowering.builders import (
     iota,
     ir_constant,
     read_entry,
+    remainder,
     reshape,
     result_type,
     select,
@@ -108,7 +109,7 @@ class _Buffers:
         self.n_steps = n_steps
 
     def position(self, k: int, i: ir.Value) -> ir.Value:
-        return hlo.remainder(hlo.add(self.start[k], i), self.ring[k])
+        return remainder(hlo.add(self.start[k], i), self.ring[k])
 
     def read_taps(self, buffers: list[ir.Value], i: ir.Value, written=None) -> list[ir.Value]:
         """Step i's input taps: tap t of buffer k at `(pos + t) mod store`. With the
@@ -245,10 +246,10 @@ def _finish(buffers: _Buffers, k: int, buf: ir.Value, steps: ir.Value, as_while:
     rows = iota(shape_of(buf), 0, _I64)
     # A ring that wrapped is rotated by its next write position; otherwise rows past
     # the written ones are zero (perform keeps the input untouched when no step ran).
-    shift = select(wrapped, hlo.remainder(written, ring), dim_value(0))
+    shift = select(wrapped, remainder(written, ring), dim_value(0))
     length = dim_size(buf, 0)
     positions = iota([length], 0, _I64)
-    index = hlo.remainder(hlo.add(positions, splat(shift, positions)), splat(ring, positions))
+    index = remainder(hlo.add(positions, splat(shift, positions)), splat(ring, positions))
     index = reshape(index, [length, 1])
     rotated = gather_indexed(buf, [0], index, front=True)
     keep = hlo.or_(

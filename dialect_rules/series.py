@@ -20,7 +20,7 @@ from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.special import _gamma
-from lowering.builders import compare, convert, full_like, is_inf, select
+from lowering.builders import compare, convert, divide, full_like, is_inf, select
 from lowering.regions import converge
 from lowering.registry import register_lowering
 
@@ -40,8 +40,8 @@ def _prefactor(a, x):
     log = a (log1p(d) - d) + log(a)/2 - log(2 pi)/2 - stirlerr(a), which keeps the
     digits that a log x - x - lgamma(a) cancels away (about 1e-11 at a = 10^4)."""
     direct = hlo.subtract(hlo.subtract(hlo.multiply(a, hlo.log(x)), x), chlo.lgamma(a))
-    d = hlo.divide(hlo.subtract(x, a), a)
-    inv = hlo.divide(_c(a, 1.0), a)
+    d = divide(hlo.subtract(x, a), a)
+    inv = divide(_c(a, 1.0), a)
     inv2 = hlo.multiply(inv, inv)
     # stirlerr(a) = 1/(12a) - 1/(360a^3) + 1/(1260a^5) - 1/(1680a^7), for a > 15
     stirlerr = _c(a, -1 / 1680)
@@ -51,7 +51,7 @@ def _prefactor(a, x):
     # log(x/a): log1p(d) near d = 0, where it keeps the digits log(x) - log(a) cancels;
     # a plain log of the quotient elsewhere (1 + d drops the digits of a small x/a).
     near = compare(hlo.abs(d), _c(a, 0.4), "LE")
-    log_ratio = select(near, hlo.log_plus_one(d), hlo.log(hlo.divide(x, a)))
+    log_ratio = select(near, hlo.log_plus_one(d), hlo.log(divide(x, a)))
     stirling = hlo.multiply(a, hlo.subtract(log_ratio, d))
     stirling = hlo.add(stirling, hlo.multiply(_c(a, 0.5), hlo.log(a)))
     stirling = hlo.subtract(stirling, hlo.add(_c(a, 0.5 * np.log(2 * np.pi)), stirlerr))
@@ -65,12 +65,12 @@ def _lower_series(a, x, active):
     def step(state):
         r, c, total = state
         r = hlo.add(r, one)
-        c = hlo.multiply(c, hlo.divide(x, r))
+        c = hlo.multiply(c, divide(x, r))
         total = hlo.add(total, c)
-        return [r, c, total], compare(hlo.divide(c, total), _c(a, _EPS), "LE")
+        return [r, c, total], compare(divide(c, total), _c(a, _EPS), "LE")
 
     _, _, total = converge([a, one, one], active, step, _MAX_STEPS)
-    return hlo.divide(hlo.multiply(total, _prefactor(a, x)), a)
+    return divide(hlo.multiply(total, _prefactor(a, x)), a)
 
 
 def _upper_fraction(a, x, active):
@@ -79,7 +79,7 @@ def _upper_fraction(a, x, active):
     y = hlo.subtract(one, a)
     z = hlo.add(hlo.add(x, y), one)
     pkm2, qkm2, pkm1, qkm1 = one, x, hlo.add(x, one), hlo.multiply(z, x)
-    init = [_c(a, 0.0), y, z, pkm2, qkm2, pkm1, qkm1, hlo.divide(pkm1, qkm1)]
+    init = [_c(a, 0.0), y, z, pkm2, qkm2, pkm1, qkm1, divide(pkm1, qkm1)]
 
     def step(state):
         c, y, z, pkm2, qkm2, pkm1, qkm1, ans = state
@@ -88,8 +88,8 @@ def _upper_fraction(a, x, active):
         pk = hlo.subtract(hlo.multiply(pkm1, z), hlo.multiply(pkm2, yc))
         qk = hlo.subtract(hlo.multiply(qkm1, z), hlo.multiply(qkm2, yc))
         nonzero = compare(qk, _c(a, 0.0), "NE")
-        r = hlo.divide(pk, select(nonzero, qk, one))
-        t = select(nonzero, hlo.abs(hlo.divide(hlo.subtract(ans, r), r)), one)
+        r = divide(pk, select(nonzero, qk, one))
+        t = select(nonzero, hlo.abs(divide(hlo.subtract(ans, r), r)), one)
         ans = select(nonzero, r, ans)
         big = compare(hlo.abs(pk), _c(a, _BIG), "GT")
         scale = select(big, _c(a, 1 / _BIG), one)
@@ -124,8 +124,8 @@ def _upper_series(a, x, active):
     def step(state):
         n, fac, total = state
         n = hlo.add(n, one)
-        fac = hlo.multiply(fac, hlo.negate(hlo.divide(x, n)))
-        term = hlo.divide(fac, hlo.add(a, n))
+        fac = hlo.multiply(fac, hlo.negate(divide(x, n)))
+        term = divide(fac, hlo.add(a, n))
         total = hlo.add(total, term)
         return [n, fac, total], compare(hlo.abs(term), hlo.multiply(hlo.abs(total), _c(a, _EPS)), "LE")
 
@@ -157,7 +157,7 @@ def _incomplete_gamma(a, x, upper):
         small_x = compare(x, _c(a, 0.5), "LE")
         p_is_small = select(
             compare(x, _c(a, 1.1), "GT"), compare(x, a, "LT"),
-            select(small_x, compare(a, hlo.divide(_c(a, -0.4), hlo.log(safe_x)), "GT"),
+            select(small_x, compare(a, divide(_c(a, -0.4), hlo.log(safe_x)), "GT"),
                    compare(hlo.multiply(x, _c(a, 1.1)), a, "LT")),
         )
         return hlo.not_(p_is_small)
@@ -217,18 +217,18 @@ def _beta_series(a, b, x, active):
     """I_x(a, b) by its power series (b x <= 1, x <= 0.95), Cephes' `pseries`."""
     one = _c(a, 1.0)
     u = hlo.multiply(hlo.subtract(one, b), x)
-    first = hlo.divide(u, hlo.add(a, one))
-    limit = hlo.divide(_c(a, _EPS), a)
+    first = divide(u, hlo.add(a, one))
+    limit = divide(_c(a, _EPS), a)
 
     def step(state):
         n, t, total, _ = state
-        t = hlo.multiply(t, hlo.divide(hlo.multiply(hlo.subtract(n, b), x), n))
-        v = hlo.divide(t, hlo.add(a, n))
+        t = hlo.multiply(t, divide(hlo.multiply(hlo.subtract(n, b), x), n))
+        v = divide(t, hlo.add(a, n))
         return [hlo.add(n, one), t, hlo.add(total, v), v], compare(hlo.abs(v), limit, "LE")
 
     start_active = hlo.and_(active, compare(hlo.abs(first), limit, "GT"))
     _, _, total, _ = converge([_c(a, 2.0), u, _c(a, 0.0), first], start_active, step, _MAX_STEPS)
-    total = hlo.add(hlo.add(total, first), hlo.divide(one, a))
+    total = hlo.add(hlo.add(total, first), divide(one, a))
     log_value = hlo.add(hlo.subtract(hlo.multiply(a, hlo.log(x)), _log_beta(a, b)), hlo.log(total))
     return hlo.exponential(log_value)
 
@@ -239,7 +239,7 @@ def _beta_fraction(a, b, x, active, second: bool):
     rescaling against over- and underflow."""
     one, two = _c(a, 1.0), _c(a, 2.0)
     if second:
-        z = hlo.divide(x, hlo.subtract(one, x))
+        z = divide(x, hlo.subtract(one, x))
         ks = [a, hlo.subtract(b, one), a, hlo.add(a, one), one, hlo.add(a, b), hlo.add(a, one), hlo.add(a, two)]
         steps = [one, hlo.negate(one), two, two, one, one, two, two]
     else:
@@ -250,16 +250,16 @@ def _beta_fraction(a, b, x, active, second: bool):
 
     def step(state):
         k, (pkm2, qkm2, pkm1, qkm1, ans) = state[:8], state[8:]
-        xk = hlo.negate(hlo.divide(hlo.multiply(hlo.multiply(z, k[0]), k[1]), hlo.multiply(k[2], k[3])))
+        xk = hlo.negate(divide(hlo.multiply(hlo.multiply(z, k[0]), k[1]), hlo.multiply(k[2], k[3])))
         pk, qk = hlo.add(pkm1, hlo.multiply(pkm2, xk)), hlo.add(qkm1, hlo.multiply(qkm2, xk))
         pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
-        xk = hlo.divide(hlo.multiply(hlo.multiply(z, k[4]), k[5]), hlo.multiply(k[6], k[7]))
+        xk = divide(hlo.multiply(hlo.multiply(z, k[4]), k[5]), hlo.multiply(k[6], k[7]))
         pk, qk = hlo.add(pkm1, hlo.multiply(pkm2, xk)), hlo.add(qkm1, hlo.multiply(qkm2, xk))
         pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
-        r = hlo.divide(pk, select(compare(qk, _c(a, 0.0), "NE"), qk, one))
+        r = divide(pk, select(compare(qk, _c(a, 0.0), "NE"), qk, one))
         r = select(compare(qk, _c(a, 0.0), "NE"), r, ans)
         nonzero = compare(r, _c(a, 0.0), "NE")
-        t = select(nonzero, hlo.abs(hlo.divide(hlo.subtract(ans, r), select(nonzero, r, one))), one)
+        t = select(nonzero, hlo.abs(divide(hlo.subtract(ans, r), select(nonzero, r, one))), one)
         ans = select(nonzero, r, ans)
         k = [hlo.add(ki, si) for ki, si in zip(k, steps)]
         large = compare(hlo.add(hlo.abs(qk), hlo.abs(pk)), big, "GT")
@@ -285,7 +285,7 @@ def _incomplete_beta(a, b, x, w=None):
     w = hlo.subtract(one, x_) if w is None else select(regular, w, _c(a, 0.5))
     direct_series = hlo.and_(compare(hlo.multiply(b_, x_), one, "LE"), compare(x_, _c(a, 0.95), "LE"))
     # Past the mean, I_x(a, b) = 1 - I_{1-x}(b, a).
-    flip = hlo.and_(hlo.not_(direct_series), compare(x_, hlo.divide(a_, hlo.add(a_, b_)), "GT"))
+    flip = hlo.and_(hlo.not_(direct_series), compare(x_, divide(a_, hlo.add(a_, b_)), "GT"))
     pa, pb = select(flip, b_, a_), select(flip, a_, b_)
     px, pxc = select(flip, w, x_), select(flip, x_, w)
     flipped_series = hlo.and_(
@@ -296,10 +296,10 @@ def _incomplete_beta(a, b, x, w=None):
     first = compare(hlo.subtract(hlo.multiply(px, hlo.subtract(hlo.add(pa, pb), _c(a, 2.0))), hlo.subtract(pa, one)), zero, "LT")
     s = _beta_series(pa, pb, px, hlo.and_(regular, series))
     cf1 = _beta_fraction(pa, pb, px, hlo.and_(fractions, first), second=False)
-    cf2 = hlo.divide(_beta_fraction(pa, pb, px, hlo.and_(fractions, hlo.not_(first)), second=True), pxc)
+    cf2 = divide(_beta_fraction(pa, pb, px, hlo.and_(fractions, hlo.not_(first)), second=True), pxc)
     w_cf = select(first, cf1, cf2)
     log_factor = hlo.add(hlo.multiply(pa, hlo.log(px)), hlo.multiply(pb, hlo.log(pxc)))
-    log_factor = hlo.add(hlo.subtract(log_factor, _log_beta(pa, pb)), hlo.log(hlo.divide(w_cf, pa)))
+    log_factor = hlo.add(hlo.subtract(log_factor, _log_beta(pa, pb)), hlo.log(divide(w_cf, pa)))
     t = select(series, s, hlo.exponential(log_factor))
     eps = _c(a, _EPS)
     t = select(flip, select(compare(t, eps, "LE"), hlo.subtract(one, eps), hlo.subtract(one, t)), t)
@@ -359,10 +359,10 @@ def _inverse_incomplete_gamma(a, p, q):
     z_tail = hlo.sqrt(hlo.maximum(zero, hlo.subtract(y, hlo.log(hlo.multiply(_c(a, 2 * np.pi), y)))))
     tail = compare(target, _c(a, 1e-3), "LT")
     z = select(tail, select(upper, z_tail, hlo.negate(z_tail)), z_center)
-    base = hlo.add(hlo.subtract(one, hlo.divide(one, hlo.multiply(_c(a, 9.0), safe_a))),
-                   hlo.divide(z, hlo.multiply(_c(a, 3.0), hlo.sqrt(safe_a))))
+    base = hlo.add(hlo.subtract(one, divide(one, hlo.multiply(_c(a, 9.0), safe_a))),
+                   divide(z, hlo.multiply(_c(a, 3.0), hlo.sqrt(safe_a))))
     t_wh = hlo.add(hlo.log(safe_a), hlo.multiply(_c(a, 3.0), hlo.log(hlo.maximum(base, _c(a, 1e-300)))))
-    t_small = hlo.divide(hlo.add(hlo.log(safe_p), chlo.lgamma(hlo.add(safe_a, one))), safe_a)
+    t_small = divide(hlo.add(hlo.log(safe_p), chlo.lgamma(hlo.add(safe_a, one))), safe_a)
     x_large = hlo.maximum(one, hlo.negate(hlo.log(safe_q)))
     for _ in range(3):  # x = -log(q Gamma(a)) + (a - 1) log x
         x_large = hlo.add(hlo.subtract(hlo.negate(hlo.log(safe_q)), chlo.lgamma(safe_a)),
@@ -386,9 +386,9 @@ def _inverse_incomplete_gamma(a, p, q):
         ratio = select(upper, hlo.maximum(hlo.add(hlo.subtract(x, safe_a), one), one), safe_a)
         exact = hlo.and_(compare(value, zero, "GT"), compare(density, zero, "GT"))
         log_value = select(exact, hlo.log(value), hlo.subtract(log_d, hlo.log(ratio)))
-        slope = select(exact, hlo.divide(density, value), ratio)
+        slope = select(exact, divide(density, value), ratio)
         slope = select(upper, hlo.negate(slope), slope)
-        newton = hlo.divide(hlo.subtract(log_value, hlo.log(target)), slope)
+        newton = divide(hlo.subtract(log_value, hlo.log(target)), slope)
         usable = hlo.and_(compare(newton, newton, "EQ"), compare(hlo.abs(newton), _c(a, 1e300), "LT"))
         towards = select(hlo.xor(upper, compare(log_value, hlo.log(target), "GT")), one, hlo.negate(one))
         dt = select(usable, newton, towards)
@@ -446,8 +446,8 @@ def _inverse_incomplete_beta(a, b, y):
                                  hlo.subtract(hlo.log_plus_one(hlo.exponential(t)), t)))
 
     # Starting point: the matched tail's leading term solved for x (or 1 - x), as a logit.
-    log_x = hlo.divide(hlo.add(hlo.log(hlo.multiply(y_, a_)), log_beta), a_)
-    log_w = hlo.divide(hlo.add(hlo.log(hlo.multiply(q_, b_)), log_beta), b_)
+    log_x = divide(hlo.add(hlo.log(hlo.multiply(y_, a_)), log_beta), a_)
+    log_w = divide(hlo.add(hlo.log(hlo.multiply(q_, b_)), log_beta), b_)
     cap = _c(a, -1e-3)
     log_x, log_w = hlo.minimum(log_x, cap), hlo.minimum(log_w, cap)
     t_lower = hlo.subtract(log_x, hlo.log(hlo.negate(hlo.exponential_minus_one(log_x))))
@@ -465,9 +465,9 @@ def _inverse_incomplete_beta(a, b, y):
         ratio = select(upper, b_, a_)
         exact = hlo.and_(compare(value, zero, "GT"), compare(log_d, _c(a, -700.0), "GT"))
         log_value = select(exact, hlo.log(value), hlo.subtract(log_d, hlo.log(ratio)))
-        slope = select(exact, hlo.divide(hlo.exponential(log_d), value), ratio)
+        slope = select(exact, divide(hlo.exponential(log_d), value), ratio)
         slope = select(upper, hlo.negate(slope), slope)
-        newton = hlo.divide(hlo.subtract(log_value, hlo.log(target)), slope)
+        newton = divide(hlo.subtract(log_value, hlo.log(target)), slope)
         usable = hlo.and_(compare(newton, newton, "EQ"), compare(hlo.abs(newton), _c(a, 1e300), "LT"))
         towards = select(hlo.xor(upper, compare(log_value, hlo.log(target), "GT")), one, hlo.negate(one))
         dt = hlo.clamp(_c(a, -2.0), select(usable, newton, towards), _c(a, 2.0))
@@ -589,44 +589,44 @@ def _count_above(x, bounds):
 def _owens_t1(h, a, m):
     hs = hlo.multiply(_c(h, -0.5), hlo.multiply(h, h))
     a2 = hlo.multiply(a, a)
-    aj = hlo.divide(a, _c(a, _TWO_PI))
+    aj = divide(a, _c(a, _TWO_PI))
     dj = hlo.exponential_minus_one(hs)
     gj = hlo.multiply(hs, hlo.exponential(hs))
-    value = hlo.divide(chlo.atan(a), _c(a, _TWO_PI))
+    value = divide(chlo.atan(a), _c(a, _TWO_PI))
     for j in range(1, max(_OWENS_ORDER[:8]) + 1):
-        term = hlo.divide(hlo.multiply(dj, aj), _c(a, 2 * j - 1))
+        term = divide(hlo.multiply(dj, aj), _c(a, 2 * j - 1))
         value = select(compare(m, _c(m, j), "GE"), hlo.add(value, term), value)
         aj, dj = hlo.multiply(aj, a2), hlo.subtract(gj, dj)
-        gj = hlo.multiply(gj, hlo.divide(hs, _c(h, j + 1)))
+        gj = hlo.multiply(gj, divide(hs, _c(h, j + 1)))
     return value
 
 
 def _owens_t2(h, a, ah, m):
-    y = hlo.divide(_c(h, 1.0), hlo.multiply(h, h))
+    y = divide(_c(h, 1.0), hlo.multiply(h, h))
     minus_a2 = hlo.negate(hlo.multiply(a, a))
-    vi = hlo.divide(hlo.multiply(a, hlo.exponential(hlo.multiply(_c(ah, -0.5), hlo.multiply(ah, ah)))), _c(a, _SQRT_2PI))
-    z = hlo.divide(_ndtr_minus_half(ah), h)
+    vi = divide(hlo.multiply(a, hlo.exponential(hlo.multiply(_c(ah, -0.5), hlo.multiply(ah, ah)))), _c(a, _SQRT_2PI))
+    z = divide(_ndtr_minus_half(ah), h)
     value = _c(h, 0.0)
     last = 2 * max(_OWENS_ORDER[8:11]) + 1
     for i in range(1, last + 1, 2):
         value = select(compare(hlo.add(hlo.multiply(m, _c(m, 2.0)), _c(m, 1.0)), _c(m, i), "GE"), hlo.add(value, z), value)
         z = hlo.multiply(y, hlo.subtract(vi, hlo.multiply(_c(z, i), z)))
         vi = hlo.multiply(vi, minus_a2)
-    scale = hlo.divide(hlo.exponential(hlo.multiply(_c(h, -0.5), hlo.multiply(h, h))), _c(h, _SQRT_2PI))
+    scale = divide(hlo.exponential(hlo.multiply(_c(h, -0.5), hlo.multiply(h, h))), _c(h, _SQRT_2PI))
     return hlo.multiply(value, scale)
 
 
 def _owens_t3(h, a, ah):
     a2, h2 = hlo.multiply(a, a), hlo.multiply(h, h)
-    y = hlo.divide(_c(h, 1.0), h2)
-    vi = hlo.divide(hlo.multiply(a, hlo.exponential(hlo.multiply(_c(ah, -0.5), hlo.multiply(ah, ah)))), _c(a, _SQRT_2PI))
-    zi = hlo.divide(_norm_center(ah), h)
+    y = divide(_c(h, 1.0), h2)
+    vi = divide(hlo.multiply(a, hlo.exponential(hlo.multiply(_c(ah, -0.5), hlo.multiply(ah, ah)))), _c(a, _SQRT_2PI))
+    zi = divide(_norm_center(ah), h)
     value = _c(h, 0.0)
     for i, coefficient in enumerate(_OWENS_T3):
         value = hlo.add(value, hlo.multiply(zi, _c(zi, coefficient)))
         zi = hlo.multiply(y, hlo.subtract(hlo.multiply(_c(zi, 2 * i + 1), zi), vi))
         vi = hlo.multiply(vi, a2)
-    scale = hlo.divide(hlo.exponential(hlo.multiply(_c(h, -0.5), h2)), _c(h, _SQRT_2PI))
+    scale = divide(hlo.exponential(hlo.multiply(_c(h, -0.5), h2)), _c(h, _SQRT_2PI))
     return hlo.multiply(value, scale)
 
 
@@ -634,13 +634,13 @@ def _owens_t4(h, a, m):
     h2 = hlo.multiply(h, h)
     minus_a2 = hlo.negate(hlo.multiply(a, a))
     ai = hlo.multiply(_c(h, -0.5), hlo.multiply(h2, hlo.subtract(_c(a, 1.0), minus_a2)))
-    ai = hlo.divide(hlo.multiply(a, hlo.exponential(ai)), _c(a, _TWO_PI))
+    ai = divide(hlo.multiply(a, hlo.exponential(ai)), _c(a, _TWO_PI))
     yi = _c(h, 1.0)
     value = _c(h, 0.0)
     last = 2 * max(_OWENS_ORDER[12:16]) + 1
     for i in range(1, last + 1, 2):
         if i > 1:
-            yi = hlo.divide(hlo.subtract(_c(h, 1.0), hlo.multiply(h2, yi)), _c(h, i))
+            yi = divide(hlo.subtract(_c(h, 1.0), hlo.multiply(h2, yi)), _c(h, i))
             ai = hlo.multiply(ai, minus_a2)
         take = compare(hlo.add(hlo.multiply(m, _c(m, 2.0)), _c(m, 1.0)), _c(m, i), "GE")
         value = select(take, hlo.add(value, hlo.multiply(ai, yi)), value)
@@ -653,7 +653,7 @@ def _owens_t5(h, a):
     value = _c(h, 0.0)
     for point, weight in zip(_OWENS_PTS, _OWENS_WTS):
         r = hlo.add(_c(a, 1.0), hlo.multiply(a2, _c(a, point)))
-        value = hlo.add(value, hlo.divide(hlo.multiply(_c(r, weight), hlo.exponential(hlo.multiply(minus_half_h2, r))), r))
+        value = hlo.add(value, divide(hlo.multiply(_c(r, weight), hlo.exponential(hlo.multiply(minus_half_h2, r))), r))
     return hlo.multiply(value, a)
 
 
@@ -663,8 +663,8 @@ def _owens_t6(h, a):
     r = hlo.atan2(y, hlo.add(_c(a, 1.0), a))
     value = hlo.multiply(_c(h, 0.5), hlo.multiply(upper, hlo.subtract(_c(h, 1.0), upper)))
     safe_r = select(compare(r, _c(r, 0.0), "NE"), r, _c(r, 1.0))
-    correction = hlo.divide(hlo.multiply(hlo.multiply(y, h), h), hlo.multiply(_c(r, 2.0), safe_r))
-    correction = hlo.divide(hlo.multiply(r, hlo.exponential(hlo.negate(correction))), _c(r, _TWO_PI))
+    correction = divide(hlo.multiply(hlo.multiply(y, h), h), hlo.multiply(_c(r, 2.0), safe_r))
+    correction = divide(hlo.multiply(r, hlo.exponential(hlo.negate(correction))), _c(r, _TWO_PI))
     return hlo.subtract(value, correction)
 
 
@@ -682,7 +682,7 @@ def _owens_t_reduced(h, a, ah):
         value = select(compare(method, _c(method, code), "EQ"), candidate, value)
     value = select(compare(a, _c(a, 1.0), "EQ"), hlo.multiply(_c(h, 0.5), hlo.multiply(_norm_upper(hlo.negate(h)), _norm_upper(h))), value)
     value = select(compare(a, _c(a, 0.0), "EQ"), _c(a, 0.0), value)
-    return select(compare(h, _c(h, 0.0), "EQ"), hlo.divide(chlo.atan(a), _c(a, _TWO_PI)), value)
+    return select(compare(h, _c(h, 0.0), "EQ"), divide(chlo.atan(a), _c(a, _TWO_PI)), value)
 
 
 def _owens_t(h, a):
@@ -694,7 +694,7 @@ def _owens_t(h, a):
     swapped_h = select(big, ah, h)
     reduced = _owens_t_reduced(
         select(compare(swapped_h, inf, "EQ"), _c(h, 0.0), swapped_h),
-        select(big, hlo.divide(_c(a, 1.0), abs_a), abs_a),
+        select(big, divide(_c(a, 1.0), abs_a), abs_a),
         select(big, h, ah),
     )
     center = hlo.subtract(_c(h, 0.25), hlo.multiply(_norm_center(h), _norm_center(ah)))

@@ -9,12 +9,17 @@ from pytensor.tensor.reshape import JoinDims, SplitDims
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 
 from lowering.builders import (
+    add_all,
+    all_of,
+    any_of,
     compare,
     convert,
     dim_product,
     dim_size,
     dim_value,
+    divide,
     ir_constant,
+    multiply_all,
     reshape,
     select,
     shape_of,
@@ -41,18 +46,34 @@ def lower_dimshuffle(ctx, node, x):
 
 @register_lowering(Reshape)
 def lower_reshape(ctx, node, x, shape):
+    """np.reshape: a negative entry (one at most) is the size divided by the product of
+    the others. numpy's errors are checked at call time; where one fires, the dims
+    become (size, 1, ...), so that the runtime still has valid shapes to specialize."""
     static = node.outputs[0].type.shape
     if all(d is not None for d in static):
         return reshape(x, static)
-    entries = [vector_element(shape, i) for i in range(node.op.ndim)]
-    minus_one = ir_constant(np.int64(-1))
-    one = ir_constant(np.int64(1))
-    # numpy's -1: the one unknown entry is the size divided by the product of the others
-    known = dim_product([select(compare(e, minus_one, "EQ"), one, e) for e in entries])
-    inferred = hlo.divide(dim_value(dim_product(shape_of(x))), dim_value(known))
+    ndim = node.op.ndim  # (the shape's length: make_node specifies it)
+    entries = [vector_element(shape, i) for i in range(ndim)]
+    zero, one = ir_constant(np.int64(0)), ir_constant(np.int64(1))
+    unknown = [compare(e, zero, "LT") for e in entries]
+    n_unknown = add_all(*[convert(u, "int64") for u in unknown])
+    known = multiply_all(*[select(u, one, e) for u, e in zip(unknown, entries)])
+    size = dim_value(dim_product(shape_of(x)))
+    inferred = divide(size, hlo.maximum(known, one))
+    fits = select(
+        compare(n_unknown, one, "EQ"),
+        all_of(compare(known, zero, "NE"), compare(hlo.multiply(inferred, known), size, "EQ")),
+        compare(known, size, "EQ"),
+    )
+    too_many = compare(n_unknown, one, "GT")
+    ctx.runtime_check(too_many, ValueError, "Reshape: can only specify one unknown dimension")
+    ctx.runtime_check(hlo.not_(any_of(fits, too_many)), ValueError,
+                      "Reshape: cannot reshape the array into the requested shape (the sizes differ)")
+    ok = all_of(fits, hlo.not_(too_many))
+    fallback = [size if i == 0 else one for i in range(ndim)]
     dims = [
-        s if s is not None else select(compare(e, minus_one, "EQ"), inferred, e)
-        for s, e in zip(static, entries)
+        s if s is not None else select(ok, select(u, inferred, e), f)
+        for s, e, u, f in zip(static, entries, unknown, fallback)
     ]
     return reshape(x, dims)
 

@@ -20,7 +20,7 @@ try:  # pytensor 3 writes xlogx/xlogy0 as graphs of other Ops
 except ImportError:  # pragma: no cover - pytensor >= 3
     XlogX = XlogY0 = None
 
-from lowering.builders import compare, convert, copysign, full_like, is_complex, is_inf, is_nan, select, value_dtype
+from lowering.builders import compare, convert, copysign, divide, full_like, is_complex, is_inf, is_nan, select, value_dtype
 from lowering.registry import register_lowering
 
 
@@ -70,7 +70,7 @@ def _trigamma(x):
     direct = chlo.polygamma(one, x)
     sin = hlo.sine(hlo.multiply(x, full_like(x, math.pi)))
     reflected = hlo.subtract(
-        hlo.divide(full_like(x, math.pi**2), hlo.multiply(sin, sin)),
+        divide(full_like(x, math.pi**2), hlo.multiply(sin, sin)),
         chlo.polygamma(one, hlo.subtract(one, x)),
     )
     return select(compare(x, full_like(x, 0), "LT"), reflected, direct)
@@ -90,7 +90,7 @@ def _gamma(x):
     value = select(pole, full_like(x, np.nan), value)
     # gamma(+0) = +inf, gamma(-0) = -inf
     at_zero = compare(x, zero, "EQ")
-    return select(at_zero, hlo.divide(full_like(x, 1), x), value)
+    return select(at_zero, divide(full_like(x, 1), x), value)
 
 
 def _sigmoid(x):
@@ -173,7 +173,7 @@ def erfc_inverse_of_log(log_q):
     for _ in range(_HALLEY_STEPS):
         gap = hlo.subtract(erfcx(y), hlo.exponential(hlo.add(log_q, hlo.multiply(y, y))))
         r = hlo.multiply(gap, full_like(gap, math.sqrt(math.pi) / 2))
-        y = hlo.add(y, hlo.divide(r, hlo.subtract(full_like(r, 1.0), hlo.multiply(y, r))))
+        y = hlo.add(y, divide(r, hlo.subtract(full_like(r, 1.0), hlo.multiply(y, r))))
     return select(compare(log_q, full_like(log_q, math.log(0.5)), "LT"), y, central)
 
 
@@ -206,8 +206,8 @@ def erfcx(x):
     large = select(compare(a, full_like(a, 10.0), "GT"), a, full_like(a, 10.0))
     fraction = large
     for k in range(_ERFCX_FRACTION_TERMS, 0, -1):
-        fraction = hlo.add(large, hlo.divide(full_like(a, k / 2), fraction))
-    tail = hlo.divide(full_like(a, 1 / math.sqrt(math.pi)), fraction)
+        fraction = hlo.add(large, divide(full_like(a, k / 2), fraction))
+    tail = divide(full_like(a, 1 / math.sqrt(math.pi)), fraction)
     positive = select(compare(a, full_like(a, 10.0), "GT"), tail, product)
     negative = hlo.subtract(hlo.multiply(full_like(x, 2.0), _exp_of_square(x)), positive)
     # Past -26.6 exp(x**2) overflows; the split would make inf - inf at -inf.

@@ -69,12 +69,14 @@ from lowering.builders import (
     dim_sub,
     dim_size,
     dim_value,
+    divide,
     dynamic_index,
     full,
     full_like,
     ir_constant,
     is_static,
     iota,
+    remainder,
     reshape,
     result_type,
     slice_axis,
@@ -309,7 +311,7 @@ def _slice_range(ctx, entry: _Slice, n: Dim) -> _Range:
 
     start, stop = clip(entry.start, first), clip(entry.stop, last)
     # numpy's length: max(0, ceil((stop - start) / step)), for either sign of step
-    length = hlo.maximum(hlo.divide(hlo.add(hlo.subtract(stop, start), round_up), step_value), zero)
+    length = hlo.maximum(divide(hlo.add(hlo.subtract(stop, start), round_up), step_value), zero)
     start = select(compare(length, zero, "EQ"), zero, start)
     return _Range(start, length, step)
 
@@ -650,8 +652,8 @@ def nonzero(x: ir.Value) -> list[ir.Value]:
     coordinates = []
     for d in reversed(shape[1:]):
         n = splat(dim_value(d), position)
-        coordinates.append(hlo.remainder(position, n))
-        position = hlo.divide(position, n)
+        coordinates.append(remainder(position, n))
+        position = divide(position, n)
     return [position, *reversed(coordinates)]
 
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from lowering.builders import (
     dim_value,
+    divide,
     shape_of,
     dim_add,
     dim_max,
@@ -164,7 +165,7 @@ def lower_arange(ctx, node, start, stop, step):
     )
     length = node.outputs[0].type.shape[0]
     if length is None:
-        span = hlo.divide(
+        span = divide(
             hlo.subtract(convert(stop, "float64"), convert(start, "float64")), convert(step, "float64")
         )
         # ceil as trunc + (trunc < span): ops the shape folding evaluates, unlike `ceil`

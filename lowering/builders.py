@@ -124,6 +124,51 @@ def convert(x: ir.Value, dtype) -> ir.Value:
     return hlo.convert(with_dtype(x.type, dtype), x)
 
 
+# --- division ---------------------------------------------------------------------
+# Every stablehlo.divide and stablehlo.remainder is emitted here. MLIR's folders
+# (stablehlo-refine-shapes, which the runtime runs on the arguments' values) evaluate an
+# integer division of constants with APInt, which divides by zero in hardware: the process
+# dies of SIGFPE (openxla/stablehlo#2971). An integer divisor not known to be nonzero is
+# replaced by 1 where it is 0, and the result by what XLA gives there (x / 0 = -1, all
+# bits set; x % 0 = x), so no fold ever sees a zero divisor and nothing else changes.
+
+
+def divide(x: ir.Value, y: ir.Value) -> ir.Value:
+    """x / y (integers: truncated), with XLA's x / 0 and no division by zero to fold."""
+    zeros, y = _guarded_divisor(y)
+    q = hlo.divide(x, y)
+    if zeros is None:
+        return q
+    dtype = np.dtype(value_dtype(x))
+    return hlo.select(zeros, full_like(x, -1 if dtype.kind == "i" else np.iinfo(dtype).max), q)
+
+
+def remainder(x: ir.Value, y: ir.Value) -> ir.Value:
+    """x % y with the dividend's sign (C's fmod), with XLA's x % 0 = x and no division by
+    zero to fold."""
+    zeros, y = _guarded_divisor(y)
+    r = hlo.remainder(x, y)
+    return r if zeros is None else hlo.select(zeros, x, r)
+
+
+def truncated_divmod(x: ir.Value, y: ir.Value) -> tuple[ir.Value | None, ir.Value, ir.Value]:
+    """(where y is 0, x / y, x % y) for a rule that defines its own result where the
+    divisor is 0 (the mask is None where it cannot be); there q and r are x / 1, x % 1."""
+    zeros, y = _guarded_divisor(y)
+    return zeros, hlo.divide(x, y), hlo.remainder(x, y)
+
+
+def _guarded_divisor(y: ir.Value) -> tuple[ir.Value | None, ir.Value]:
+    """(y == 0, y with 1 for 0) for an integer divisor that may be 0, else (None, y)."""
+    if value_dtype(y)[0] not in "iu":
+        return None, y
+    known = constant_array(y, "iu")
+    if known is not None and known.all():
+        return None, y
+    zeros = compare(y, full_like(y, 0), "EQ")
+    return zeros, hlo.select(zeros, full_like(y, 1), y)
+
+
 def with_dtype(t: ir.Type, dtype) -> ir.RankedTensorType:
     rt = ir.RankedTensorType(t)
     return ir.RankedTensorType.get(list(rt.shape), element_type(dtype))

@@ -77,6 +77,23 @@ def test_input_with_unsupported_type_names_the_input():
 # --- the graph walker ----------------------------------------------------------------
 
 
+def test_divisions_are_emitted_only_by_the_guarded_builders():
+    """builders.divide/remainder/truncated_divmod keep zero divisors away from MLIR's
+    folders, which divide integer constants in hardware (a zero kills the process)."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    direct = [
+        f"{path.relative_to(root)}:{i}"
+        for path in sorted([*root.glob("dialect_rules/*.py"), *root.glob("lowering/*.py")])
+        if path.name != "builders.py"
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\bhlo\.(divide|remainder)\b", line)
+    ]
+    assert not direct, f"use builders.divide / builders.remainder: {direct}"
+
+
 def test_walker_graph_shapes():
     """Constants, several outputs, an input as output, a repeated output, unused inputs."""
     x = pt.vector("x")

@@ -354,3 +354,14 @@ def test_scalar_type_graph_returns_numpy_scalars(dtype):
     values = [np.array(v, dtype=dtype) for v in (3, 1)]
     compare_with_py([x, y], outs, values)
     compare_with_py([x], [ps.clip(x, 3.0, 7.0)], values[:1])
+
+
+def test_integer_division_by_zero_in_a_shape():
+    """n // 0 and n % 0 are 0 (numpy); where they size an array, the runtime folds them
+    with the arguments' values: that fold once divided by zero in hardware (SIGFPE)."""
+    n, m = pt.lscalar("n"), pt.lscalar("m")
+    outs = [pt.zeros(n // m), pt.ones((2, n % m)), pt.arange(n // m)]
+    for values in [(6, 0), (7, 2), (9, 4), (0, 0)]:
+        compare_with_py([n, m], outs, [np.int64(v) for v in values])
+    u, v = pt.scalar("u", dtype="uint8"), pt.scalar("v", dtype="uint8")
+    compare_with_py([u, v], [pt.zeros(u // v), pt.zeros(u % v)], [np.uint8(5), np.uint8(0)])

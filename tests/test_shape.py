@@ -48,6 +48,22 @@ def test_one_compiled_function_many_runtime_shapes():
         np.testing.assert_array_equal(f(value, k), value.reshape(k, -1))
 
 
+def test_reshape_with_run_time_entries_follows_numpy():
+    """Any negative entry is the one numpy infers; numpy's errors, raised at call time,
+    also where an entry is 0 beside the inferred one (which once divided by zero while
+    the runtime folded the shapes, killing the process with SIGFPE)."""
+    x, n, m = pt.vector("x"), pt.lscalar("n"), pt.lscalar("m")
+    value = np.arange(6.0)
+    for sizes in [(2, 3), (-2, 3), (3, -7), (-1, 6), (6, 1)]:
+        compare_with_py([x, n, m], [x.reshape((n, m))], [value, *map(np.int64, sizes)])
+    compare_with_py([x, n, m], [x.reshape((n, m))], [value[:0], np.int64(-1), np.int64(3)])
+    f = pytensor.function([x, n, m], x.reshape((n, m)), mode="STABLEHLO")
+    for sizes, message in [((0, -1), "cannot reshape"), ((-1, 0), "cannot reshape"), ((4, -1), "cannot reshape"),
+                           ((4, 2), "cannot reshape"), ((-1, -1), "one unknown dimension"), ((-2, -3), "one unknown")]:
+        with pytest.raises(ValueError, match=message):
+            f(value, *sizes)
+
+
 def test_reshape_empty_and_zero_d():
     x = pt.matrix("x")
     compare_with_py([x], [x.reshape((0, 5)), x.reshape((-1, 5)), x.shape], [np.zeros((0, 5))])
