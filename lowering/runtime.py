@@ -125,7 +125,13 @@ class Compiled:
         try:
             return self._in_types[i].filter(value, strict=False, allow_downcast=None)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise type(exc)(f"input {i} ({self._names[i]}): {exc}") from None
+            where = f"input {i} ({self._names[i]})"
+            try:
+                error = type(exc)(f"{where}: {exc}")
+            except Exception:  # not built from a message (JAX's errors about a tracer)
+                exc.add_note(f"while converting {where}")
+                raise exc from None
+            raise error from None
 
     def call_trusted(self, args):
         """Run on arguments that already have the right dtype and rank (PyTensor's filter ran)."""

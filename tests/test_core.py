@@ -349,6 +349,12 @@ def test_argument_errors_name_the_input():
         compiled(good_x, np.arange(2.5, dtype="float64"))
     with pytest.raises(ValueError, match=r"input 0 \(x\)"):
         compiled("not an array", good_y)
+    # JAX's error about a tracer is not built from a message: it keeps its own, noted
+    import jax
+
+    with pytest.raises(jax.errors.TracerArrayConversionError) as caught:
+        jax.jit(lambda v: compiled(v, good_y))(good_x)
+    assert "while converting input 0 (x)" in caught.value.__notes__
     # still works afterwards, and castable inputs are cast as PyTensor would
     got = compiled([[1, 2, 3]], np.arange(2, dtype="int8"))
     assert_same(got[0], np.array([[2.0, 4.0, 6.0]]))
