@@ -398,10 +398,14 @@ def _inverse_incomplete_gamma(a, p, q):
 
     (t,) = converge([t0], regular, step, _INVERSE_STEPS)
     x = select(regular, hlo.exponential(t), zero)
-    # scipy's edges: p = 0 -> 0, p = 1 -> inf; NaN for a <= 0, p outside [0, 1], NaN in.
+    # scipy's edges: p = 0 -> 0, p = 1 -> inf, also for a = 0 (where P(0, x) = 1 for
+    # every x > 0, so no p strictly between has an inverse); NaN for a < 0, p outside
+    # [0, 1], NaN in.
     x = select(compare(p, zero, "EQ"), zero, x)
     x = select(compare(q, zero, "EQ"), _c(a, np.inf), x)
-    invalid = hlo.or_(compare(a, zero, "LE"), hlo.or_(compare(p, zero, "LT"), compare(q, zero, "LT")))
+    inside = hlo.and_(compare(p, zero, "GT"), compare(q, zero, "GT"))
+    invalid = hlo.or_(compare(a, zero, "LT"), hlo.and_(compare(a, zero, "EQ"), inside))
+    invalid = hlo.or_(invalid, hlo.or_(compare(p, zero, "LT"), compare(q, zero, "LT")))
     invalid = hlo.or_(invalid, hlo.or_(is_inf(a), hlo.or_(compare(a, a, "NE"), compare(p, p, "NE"))))
     return select(invalid, _c(a, np.nan), x)
 

@@ -20,16 +20,32 @@ try:  # pytensor 3 writes xlogx/xlogy0 as graphs of other Ops
 except ImportError:  # pragma: no cover - pytensor >= 3
     XlogX = XlogY0 = None
 
-from lowering.builders import compare, convert, copysign, divide, full_like, is_complex, is_inf, is_nan, select, value_dtype
+from lowering.builders import (
+    compare,
+    convert,
+    copysign,
+    divide,
+    full_like,
+    is_complex,
+    is_inf,
+    is_nan,
+    remainder,
+    select,
+    value_dtype,
+)
+from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 
 
-def _unary(builder, work_dtype=None):
+def _unary(builder, work_dtype=None, complex_algorithm=None):
     """Compute `builder(x)` in the output dtype (or in `work_dtype` for real outputs,
-    converted to the output dtype)."""
+    converted to the output dtype). `complex_algorithm` names what scipy computes for a
+    complex input where `builder` is real only: such an input is refused."""
 
     def rule(ctx, node, x):
         dtype = node.outputs[0].type.dtype
+        if complex_algorithm is not None and dtype.startswith("complex"):
+            raise UnsupportedParameterError(node, f"dtype={dtype}", f"no lowering of {complex_algorithm}")
         if work_dtype is not None and dtype.startswith("float"):
             return convert(builder(convert(x, work_dtype)), dtype)
         return builder(convert(x, dtype))
@@ -63,17 +79,27 @@ def _exp2(x):
     return hlo.power(full_like(x, 2), x)
 
 
+def _digamma(x):
+    """scipy's psi: XLA's digamma, but -inf at +0 and +inf at -0 (scipy's signed pole;
+    XLA gives NaN there, as at the negative integers, where scipy does too)."""
+    at_zero = compare(x, full_like(x, 0), "EQ")
+    return select(at_zero, hlo.negate(copysign(full_like(x, math.inf), x)), chlo.digamma(x))
+
+
 def _trigamma(x):
     """XLA's polygamma is wrong below about x = -8; for x < 0 use the reflection
-    psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x), whose right side is on the good side."""
-    one = full_like(x, 1)
+    psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x), whose right side is on the good side.
+    At 0 and the negative integers, +inf (sin(pi x) rounds to a tiny nonzero there)."""
+    zero, one = full_like(x, 0), full_like(x, 1)
     direct = chlo.polygamma(one, x)
     sin = hlo.sine(hlo.multiply(x, full_like(x, math.pi)))
     reflected = hlo.subtract(
         divide(full_like(x, math.pi**2), hlo.multiply(sin, sin)),
         chlo.polygamma(one, hlo.subtract(one, x)),
     )
-    return select(compare(x, full_like(x, 0), "LT"), reflected, direct)
+    pole = hlo.and_(compare(x, zero, "LE"), compare(hlo.floor(x), x, "EQ"))
+    value = select(compare(x, zero, "LT"), reflected, direct)
+    return select(pole, full_like(x, math.inf), value)
 
 
 def _gamma(x):
@@ -309,7 +335,7 @@ _UNARY = {
     psm.Erfcx: erfcx,
     psm.Gamma: _gamma,
     psm.GammaLn: _gammaln,
-    psm.Psi: chlo.digamma,
+    psm.Psi: _digamma,
     psm.TriGamma: _trigamma,
     psm.Sigmoid: _sigmoid,
     psm.Softplus: _softplus,
@@ -321,8 +347,15 @@ _UNARY = {
 # lgamma/erf/digamma are several ulps off.
 _SCIPY_IN_DOUBLE = (psm.Erf, psm.Erfc, psm.Erfcx, psm.Erfinv, psm.Erfcinv, psm.Gamma, psm.GammaLn, psm.Psi, psm.TriGamma)
 
+# scipy has complex loops for these; the CHLO ops are real only.
+_COMPLEX_IN_SCIPY = {
+    psm.Erf: "scipy's complex erf (the Faddeeva function)",
+    psm.Gamma: "scipy's complex gamma (exp of its complex loggamma)",
+    psm.Psi: "scipy's complex digamma",
+}
+
 for _op, _builder in _UNARY.items():
-    register_lowering(_op)(_unary(_builder, "float64" if _op in _SCIPY_IN_DOUBLE else None))
+    register_lowering(_op)(_unary(_builder, "float64" if _op in _SCIPY_IN_DOUBLE else None, _COMPLEX_IN_SCIPY.get(_op)))
 
 register_lowering(ps.ArcTan2)(_binary(hlo.atan2))
 
@@ -341,10 +374,13 @@ def lower_polygamma(ctx, node, n, x):
         ctx, hlo.and_(negative, compare(n, one, "GT")), NotImplementedError,
         "polygamma of order >= 2 at negative x is not supported by the StableHLO backend",
     )
-    general = chlo.polygamma(n, x)
+    # At 0 (either sign) scipy gives the pole's sign: +inf for odd orders, -inf for even.
+    odd = compare(remainder(n, full_like(n, 2)), one, "EQ")
+    pole = select(odd, full_like(x, math.inf), full_like(x, -math.inf))
+    general = select(compare(x, zero, "EQ"), pole, chlo.polygamma(n, x))
     order0 = compare(n, zero, "EQ")
     order1 = compare(n, one, "EQ")
-    return select(order0, chlo.digamma(x), select(order1, _trigamma(x), general))
+    return select(order0, _digamma(x), select(order1, _trigamma(x), general))
 
 
 def lower_xlogx(ctx, node, x):

@@ -77,8 +77,8 @@ def test_inverse_incomplete_gamma_matches_scipy(name):
     # Results below float64's smallest normal are flushed to zero by XLA (README); tiny a
     # amplifies p's rounding by 1/a (x ~ (p Gamma(a + 1))**(1/a)): scipy differs by ~1e-12.
     np.testing.assert_allclose(got, expected, rtol=5e-11, atol=3e-308)
-    edges_a = np.array([2.0, 2.0, 0.0, -1.0, 2.0, 2.0, np.inf, np.nan, 2.0])
-    edges_p = np.array([0.0, 1.0, 0.5, 0.5, -0.1, 1.1, 0.5, 0.5, np.nan])
+    edges_a = np.array([2.0, 2.0, 0.0, -1.0, 2.0, 2.0, np.inf, np.nan, 2.0, 0.0, 0.0, -1.0, -1.0])
+    edges_p = np.array([0.0, 1.0, 0.5, 0.5, -0.1, 1.1, 0.5, 0.5, np.nan, 0.0, 1.0, 0.0, 1.0])
     f = pytensor.function([ta, tp], getattr(pt, name)(ta, tp), mode="STABLEHLO")
     np.testing.assert_array_equal(f(edges_a, edges_p), getattr(sp, name)(edges_a, edges_p))
 

@@ -115,6 +115,33 @@ def test_polygamma_xlogx_xlogy0_arctan2():
     compare_with_py([x, y], outs, [values, others])
 
 
+def test_digamma_trigamma_and_polygamma_at_their_poles():
+    """scipy's signs: psi(+-0) = -+inf, NaN at the negative integers; trigamma +inf at
+    every pole; polygamma(n, +-0) = +inf for odd n, -inf for even n (found by a scan of
+    every Elemwise over every dtype: XLA gives NaN, or a huge finite number)."""
+    x = pt.vector("x")
+    poles = np.array([0.0, -0.0, -1.0, -2.0, -128.0, 1e-300, -2.5, 3.0])
+    compare_with_py([x], [pt.psi(x), pt.tri_gamma(x)], [poles])
+    n = pt.vector("n", dtype="int64")
+    compare_with_py([n, x], [pt.polygamma(n, x)],
+                    [np.array([0, 1, 2, 3, 4, 5, 0, 1, 2, 1]), np.array([0.0, 0.0, 0.0, 0.0, -0.0, -0.0, -0.0, -0.0, 1.5, -2.0])])
+    i = pt.vector("i", dtype="int8")  # integers compute in float32: the same poles
+    compare_with_py([i], [pt.psi(i), pt.tri_gamma(i)], [np.array([0, -1, -128, 3], dtype="int8")])
+
+
+@pytest.mark.parametrize("name", ["erf", "gamma", "psi"])
+def test_complex_erf_gamma_digamma_are_refused_by_name(name):
+    """scipy has complex loops for these, XLA's ops are real only: a clear refusal (the
+    module once failed the verifier)."""
+    import pytensor
+
+    from lowering import UnsupportedParameterError
+
+    z = pt.vector("z", dtype="complex128")
+    with pytest.raises(UnsupportedParameterError, match="dtype=complex128 is not supported: no lowering of scipy"):
+        pytensor.function([z], getattr(pt, name)(z), mode="STABLEHLO")
+
+
 def test_softplus_and_log1mexp_branches():
     x = pt.vector("x")
     values = np.array([-800.0, -40.0, -37.0, -36.9, -1.0, -np.log(2), -0.6, -1e-10, 0.0, 17.9, 18.0, 25.0, 33.3, 40.0])
