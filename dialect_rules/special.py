@@ -89,7 +89,8 @@ def _digamma(x):
 def _trigamma(x):
     """XLA's polygamma is wrong below about x = -8; for x < 0 use the reflection
     psi1(x) = pi^2 / sin(pi x)^2 - psi1(1 - x), whose right side is on the good side.
-    At 0 and the negative integers, +inf (sin(pi x) rounds to a tiny nonzero there)."""
+    At 0 and the negative integers (-inf too), +inf (sin(pi x) rounds to a tiny nonzero
+    there); at +inf, 0."""
     zero, one = full_like(x, 0), full_like(x, 1)
     direct = chlo.polygamma(one, x)
     sin = hlo.sine(hlo.multiply(x, full_like(x, math.pi)))
@@ -99,6 +100,7 @@ def _trigamma(x):
     )
     pole = hlo.and_(compare(x, zero, "LE"), compare(hlo.floor(x), x, "EQ"))
     value = select(compare(x, zero, "LT"), reflected, direct)
+    value = select(compare(x, full_like(x, math.inf), "EQ"), zero, value)  # XLA: NaN
     return select(pole, full_like(x, math.inf), value)
 
 

@@ -120,7 +120,7 @@ def test_digamma_trigamma_and_polygamma_at_their_poles():
     every pole; polygamma(n, +-0) = +inf for odd n, -inf for even n (found by a scan of
     every Elemwise over every dtype: XLA gives NaN, or a huge finite number)."""
     x = pt.vector("x")
-    poles = np.array([0.0, -0.0, -1.0, -2.0, -128.0, 1e-300, -2.5, 3.0])
+    poles = np.array([0.0, -0.0, -1.0, -2.0, -128.0, 1e-300, -2.5, 3.0, np.inf, -np.inf])
     compare_with_py([x], [pt.psi(x), pt.tri_gamma(x)], [poles])
     n = pt.vector("n", dtype="int64")
     compare_with_py([n, x], [pt.polygamma(n, x)],
