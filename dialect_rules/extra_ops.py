@@ -207,11 +207,12 @@ def repeat_positions(ctx, counts, n) -> ir.Value:
     counts = convert(counts, "int64")
     (m,) = shape_of(counts)
     if not (isinstance(m, int) and m == n):  # numpy broadcasts one count to all n
-        ctx.runtime_check(
-            hlo.and_(compare(dim_value(m), dim_value(n), "NE"), compare(dim_value(m), dim_value(1), "NE")),
-            ValueError, "repeat: the repeats do not broadcast to the length of the axis (operands "
-            "could not be broadcast together)",
-        )
+        if not (isinstance(m, int) and m == 1):
+            ctx.runtime_check(
+                hlo.and_(compare(dim_value(m), dim_value(n), "NE"), compare(dim_value(m), dim_value(1), "NE")),
+                ValueError, "repeat: the repeats do not broadcast to the length of the axis (operands "
+                "could not be broadcast together)",
+            )
         own = iota([n], 0, "int64")
         first_or_own = hlo.minimum(own, splat(dim_value(dim_sub(m, 1)), own))
         counts = gather_indexed(counts, [0], reshape(first_or_own, [n, 1]), front=False)

@@ -160,7 +160,7 @@ def truncated_divmod(x: ir.Value, y: ir.Value) -> tuple[ir.Value | None, ir.Valu
 
 def _guarded_divisor(y: ir.Value) -> tuple[ir.Value | None, ir.Value]:
     """(y == 0, y with 1 for 0) for an integer divisor that may be 0, else (None, y)."""
-    if value_dtype(y)[0] not in "iu":
+    if np.dtype(value_dtype(y)).kind not in "iu":
         return None, y
     known = constant_array(y, "iu")
     if known is not None and known.all():

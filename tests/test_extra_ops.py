@@ -102,6 +102,8 @@ def test_repeat_with_run_time_repeats(dtype, counts_dtype):
     for counts in ([1, 0, 2], [2], [0, 0, 0], [0], [3, 1, 1]):
         compare_with_py([x, r], outs, [xv, np.array(counts, dtype=counts_dtype)])
     compare_with_py([x, r], [Repeat(axis=0)(x, r)], [xv[:0], np.array([], dtype=counts_dtype)])
+    one = pt.tensor("one", shape=(1,), dtype=counts_dtype)  # one count, known to be one
+    compare_with_py([x, one], [Repeat(axis=2)(x, one)], [xv, np.array([3], dtype=counts_dtype)])
 
 
 def test_repeat_with_run_time_repeats_refuses_bad_counts():
