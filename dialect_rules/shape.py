@@ -59,7 +59,7 @@ def lower_reshape(ctx, node, x, shape):
     n_unknown = add_all(*[convert(u, "int64") for u in unknown])
     known = multiply_all(*[select(u, one, e) for u, e in zip(unknown, entries)])
     size = dim_value(dim_product(shape_of(x)))
-    inferred = divide(size, hlo.maximum(known, one))
+    inferred = divide(size, known)  # (known = 0: XLA's -1, and the check below fires)
     fits = select(
         compare(n_unknown, one, "EQ"),
         all_of(compare(known, zero, "NE"), compare(hlo.multiply(inferred, known), size, "EQ")),
