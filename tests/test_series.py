@@ -40,6 +40,22 @@ def test_incomplete_gamma_on_a_dense_grid():
     np.testing.assert_allclose(q, sp.gammaincc(a, x), rtol=5e-12, atol=1e-300)
 
 
+def test_incomplete_gamma_where_a_is_large_and_near_x():
+    """Temme's uniform expansion (20 < a < 200 with |x - a| < 0.3 a; a > 200 with
+    |x - a| < 4.5 sqrt(a)) and the series just outside it, a from 20 to 1e14: the series
+    alone were 53% off at a = 1e7 and NaN at 1e8."""
+    rng = np.random.default_rng(1)
+    scale = np.repeat([20.0, 21.0, 60.0, 199.9, 200.0, 200.1, 1e3, 1e5, 1e7, 1e8, 1e10, 1e14], 40)
+    a = scale * rng.uniform(1.0, 1.05, scale.size)
+    x = a + rng.uniform(-6.0, 6.0, a.size) * np.sqrt(a)
+    a[::40], x[::40] = scale[::40], scale[::40]  # x = a exactly, where eta = 0
+    ta, tx = pt.dvector("a"), pt.dvector("x")
+    f = pytensor.function([ta, tx], [pt.gammainc(ta, tx), pt.gammaincc(ta, tx)], mode="STABLEHLO")
+    p, q = f(a, x)
+    np.testing.assert_allclose(p, sp.gammainc(a, x), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(q, sp.gammaincc(a, x), rtol=1e-12, atol=1e-300)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8"])
 def test_incomplete_gamma_dtypes_match_the_python_mode(dtype):
     a, x = pt.vector("a", dtype=dtype), pt.vector("x", dtype=dtype)
