@@ -76,7 +76,25 @@ def _scaled(builder, factor):
 
 
 def _exp2(x):
-    return hlo.power(full_like(x, 2), x)
+    """2**x; for complex x, numpy's exp(x ln 2) with ln 2 scaling each part (a complex
+    product, or XLA's complex power, turns inf + 0j into NaN where numpy gives inf)."""
+    if not is_complex(x):
+        return hlo.power(full_like(x, 2), x)
+    real, imag = hlo.real(x), hlo.imag(x)
+    ln2 = full_like(real, math.log(2))
+    return hlo.exponential(hlo.complex(hlo.multiply(real, ln2), hlo.multiply(imag, ln2)))
+
+
+def _expm1(x):
+    """exp(x) - 1; for complex x numpy's formula, (expm1(a) cos(b) - 2 sin(b/2)**2) +
+    i exp(a) sin(b), whose imaginary part is NaN where exp(a) overflows at b = 0."""
+    if not is_complex(x):
+        return hlo.exponential_minus_one(x)
+    a, b = hlo.real(x), hlo.imag(x)
+    half = hlo.sine(hlo.multiply(b, full_like(b, 0.5)))
+    real = hlo.subtract(hlo.multiply(hlo.exponential_minus_one(a), hlo.cosine(b)),
+                        hlo.multiply(full_like(b, 2.0), hlo.multiply(half, half)))
+    return hlo.complex(real, hlo.multiply(hlo.exponential(a), hlo.sine(b)))
 
 
 def _digamma(x):
@@ -144,7 +162,7 @@ def _softplus(x):
 def _log1mexp(x):
     """log(1 - exp(x)), from whichever form is accurate on each side of log(1/2)."""
     small = hlo.log_plus_one(hlo.negate(hlo.exponential(x)))
-    large = hlo.log(hlo.negate(hlo.exponential_minus_one(x)))
+    large = hlo.log(hlo.negate(_expm1(x)))
     return select(compare(x, full_like(x, math.log(0.5)), "LT"), small, large)
 
 
@@ -311,7 +329,7 @@ def _atan(z):
 _UNARY = {
     ps.Exp: hlo.exponential,
     ps.Exp2: _exp2,
-    ps.Expm1: hlo.exponential_minus_one,
+    ps.Expm1: _expm1,
     ps.Log: _log,
     ps.Log2: _scaled(_log, 1 / math.log(2)),
     ps.Log10: _scaled(_log, 1 / math.log(10)),

@@ -96,6 +96,19 @@ def test_complex_inputs(dtype):
     compare_with_py([x], [pt.exp(x), pt.log(x), pt.sqrt(x), pt.sin(x), pt.cos(x), pt.tanh(x)], [values], **tol)
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_exp2_expm1_log1mexp_at_infinities(dtype):
+    """numpy's formulas, found by a scan of complex edge values: exp2 is exp(z ln 2) with
+    ln 2 scaling each part (XLA's complex power gave NaN at +-inf + 0j, numpy inf and 0);
+    expm1 (and log1mexp through it) has a NaN imaginary part where exp(real) overflows
+    at imag 0 (XLA gave 0)."""
+    x = pt.vector("x", dtype=dtype)
+    values = np.array([np.inf, -np.inf, complex(np.inf, 1), complex(-np.inf, 1), 1e308, 1100,
+                       3 + 4j, -2.5 + 0.3j, 0j, 1e-10j, complex(np.nan, 0)], dtype=dtype)
+    compare_with_py([x], [pt.exp2(x), pt.expm1(x), pt.log1mexp(x)], [values],
+                    **(dict(rtol=1e-6) if dtype == "complex64" else {}))
+
+
 def test_polygamma_xlogx_xlogy0_arctan2():
     n = pt.vector("n", dtype="int64")
     x, y = pt.vector("x"), pt.vector("y")
