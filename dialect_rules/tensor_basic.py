@@ -51,24 +51,35 @@ from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 
 
-def _dims(node, shape):
-    """Output dims: PyTensor's static sizes, else the run-time scalar shape inputs."""
-    return [
-        s if s is not None else convert(v, "int64")
-        for s, v in zip(node.outputs[0].type.shape, shape)
-    ]
+def _dims(ctx, node, shape):
+    """Output dims: PyTensor's static sizes, else the run-time scalar shape inputs. A
+    negative size raises numpy's error at call time; the dim is clamped at 0 so that
+    specializing to it still succeeds (inside a loop body, which cannot raise, it is not,
+    and the call fails as it specializes)."""
+    dims = []
+    for static, value in zip(node.outputs[0].type.shape, shape):
+        if static is not None:
+            dims.append(static)
+            continue
+        size = convert(value, "int64")
+        if ctx.can_raise():
+            zero = ir_constant(np.int64(0))
+            ctx.runtime_check(compare(size, zero, "LT"), ValueError, "negative dimensions are not allowed")
+            size = hlo.maximum(size, zero)
+        dims.append(size)
+    return dims
 
 
 @register_lowering(Alloc)
 def lower_alloc(ctx, node, value, *shape):
     value = convert(value, node.outputs[0].type.dtype)
-    return broadcast_to(value, _dims(node, shape))
+    return broadcast_to(value, _dims(ctx, node, shape))
 
 
 @register_lowering(AllocEmpty)
 def lower_alloc_empty(ctx, node, *shape):
     # Uninitialized memory in PyTensor; zeros here, so results never depend on garbage.
-    return full(0, _dims(node, shape), node.outputs[0].type.dtype)
+    return full(0, _dims(ctx, node, shape), node.outputs[0].type.dtype)
 
 
 @register_lowering(DeepCopyOp)
@@ -182,7 +193,7 @@ def lower_arange(ctx, node, start, stop, step):
 def lower_eye(ctx, node, n, m, k):
     """Ones where column - row == k."""
     dtype = node.outputs[0].type.dtype
-    dims = _dims(node, [n, m])
+    dims = _dims(ctx, node, [n, m])
     rows, cols = iota(dims, 0, "int64"), iota(dims, 1, "int64")
     diagonal = broadcast_in_dim(convert(k, "int64"), dims, [])
     return convert(compare(hlo.subtract(cols, rows), diagonal, "EQ"), dtype)

@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.tensor.basic import scalar_from_tensor, tensor_from_scalar
 
-from tests.helpers import RAW_MODE, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
 
 
@@ -68,6 +68,23 @@ def test_arange_and_eye_with_runtime_sizes():
     for n_val, m_val, k_val, step_val in [(5, 3, 1, 0.25), (0, 2, -1, 1.5), (4, 4, -6, -0.5), (7, 1, 2, 3.0)]:
         compare_with_py([n, m, k, start, step], outs,
                         [np.array(n_val), np.array(m_val), np.array(k_val), np.array(0.5), np.array(step_val)])
+
+
+@pytest.mark.parametrize("make", [
+    lambda n, x: pt.zeros((n, 2)), lambda n, x: pt.alloc(x, n, 3), lambda n, x: pt.empty((n,)),
+    lambda n, x: pt.eye(n), lambda n, x: pt.eye(3, n),
+], ids=["zeros", "alloc", "empty", "eye", "eye_columns"])
+def test_negative_run_time_sizes_raise_numpys_error(make):
+    """numpy's "negative dimensions are not allowed", naming the node (specializing to the
+    negative size used to fail first: "... do not fit the graph")."""
+    n, x = pt.lscalar("n"), pt.dvector("x")
+    f = pytensor.function([n, x], make(n, x), mode="STABLEHLO", on_unused_input="ignore")
+    py = pytensor.function([n, x], make(n, x), mode=PY_MODE, on_unused_input="ignore")
+    with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+        py(-2, np.ones(3))
+    with pytest.raises(ValueError, match=r"negative dimensions are not allowed \(node: (Alloc|AllocEmpty|Eye)"):
+        f(-2, np.ones(3))
+    assert f(0, np.ones(3)).size == 0
 
 
 def test_arange_with_zero_step_raises():
