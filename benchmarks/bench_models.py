@@ -1,6 +1,6 @@
 """Per-call time of PyMC models' logp+dlogp on every PyTensor backend, in one run.
 
-    python benchmarks/bench_models.py [--repeat N] [--only NAME ...] [--modes MODE ...]
+    python benchmarks/bench_models.py [--repeat N] [--only NAME ...] [--modes MODE ...] [--raveled]
 
 Prints, per workload, the build time (`pytensor.function`), the first call's time and the
 median per-call time (outputs read back as numpy arrays) for STABLEHLO, STABLEHLO_NO_FMA
@@ -221,6 +221,27 @@ MODELS = {
 }
 
 
+# Workloads that are a PyMC model's logp and dlogp (`model_graph`): `--raveled` passes
+# their value variables as one vector, as PyMC's samplers call `logp_dlogp_function`
+# (`ravel_inputs=True`): one argument per call instead of one per variable.
+PYMC_MODELS = {
+    "eight-schools", "linear-regression", "logistic-glm", "normal-mixture",
+    "hierarchical-regression", "arma", "garch", "gp-marginal-100", "gp-marginal-1000",
+}
+
+
+def raveled(graph):
+    """`graph` with its inputs joined into one flat vector (PyMC's `join_nonshared_inputs`)."""
+    from pymc.pytensorf import join_nonshared_inputs
+
+    from lowering.examples import Graph
+
+    point = {v.name: value for v, value in zip(graph.inputs, graph.values)}
+    outputs, flat = join_nonshared_inputs(point, graph.outputs, graph.inputs)
+    values = [np.concatenate([np.ravel(v) for v in graph.values]).astype(flat.type.dtype)]
+    return Graph(graph.name, [flat], list(outputs), values)
+
+
 def time_mode(graph, mode, repeat):
     """Build time, first-call time, median per-call time and the result. Each call's time
     includes reading its outputs as numpy arrays: JAX returns before its computation
@@ -305,13 +326,14 @@ def lowering_scaling(sizes=(1_000, 3_000, 10_000)):
         print(f"{nodes:>7} {lower_s:>9.3f} {compile_s:>10.3f} {lower_s / nodes * 1e6:>14.1f}")
 
 
-def run_isolated(name: str, mode: str, repeat: int):
+def run_isolated(name: str, mode: str, repeat: int, ravel: bool = False):
     """`time_mode` in a child process: a backend that crashes (PyTensor's C code aborts on
     the normal mixture) loses its row only. Returns None on failure, after saying why."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "row.pkl"
         proc = subprocess.run(
-            [sys.executable, __file__, "--worker", name, mode, str(out), "--repeat", str(repeat)],
+            [sys.executable, __file__, "--worker", name, mode, str(out), "--repeat", str(repeat),
+             *(["--raveled"] if ravel else [])],
             capture_output=True, text=True,
         )
         if proc.returncode != 0 or not out.exists():
@@ -323,14 +345,15 @@ def run_isolated(name: str, mode: str, repeat: int):
         return pickle.loads(out.read_bytes())
 
 
-def worker(name: str, mode: str, out: str, repeat: int) -> int:
+def worker(name: str, mode: str, out: str, repeat: int, ravel: bool) -> int:
     import warnings
 
     warnings.simplefilter("ignore")
     if name in SAMPLERS:
         row = time_sampling(SAMPLERS[name], mode)
     else:
-        row = time_mode(MODELS[name](), mode, repeat)
+        graph = MODELS[name]()
+        row = time_mode(raveled(graph) if ravel and name in PYMC_MODELS else graph, mode, repeat)
     Path(out).write_bytes(pickle.dumps(row))
     return 0
 
@@ -342,24 +365,27 @@ def main() -> int:
                         help="run these workloads only")
     parser.add_argument("--modes", nargs="*", choices=MODES, default=list(MODES),
                         help="the backends to run (STABLEHLO always runs: ratios are to it)")
+    parser.add_argument("--raveled", action="store_true",
+                        help="call PyMC models with their value variables in one vector, as "
+                             "PyMC's samplers do")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        return worker(*args.worker, args.repeat)
+        return worker(*args.worker, args.repeat, args.raveled)
     modes = ["STABLEHLO", *(m for m in args.modes if m != "STABLEHLO")]
     for name in MODELS:
         if args.only and name not in args.only:
             continue
         rows = {}
         for mode in modes:
-            row = run_isolated(name, mode, args.repeat)
+            row = run_isolated(name, mode, args.repeat, args.raveled)
             if row is not None:
                 rows[mode] = row
         if "STABLEHLO" not in rows:
             continue
         reference = rows["STABLEHLO"][3]
         ours = rows["STABLEHLO"][2]
-        print(f"\n{name}")
+        print(f"\n{name}" + (" (raveled inputs)" if args.raveled and name in PYMC_MODELS else ""))
         print(f"{'mode':<17} {'build s':>8} {'1st call s':>10} {'per call us':>12} {'vs STABLEHLO':>13}  same result")
         for mode, (build_s, first_s, per_call, result) in rows.items():
             same = all(np.allclose(a, b, rtol=1e-6) for a, b in zip(result, reference))
