@@ -27,7 +27,10 @@ from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.series import _LGAMMA1P_TAYLOR
-from lowering.builders import add_all, compare, convert, divide, full_like, is_inf, is_nan, multiply_all, remainder, select
+from lowering.builders import (
+    add_all, compare, convert, divide, full_like, is_inf, is_nan, multiply_all, polynomial, remainder,
+    select,
+)
 from lowering.regions import converge
 from lowering.registry import register_lowering
 
@@ -43,14 +46,6 @@ _LEADING_BELOW = 2 * np.sqrt(_EPS)  # x**2/4 < eps: the power series' first term
 
 _c = full_like
 _add, _mul, _sub, _div = add_all, multiply_all, hlo.subtract, divide
-
-
-def _poly(t, coefficients):
-    """sum_k coefficients[k] t**k by Horner's rule."""
-    total = _c(t, coefficients[-1])
-    for c in reversed(coefficients[:-1]):
-        total = hlo.add(hlo.multiply(total, t), _c(t, c))
-    return total
 
 
 def _sinpi(v):
@@ -77,8 +72,8 @@ def _temme_gammas(mu):
     lgamma(1 + t) = E(t) + O(t) split into even and odd parts,
     gam1 = e**-(E + O) expm1(2 O) / (2 mu), and O(mu)/mu is a polynomial in mu**2."""
     mu2 = _mul(mu, mu)
-    even = _mul(mu2, _poly(mu2, _LGAMMA1P_TAYLOR[1::2]))  # c_2 mu^2 + c_4 mu^4 + ...
-    odd_over_mu = _poly(mu2, _LGAMMA1P_TAYLOR[0::2])  # c_1 + c_3 mu^2 + ...
+    even = _mul(mu2, polynomial(mu2, _LGAMMA1P_TAYLOR[1::2]))  # c_2 mu^2 + c_4 mu^4 + ...
+    odd_over_mu = polynomial(mu2, _LGAMMA1P_TAYLOR[0::2])  # c_1 + c_3 mu^2 + ...
     odd = _mul(mu, odd_over_mu)
     plus = hlo.exponential(hlo.negate(_add(even, odd)))  # 1/Gamma(1 + mu)
     minus = hlo.exponential(_sub(odd, even))  # 1/Gamma(1 - mu)

@@ -23,8 +23,8 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.special import _gamma
 from lowering.builders import (
-    all_of, compare, convert, divide, dot_general, full_like, ir_constant, is_inf, read_entry,
-    reshape, select, shape_of,
+    all_of, compare, convert, divide, dot_general, full_like, ir_constant, is_inf, polynomial,
+    read_entry, reshape, select, shape_of,
 )
 from lowering.regions import any_true, converge, while_loop
 from lowering.registry import register_lowering
@@ -44,10 +44,7 @@ def _c(like, value):
 def _log1pmx_small(s):
     """log(1 + s) - s by its series, for |s| <= 0.4, where the difference cancels in
     floating point (the terms past s**40 are below eps there)."""
-    total = _c(s, _LOG1PMX[-1])
-    for coefficient in reversed(_LOG1PMX[:-1]):
-        total = hlo.add(hlo.multiply(total, s), _c(s, coefficient))
-    return hlo.multiply(total, hlo.multiply(s, s))
+    return hlo.multiply(polynomial(s, _LOG1PMX), hlo.multiply(s, s))
 
 
 def _prefactor(a, x):
@@ -59,10 +56,7 @@ def _prefactor(a, x):
     inv = divide(_c(a, 1.0), a)
     inv2 = hlo.multiply(inv, inv)
     # stirlerr(a) = 1/(12a) - 1/(360a^3) + 1/(1260a^5) - 1/(1680a^7), for a > 15
-    stirlerr = _c(a, -1 / 1680)
-    for coefficient in (1 / 1260, -1 / 360, 1 / 12):
-        stirlerr = hlo.add(hlo.multiply(stirlerr, inv2), _c(a, coefficient))
-    stirlerr = hlo.multiply(stirlerr, inv)
+    stirlerr = hlo.multiply(polynomial(inv2, [1 / 12, -1 / 360, 1 / 1260, -1 / 1680]), inv)
     # log(x/a) - d: by its series near d = 0, where log(x) - log(a) - d cancels; a plain
     # log of the quotient elsewhere (1 + d drops the digits of a small x/a).
     near = compare(hlo.abs(d), _c(a, 0.4), "LE")
@@ -120,10 +114,7 @@ def _lgamma1p(a):
     """lgamma(1 + a), accurate near a = 0 and a = 1 (where lgamma(1 + a) vanishes and
     lgamma's own relative error grows), as Cephes' lgam1p."""
     def taylor(t):
-        total = _c(t, _LGAMMA1P_TAYLOR[-1])
-        for coefficient in reversed(_LGAMMA1P_TAYLOR[:-1]):
-            total = hlo.add(hlo.multiply(total, t), _c(t, coefficient))
-        return hlo.multiply(total, t)
+        return hlo.multiply(polynomial(t, _LGAMMA1P_TAYLOR), t)
 
     one, half = _c(a, 1.0), _c(a, 0.5)
     near_zero = compare(hlo.abs(a), half, "LE")

@@ -8,6 +8,7 @@ import functools
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.ops import DeepCopyOp
 from pytensor.graph.basic import Constant
+from pytensor.tensor.shape import Shape_i
 from pytensor.tensor.basic import (
     ARange,
     Alloc,
@@ -51,18 +52,27 @@ from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 
 
-def _dims(ctx, node, shape):
+def _is_length(var) -> bool:
+    """Whether a size input is some tensor's length (`Shape_i`), never negative."""
+    while var.owner is not None and isinstance(var.owner.op, (ScalarFromTensor, TensorFromScalar)):
+        var = var.owner.inputs[0]
+    return var.owner is not None and isinstance(var.owner.op, Shape_i)
+
+
+def _dims(ctx, node, shape, variables):
     """Output dims: PyTensor's static sizes, else the run-time scalar shape inputs. A
-    negative size raises numpy's error at call time; the dim is clamped at 0 so that
-    specializing to it still succeeds (inside a loop body, which cannot raise, it is not,
-    and the call fails as it specializes)."""
+    size that may be negative raises numpy's error at call time; the dim is clamped at 0
+    so that specializing to it still succeeds (inside a loop body, which cannot raise, it
+    is not, and the call fails as it specializes). A length is used as it is: it stays
+    the same dim as its tensor's, as JAXOp's symbolic shapes need. `variables`: the
+    node's inputs that `shape` lowers."""
     dims = []
-    for static, value in zip(node.outputs[0].type.shape, shape):
+    for static, value, var in zip(node.outputs[0].type.shape, shape, variables, strict=True):
         if static is not None:
             dims.append(static)
             continue
         size = convert(value, "int64")
-        if ctx.can_raise():
+        if ctx.can_raise() and not _is_length(var):
             zero = ir_constant(np.int64(0))
             ctx.runtime_check(compare(size, zero, "LT"), ValueError, "negative dimensions are not allowed")
             size = hlo.maximum(size, zero)
@@ -73,13 +83,13 @@ def _dims(ctx, node, shape):
 @register_lowering(Alloc)
 def lower_alloc(ctx, node, value, *shape):
     value = convert(value, node.outputs[0].type.dtype)
-    return broadcast_to(value, _dims(ctx, node, shape))
+    return broadcast_to(value, _dims(ctx, node, shape, node.inputs[1:]))
 
 
 @register_lowering(AllocEmpty)
 def lower_alloc_empty(ctx, node, *shape):
     # Uninitialized memory in PyTensor; zeros here, so results never depend on garbage.
-    return full(0, _dims(ctx, node, shape), node.outputs[0].type.dtype)
+    return full(0, _dims(ctx, node, shape, node.inputs), node.outputs[0].type.dtype)
 
 
 @register_lowering(DeepCopyOp)
@@ -193,7 +203,7 @@ def lower_arange(ctx, node, start, stop, step):
 def lower_eye(ctx, node, n, m, k):
     """Ones where column - row == k."""
     dtype = node.outputs[0].type.dtype
-    dims = _dims(ctx, node, [n, m])
+    dims = _dims(ctx, node, [n, m], node.inputs[:2])
     rows, cols = iota(dims, 0, "int64"), iota(dims, 1, "int64")
     diagonal = broadcast_in_dim(convert(k, "int64"), dims, [])
     return convert(compare(hlo.subtract(cols, rows), diagonal, "EQ"), dtype)

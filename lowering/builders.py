@@ -582,6 +582,14 @@ def multiply_all(*values: ir.Value) -> ir.Value:
     return functools.reduce(hlo.multiply, values)
 
 
+def polynomial(t: ir.Value, coefficients: Sequence[float]) -> ir.Value:
+    """sum_k coefficients[k] t**k by Horner's rule, the constants in t's dtype."""
+    total = full_like(t, coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        total = hlo.add(hlo.multiply(total, t), full_like(t, c))
+    return total
+
+
 def all_of(*masks: ir.Value) -> ir.Value:
     """The elementwise AND of i1 tensors."""
     return functools.reduce(hlo.and_, masks)
