@@ -9,8 +9,9 @@ from ir_printing import print_ir
 a, x = pt.dvector("a"), pt.dvector("x")
 
 # gammainc: P's series, Q's continued fraction and Q's small-x series, then Temme's
-# expansion: every c_k(eta) at once (the 25 x 25 table times eta's powers, one
-# dot_general), summed over k in a while of at most 25 steps, each reading row k.
+# expansion inside a stablehlo.if (run only when some element needs it): every c_k(eta)
+# at once (the 25 x 25 table times eta's powers, one dot_general), summed over k in a
+# while of at most 25 steps, each reading row k.
 # CHECK-LABEL: TEST: gammainc opt
 # CHECK: stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>, tensor<?xf64>, tensor<?xf64>
 # CHECK: stablehlo.reduce
@@ -20,6 +21,7 @@ a, x = pt.dvector("a"), pt.dvector("x")
 # CHECK: stablehlo.select
 # CHECK: stablehlo.while
 # CHECK: stablehlo.while
+# CHECK: "stablehlo.if"
 # CHECK: stablehlo.dot_general %{{.*}}, %{{.*}}, contracting_dims = [1] x [0], {{.*}} : (tensor<25x25xf64>, tensor<25x?xf64>) -> tensor<25x?xf64>
 # CHECK: stablehlo.while
 # CHECK: stablehlo.compare LT
