@@ -30,7 +30,7 @@ import pytensor  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 
 import lowering  # noqa: E402,F401  (registers the STABLEHLO mode)
-from lowering.examples import eight_schools_model, example, model_graph  # noqa: E402
+from lowering.examples import Graph, eight_schools_model, example, model_graph  # noqa: E402
 
 # STABLEHLO_NO_FMA: ours with no multiply-add contracted into an FMA
 # (README, "Multiply-adds and FMA").
@@ -53,8 +53,6 @@ def linear_regression():
 def scan_rnn(steps: int = 1000, gradient: bool = False):
     """A 1,000-step Scan, h_t = tanh(w * h_{t-1} + x_t), and its gradient."""
     import pytensor.tensor as pt
-
-    from lowering.examples import Graph
 
     x, w, h0 = pt.dvector("x"), pt.dscalar("w"), pt.dscalar("h0")
     hs = pytensor.scan(
@@ -148,8 +146,6 @@ def arma(n: int = 500):
 
 def logistic_numpy_inputs(n: int = 100_000, d: int = 50):
     """Logistic regression logp and gradient with X (40 MB) and y passed at every call."""
-    from lowering.examples import Graph
-
     beta, X, y = pt.dvector("beta"), pt.dmatrix("X"), pt.dvector("y")
     eta = X @ beta
     logp = (y * eta - pt.softplus(eta)).sum() - 0.5 * (beta**2).sum()
@@ -181,8 +177,6 @@ def schur_sort(n: int = 100):
     The result compared is T's diagonal, the eigenvalue order sorting decides."""
     from pytensor.tensor.slinalg import schur
 
-    from lowering.examples import Graph
-
     a = pt.dmatrix("a")
     t, _ = schur(a, sort="lhp")
     value = np.random.default_rng(0).normal(size=(n, n))
@@ -193,8 +187,6 @@ def dare_batched(batch: int = 8, m: int = 4, n: int = 2):
     """solve_discrete_are over a batch of 8 systems (m = 4 states, n = 2 inputs): QZ on
     the host per entry (our per-entry loop; PyTensor's Blockwise.perform loops too)."""
     from pytensor.tensor.linalg import solve_discrete_are
-
-    from lowering.examples import Graph
 
     rng = np.random.default_rng(0)
     a, b, q, r = (pt.tensor3(name) for name in "abqr")
@@ -233,8 +225,6 @@ PYMC_MODELS = {
 def raveled(graph):
     """`graph` with its inputs joined into one flat vector (PyMC's `join_nonshared_inputs`)."""
     from pymc.pytensorf import join_nonshared_inputs
-
-    from lowering.examples import Graph
 
     point = {v.name: value for v, value in zip(graph.inputs, graph.values)}
     outputs, flat = join_nonshared_inputs(point, graph.outputs, graph.inputs)
