@@ -34,14 +34,15 @@ Out of range: numpy raises IndexError for an integer index (or array element) ou
 range. XLA clamps gather/dynamic_slice/dynamic_update_slice starts into range and drops
 scatter updates out of range, so each node's indices are checked in the module (one
 flag per node) and the runtime raises IndexError at call time (from OpFromGraph bodies
-too: their flags travel up to @main). Inside region bodies (a Scan's loop) no check can
+too: their flags travel up to @main). Index arrays that are graph constants are wrapped
+and checked when lowering (`_in_range_indices`), leaving no check against static sizes. Inside region bodies (a Scan's loop) no check can
 be raised and XLA's behaviour stands: a read takes the nearest valid index, an advanced
 write out of range is dropped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Union
 
 import numpy as np
@@ -121,6 +122,7 @@ class _Array:
     unsigned: bool = False
     mask: bool = False
     in_range: bool = False  # a mask's nonzero(): no check, no wrapping
+    known: np.ndarray | None = field(default=None, compare=False)  # the values, from a graph constant
 
     @property
     def ndim(self) -> int:
@@ -165,12 +167,18 @@ def _advanced_entries(ctx, node, index_vars, values) -> list:
             entries.append(_slice_entry(node, var, value))
         elif var.type.dtype == "bool":
             if isinstance(var, Constant):
-                entries += [_Array(ctx.constant(nz.astype(np.int64))) for nz in np.nonzero(var.data)]
+                entries += [_Array(ctx.constant(nz.astype(np.int64)), known=nz) for nz in np.nonzero(var.data)]
             else:
                 entries.append(_Array(value, mask=True))
         else:
-            entries.append(_Array(convert(value, "int64"), unsigned=var.type.dtype.startswith("u")))
+            entries.append(_integer_entry(var, value))
     return entries
+
+
+def _integer_entry(var, value) -> _Array:
+    """An integer index array; its values travel with it where the graph has them."""
+    known = var.data if isinstance(var, Constant) else None
+    return _Array(convert(value, "int64"), unsigned=var.type.dtype.startswith("u"), known=known)
 
 
 def _slice_entry(node, var, value) -> _Slice:
@@ -221,6 +229,37 @@ def _raise_if(ctx, flags: list, error: type, message: str) -> None:
 
 def _raise_out_of_range(ctx, flags: list) -> None:
     _raise_if(ctx, flags, IndexError, "index out of bounds")
+
+
+def _in_range_indices(ctx, entry: _Array, n: Dim, flags: list) -> ir.Value:
+    """numpy's wrapped indices of `entry` along an axis of size `n`, with an out-of-range
+    flag appended where they may fall outside it.
+
+    Indices known when lowering (a graph constant, as a PyMC model's group index) are
+    wrapped and checked here: against a static size nothing is left for the module (a
+    constant index out of range keeps the run-time check, so the call raises numpy's
+    IndexError); against a run-time size, one scalar comparison of their maximum
+    replaces the pass over all of them.
+    """
+    if entry.in_range:
+        return entry.value
+    data = entry.known
+    if data is None:
+        return _checked_indices(entry.value, n, flags, entry.unsigned)
+    if data.size == 0:
+        return entry.value
+    lo, hi = int(data.min()), int(data.max())
+    if isinstance(n, int):
+        if not -n <= lo <= hi < n:
+            return _checked_indices(entry.value, n, flags, entry.unsigned)
+        if lo >= 0:
+            return entry.value
+        signed = data.astype(np.int64)
+        return ctx.constant(np.where(signed < 0, signed + n, signed))
+    if lo < 0 or hi > np.iinfo(np.int64).max:
+        return _checked_indices(entry.value, n, flags, entry.unsigned)
+    flags.append(compare(_i64(hi), dim_value(n), "GE"))
+    return entry.value
 
 
 def _checked_indices(index: ir.Value, n: Dim, flags: list, unsigned=False) -> ir.Value:
@@ -546,8 +585,7 @@ def _index_tensor(ctx, view, plan) -> tuple[ir.Value, list[int]]:
     """The advanced arrays, checked and broadcast together, stacked on a last axis."""
     axes = [a for _, a in plan.arrays]
     flags = []
-    arrays = [e.value if e.in_range else _checked_indices(e.value, dim_size(view, a), flags, e.unsigned)
-              for e, a in plan.arrays]
+    arrays = [_in_range_indices(ctx, e, dim_size(view, a), flags) for e, a in plan.arrays]
     _raise_out_of_range(ctx, flags)
     if len(arrays) == 1:
         return reshape(arrays[0], [*shape_of(arrays[0]), 1]), axes
@@ -600,8 +638,7 @@ def _scatter(x, axes, index, updates, front, combine):
 
 @register_lowering(AdvancedSubtensor1)
 def lower_advanced_subtensor1(ctx, node, x, indices):
-    unsigned = node.inputs[1].type.dtype.startswith("u")
-    return _advanced_read(ctx, node, x, [_Array(convert(indices, "int64"), unsigned)])
+    return _advanced_read(ctx, node, x, [_integer_entry(node.inputs[1], indices)])
 
 
 @register_lowering(AdvancedSubtensor)
@@ -626,7 +663,7 @@ def lower_batched_advanced_subtensor(ctx, node, batch_ndim, x, *index_values):
         )
         for e in entries
     ]
-    positions = [_Array(iota(batch + [1] * depth, d, "int64")) for d in range(batch_ndim)]
+    positions = [_Array(iota(batch + [1] * depth, d, "int64"), in_range=True) for d in range(batch_ndim)]
     return _advanced_read(ctx, node, x, positions + entries)
 
 
@@ -698,8 +735,7 @@ def _advanced_read(ctx, node, x, entries):
 
 @register_lowering(AdvancedIncSubtensor1)
 def lower_advanced_inc_subtensor1(ctx, node, x, y, indices):
-    unsigned = node.inputs[2].type.dtype.startswith("u")
-    return _advanced_write(ctx, node, x, y, [_Array(convert(indices, "int64"), unsigned)])
+    return _advanced_write(ctx, node, x, y, [_integer_entry(node.inputs[2], indices)])
 
 
 @register_lowering(AdvancedIncSubtensor)

@@ -7,7 +7,9 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.compile.builders import OpFromGraph
+from pytensor.graph.fg import FunctionGraph
 
+from lowering import lower
 from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
 
@@ -198,6 +200,47 @@ def test_constant_boolean_masks():
     outs = [x[mask], x[mask[:, 0]], x[:, mask[0]], x[mask[:, 0], 1:], pt.set_subtensor(x[mask], 0.0),
             pt.inc_subtensor(x[:, mask[0]], 1.0)]
     compare_with_py([x], outs, [np.arange(20.0).reshape(4, 5)])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "int64"])
+def test_constant_index_arrays(dtype):
+    """Indices that are graph constants (a PyMC model's group index) are wrapped and
+    checked when lowering: against static sizes the module keeps no check at all."""
+    x = pt.matrix("x", shape=(4, 5))
+    d = pt.matrix("d")  # sizes known at run time only: one scalar comparison is left
+    y = pt.vector("y", shape=(6,))
+    signed = dtype != "uint16"
+    rows = np.array([3, -1, 0, 1, -4, 2] if signed else [3, 1, 0, 1, 0, 2], dtype=dtype)
+    cols = np.array([[4, -5], [0, 2]] if signed else [[4, 0], [0, 2]], dtype=dtype)
+    static = [x[rows], x[:, rows[:2]], x[rows[:2], cols], pt.inc_subtensor(x[rows], y[:, None]),
+              pt.set_subtensor(x[rows[:2], cols[0]], -1.0), x[rows[:0]], x[np.array([True, False, True, False])]]
+    value = np.arange(20.0).reshape(4, 5)
+    compare_with_py([x, y], static, [value, np.arange(6.0)])
+    lowered = lower(FunctionGraph([x, y], static, clone=True))
+    assert not lowered.runtime_checks
+    dynamic = [d[rows], pt.inc_subtensor(d[:, rows[:2]], 1.0)]
+    compare_with_py([d], dynamic, [value])
+    f = pytensor.function([d], dynamic, mode="STABLEHLO")
+    for shape in [(3, 5), (4, 3)]:  # row 3 and column 4 out of range
+        with pytest.raises(IndexError):
+            f(np.zeros(shape))
+
+
+def test_constant_index_arrays_out_of_range_raise_at_call_time():
+    x = pt.vector("x", shape=(4,))
+    d = pt.vector("d")
+    bad = [np.array([0, 4]), np.array([-5, 1]), np.array([1, 2**40])]
+    for index in bad:
+        f = pytensor.function([x, d], [x[index], pt.inc_subtensor(x[index], 1.0), d[index]], mode="STABLEHLO")
+        with pytest.raises(IndexError):  # PyTensor's function builds; its call raises
+            f(np.zeros(4), np.zeros(5))
+        with pytest.raises(IndexError):
+            pytensor.function([x], x[index], mode=PY_MODE)(np.zeros(4))
+    negative = np.array([-1, -3])  # in range for d of size >= 3, but wrapped at run time
+    f = pytensor.function([d], d[negative], mode="STABLEHLO")
+    np.testing.assert_array_equal(f(np.arange(5.0)), [4.0, 2.0])
+    with pytest.raises(IndexError):
+        f(np.arange(2.0))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex64"])

@@ -1,5 +1,6 @@
 # RUN: %PYTHON %s | FileCheck %s
 # Indexing: static slices, run-time bounds, gather/scatter with explicit dimension numbers.
+import numpy as np
 import pytensor.tensor as pt
 
 from ir_printing import print_ir
@@ -43,6 +44,22 @@ print_ir("gather", [s, iv], s[:, iv], raw=True)
 # CHECK: #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0, 2], start_index_map = [0, 2], index_vector_dim = 1>
 t = pt.tensor3("t", shape=(3, 4, 5))
 print_ir("gather_front", [t, iv], t[iv, :, iv])
+
+# Constant indices (a PyMC model's group index) are wrapped and checked when lowering:
+# against static sizes no flag is left; against a run-time size, one comparison of
+# their maximum.
+# CHECK-LABEL: TEST: constant_index opt
+# CHECK: %[[IDX:.*]] = stablehlo.constant dense<{{\[}}[3], [3], [0]]> : tensor<3x1xi64>
+# CHECK: "stablehlo.gather"(%arg0, %[[IDX]])
+# CHECK: return %{{.*}} : tensor<3x5xf64>
+print_ir("constant_index", [s], s[np.array([3, -1, 0])])
+
+# CHECK-LABEL: TEST: constant_index_runtime_size opt
+# CHECK: %[[MAX:.*]] = stablehlo.constant dense<3> : tensor<i64>
+# CHECK: stablehlo.compare GE, %[[MAX]], %{{.*}}, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+# CHECK-NOT: stablehlo.select
+# CHECK: return %{{.*}}, %{{.*}} : tensor<3x?xf64>, tensor<1xi1>
+print_ir("constant_index_runtime_size", [x], x[np.array([3, 1, 0])])
 
 # inc_subtensor with advanced indices: a scatter whose combiner adds (np.add.at).
 # CHECK-LABEL: TEST: scatter_add opt
