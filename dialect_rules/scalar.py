@@ -123,15 +123,17 @@ def _cdiv(a, b):
 
 
 def _creciprocal(z):
-    """numpy's complex reciprocal loop."""
+    """numpy's complex reciprocal loop, with r / d as r * (1 / d): XLA rewrites a quotient
+    of a quotient, (zi / zr) / d, to zi / (zr * d), whose product overflows or vanishes
+    for |z| beyond 1e154 or below 1e-154 (so would numpy's r / d, differing by an ulp)."""
     zr, zi = z
     one = full_like(zr, 1)
     r = divide(zi, zr)
-    d = hlo.add(zr, hlo.multiply(zi, r))
-    re1, im1 = divide(one, d), hlo.negate(divide(r, d))
+    inv = divide(one, hlo.add(zr, hlo.multiply(zi, r)))
+    re1, im1 = inv, hlo.negate(hlo.multiply(r, inv))
     r = divide(zr, zi)
-    d = hlo.add(hlo.multiply(zr, r), zi)
-    re2, im2 = divide(r, d), hlo.negate(divide(one, d))
+    inv = divide(one, hlo.add(hlo.multiply(zr, r), zi))
+    re2, im2 = hlo.multiply(r, inv), hlo.negate(inv)
     first = compare(hlo.abs(zi), hlo.abs(zr), "LE")
     return select(first, re1, re2), select(first, im1, im2)
 

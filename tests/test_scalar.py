@@ -226,6 +226,19 @@ def test_complex_order_division_and_nan_parts(dtype):
     compare_with_py([x, y], outs, [xv, yv])
 
 
+
+@pytest.mark.parametrize("dtype", COMPLEX_DTYPES)
+def test_complex_reciprocal_at_extreme_magnitudes(dtype):
+    """numpy's reciprocal loop divides twice, (zi / zr) / d; XLA would rewrite that to
+    zi / (zr * d), whose product overflows (or vanishes) long before the result does."""
+    big = 1e300 if dtype == "complex128" else 1e36
+    small = 1e-300 if dtype == "complex128" else 1e-36
+    rng = np.random.default_rng(0)
+    parts = rng.uniform(0.5, 2.0, size=(2, 16)) * rng.choice([-1, 1], size=(2, 16))
+    values = np.concatenate([(parts[0] + 1j * parts[1]) * scale for scale in (big, small, 1e20, 1e-20)])
+    z = pt.vector("z", dtype=dtype)
+    compare_with_py([z], [pt.reciprocal(z), 1 / z], [values.astype(dtype)])
+
 @pytest.mark.parametrize("source", ALL_DTYPES)
 def test_casts_within_range(source):
     """Every target dtype from one source, with values the targets can hold (negative
