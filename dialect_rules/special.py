@@ -314,6 +314,158 @@ def _log(z):
     return hlo.complex(select(infinite, full_like(hlo.real(w), np.inf), hlo.real(w)), hlo.imag(w))
 
 
+# --- complex exp, sinh, cosh, tanh at C99's special values; sin, cos, tan by rotation --------
+#
+# The real formulas (sinh(x) cos(y) + i cosh(x) sin(y), ...) are right for finite parts
+# but make 0 * inf = NaN where C99's Annex G (numpy's libm) keeps a zero, an infinity or
+# a signed zero. Each function below takes the formula's result and replaces the classes
+# Annex G defines otherwise. numpy's csin, ccos and ctan are C99's -i sinh(iz), cosh(iz)
+# and -i tanh(iz): the rotation also keeps sin(710j) finite, where XLA's complex sin
+# computes cosh(710) as (e^710 + e^-710) / 2 = inf.
+
+
+def _nonfinite(v):
+    return hlo.not_(hlo.is_finite(v))
+
+
+def _exp(z):
+    """cexp: exp(x + 0i) keeps y's zero; exp(+inf + iy) is +inf + iNaN and exp(-inf + iy)
+    is +-0 for an infinite or NaN y."""
+    w = hlo.exponential(z)
+    if not is_complex(z):
+        return w
+    x, y = hlo.real(z), hlo.imag(z)
+    wild = _nonfinite(y)
+    to_inf = hlo.and_(wild, compare(x, full_like(x, np.inf), "EQ"))
+    to_zero = hlo.and_(wild, compare(x, full_like(x, -np.inf), "EQ"))
+    zero = full_like(x, 0)
+    real_y = compare(y, zero, "EQ")  # exp(x + 0i) = exp(x) + 0i, y's zero
+    re = select(real_y, hlo.exponential(x), select(to_inf, x, select(to_zero, zero, hlo.real(w))))
+    im = select(to_inf, full_like(x, np.nan), select(to_zero, copysign(zero, y), hlo.imag(w)))
+    im = select(real_y, y, im)
+    return hlo.complex(re, im)
+
+
+def _hyperbolic_times(x, factor, odd: bool):
+    """sinh(x) * factor (odd) or cosh(x) * factor, real x; no factor: sinh(x) or cosh(x).
+
+    CHLO's sinh/cosh lose digits as |x| grows (e^(x + log 1/2) rounds x + log 1/2:
+    5e-14 relative at x = 700; 13 float32 ulps at 88), and XLA's complex ones cancel
+    e^x - e^-x near 0 (1e-6 relative at |z| = 1e-8). So: CHLO's below |x| = 1, where it
+    is exact to an ulp; (e^|x| +- e^-|x|) / 2 above; and past log(max) - 1, where e^|x|
+    overflows before the result does, (e^(|x|/2) * factor / 2) * e^(|x|/2).
+    """
+    a = hlo.abs(x)
+    e = hlo.exponential(a)
+    combine = hlo.subtract if odd else hlo.add
+    core = hlo.multiply(combine(e, divide(full_like(x, 1), e)), full_like(x, 0.5))
+    near_zero = compare(a, full_like(x, 1), "LT")
+    value = select(near_zero, chlo.sinh(x) if odd else chlo.cosh(x), copysign(core, x) if odd else core)
+    half_factor = full_like(x, 0.5) if factor is None else hlo.multiply(factor, full_like(x, 0.5))
+    if factor is not None:
+        value = hlo.multiply(value, factor)
+    root = hlo.exponential(hlo.multiply(a, full_like(x, 0.5)))
+    huge = hlo.multiply(hlo.multiply(root, half_factor), root)
+    if odd:
+        huge = hlo.multiply(copysign(full_like(x, 1), x), huge)
+    big = compare(a, full_like(x, math.log(np.finfo(value_dtype(x)).max) - 1), "GT")
+    return select(big, huge, value)
+
+
+def _complex_sinh_cosh(z, odd: bool):
+    """sinh(z) (odd) or cosh(z) by their real parts' formulas:
+    sinh(x + iy) = sinh(x) cos(y) + i cosh(x) sin(y), cosh(x + iy) = cosh(x) cos(y) + i sinh(x) sin(y)."""
+    x, y = hlo.real(z), hlo.imag(z)
+    re = _hyperbolic_times(x, hlo.cosine(y), odd)
+    im = _hyperbolic_times(x, hlo.sine(y), not odd)
+    return hlo.complex(re, im)
+
+
+def _sinh(z):
+    """csinh: sinh(x + 0i) = sinh(x) + 0i and sinh(0 + iy) = 0 cos(y) + i sin(y), keeping
+    the zeros' signs; with an infinite or NaN y, a zero x stays and an infinite one
+    becomes +inf (C99 leaves its sign open; glibc's is +), with a NaN imaginary part."""
+    if not is_complex(z):
+        return _hyperbolic_times(z, None, odd=True)
+    w = _complex_sinh_cosh(z, odd=True)
+    x, y = hlo.real(z), hlo.imag(z)
+    keep_x = hlo.and_(_nonfinite(y), hlo.or_(compare(x, full_like(x, 0), "EQ"), is_inf(x)))
+    zero = full_like(x, 0)
+    real_y = compare(y, zero, "EQ")
+    imag_x = hlo.and_(compare(x, zero, "EQ"), hlo.is_finite(y))  # sinh(iy) = i sin(y), x's zero
+    re = select(keep_x, select(is_inf(x), hlo.abs(x), x), hlo.real(w))
+    re = select(real_y, _hyperbolic_times(x, None, odd=True), re)
+    re = select(imag_x, hlo.multiply(x, hlo.cosine(y)), re)
+    im = select(real_y, y, select(keep_x, full_like(y, np.nan), hlo.imag(w)))
+    im = select(imag_x, hlo.sine(y), im)
+    return hlo.complex(re, im)
+
+
+def _cosh(z):
+    """ccosh: cosh(x + 0i) = cosh(x) + i 0 sinh(x) and cosh(0 + iy) = cos(y) + i 0 sin(y)
+    (signed zeros, for infinite x too); cosh(0 + iy) = NaN + i 0 and cosh(inf + iy) =
+    inf + iNaN for an infinite or NaN y."""
+    if not is_complex(z):
+        return _hyperbolic_times(z, None, odd=False)
+    w = _complex_sinh_cosh(z, odd=False)
+    x, y = hlo.real(z), hlo.imag(z)
+    zero, nan = full_like(x, 0), full_like(x, np.nan)
+    wild = _nonfinite(y)
+    at_zero = hlo.and_(wild, compare(x, zero, "EQ"))
+    at_inf = hlo.and_(wild, is_inf(x))
+    real_y = compare(y, zero, "EQ")
+    re = select(at_zero, nan, select(at_inf, hlo.abs(x), hlo.real(w)))
+    re = select(real_y, _hyperbolic_times(x, None, odd=False), re)
+    # sinh(x) * y's signed zero; y's own where x is NaN (glibc's, C99 leaves it open)
+    odd_zero = select(is_nan(x), y, hlo.multiply(copysign(full_like(x, 1), x), y))
+    im = select(real_y, odd_zero, select(at_zero, zero, select(at_inf, nan, hlo.imag(w))))
+    imag_x = hlo.and_(compare(x, zero, "EQ"), hlo.is_finite(y))  # cosh(iy) = cos(y), x's zero
+    re = select(imag_x, hlo.cosine(y), re)
+    im = select(imag_x, hlo.multiply(x, hlo.sine(y)), im)
+    return hlo.complex(re, im)
+
+
+def _tanh(z):
+    """ctanh: tanh(x + 0i) = tanh(x) + 0i and tanh(0 + iy) = 0 + i tan(y), keeping the
+    zeros' signs (0 + iNaN for an infinite or NaN y); tanh(+-inf + i inf) = +-1 +- 0i."""
+    w = hlo.tanh(z)
+    if not is_complex(z):
+        return w
+    x, y = hlo.real(z), hlo.imag(z)
+    zero = full_like(x, 0)
+    real_y = compare(y, zero, "EQ")
+    at_zero = compare(x, zero, "EQ")  # tanh(iy) = i tan(y), x's zero (iNaN for y not finite)
+    re = select(real_y, hlo.tanh(x), select(at_zero, x, hlo.real(w)))
+    im = select(real_y, y, select(at_zero, hlo.tan(y), hlo.imag(w)))
+    # tanh(+-inf + i inf) = +-1 + i0, y's sign (C99 leaves it open; glibc's)
+    im = select(hlo.and_(is_inf(x), is_inf(y)), copysign(zero, y), im)
+    return hlo.complex(re, im)
+
+
+def _sin(z):
+    """csin(z) = -i csinh(iz), except that glibc's csin gives +inf as the imaginary part
+    where y is infinite and x is not finite (C99 leaves that sign open too)."""
+    if not is_complex(z):
+        return hlo.sine(z)
+    x, y = hlo.real(z), hlo.imag(z)
+    w = _rotated(_sinh, hlo.sine, odd=True)(z)
+    open_sign = hlo.and_(is_inf(y), _nonfinite(x))
+    return hlo.complex(hlo.real(w), select(open_sign, hlo.abs(y), hlo.imag(w)))
+
+
+def _rotated(hyperbolic, real, odd: bool):
+    """The trig function f(z) = -i g(iz) (odd: sin, tan) or g(iz) (cos) of its hyperbolic
+    g, by moving parts (a product by i would turn inf * 0 into NaN); `real` for real z."""
+
+    def build(z):
+        if not is_complex(z):
+            return real(z)
+        w = hyperbolic(hlo.complex(hlo.negate(hlo.imag(z)), hlo.real(z)))
+        return hlo.complex(hlo.imag(w), hlo.negate(hlo.real(w))) if odd else w
+
+    return build
+
+
 _ATANH = _c99_branch_cuts(_catanh, odd=True)
 
 
@@ -327,22 +479,22 @@ def _atan(z):
 
 
 _UNARY = {
-    ps.Exp: hlo.exponential,
+    ps.Exp: _exp,
     ps.Exp2: _exp2,
     ps.Expm1: _expm1,
     ps.Log: _log,
     ps.Log2: _scaled(_log, 1 / math.log(2)),
     ps.Log10: _scaled(_log, 1 / math.log(10)),
     ps.Log1p: hlo.log_plus_one,
-    ps.Sin: hlo.sine,
-    ps.Cos: hlo.cosine,
-    ps.Tan: hlo.tan,
+    ps.Sin: _sin,
+    ps.Cos: _rotated(_cosh, hlo.cosine, odd=False),
+    ps.Tan: _rotated(_tanh, hlo.tan, odd=True),
     ps.ArcSin: _c99_branch_cuts(chlo.asin, odd=True),
     ps.ArcCos: _c99_branch_cuts(chlo.acos, odd=False, imag_sign=-1),
     ps.ArcTan: _atan,
-    ps.Sinh: chlo.sinh,
-    ps.Cosh: chlo.cosh,
-    ps.Tanh: hlo.tanh,
+    ps.Sinh: _sinh,
+    ps.Cosh: _cosh,
+    ps.Tanh: _tanh,
     ps.ArcSinh: _c99_branch_cuts(chlo.asinh, odd=True),
     ps.ArcCosh: _c99_branch_cuts(chlo.acosh, odd=False),
     ps.ArcTanh: _ATANH,

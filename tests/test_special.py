@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.tensor.xlogx import xlogx, xlogy0
 
 from dialect_rules.special import XlogX
 
-from tests.helpers import compare_with_py
+from tests.helpers import PY_MODE, compare_with_py
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -108,6 +109,57 @@ def test_complex_exp2_expm1_log1mexp_at_infinities(dtype):
     compare_with_py([x], [pt.exp2(x), pt.expm1(x), pt.log1mexp(x)], [values],
                     **(dict(rtol=1e-6) if dtype == "complex64" else {}))
 
+
+
+_ELEMENTARY = {"exp": pt.exp, "sin": pt.sin, "cos": pt.cos, "tan": pt.tan, "sinh": pt.sinh,
+               "cosh": pt.cosh, "tanh": pt.tanh}
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_elementary_functions_at_c99_special_values(dtype):
+    """Every pair of special parts, signs of zeros included, as numpy's libm gives them
+    (C99 Annex G): XLA made NaN of 0 * inf (sin(0 + inf j), cosh(inf + 0j)), overflowed
+    sin(710j), whose value is finite, and dropped the sign of zeros."""
+    parts = [0.0, -0.0, 1.0, -2.5, 710.0, -710.0, 1e300, np.inf, -np.inf, np.nan]
+    z = pt.vector("z", dtype=dtype)
+    values = np.array([complex(a, b) for a in parts for b in parts], dtype=dtype)
+    values = values[np.abs(values.real) != 710]  # exp(-710 + yj) is a denormal XLA flushes
+    outputs = [fn(z) for fn in _ELEMENTARY.values()]
+    got = pytensor.function([z], outputs, mode="STABLEHLO")(values)
+    expected = pytensor.function([z], outputs, mode=PY_MODE)(values)
+    for name, g, e in zip(_ELEMENTARY, got, expected):
+        for part in (np.real, np.imag):
+            np.testing.assert_allclose(part(g), part(e), rtol=1e-6, err_msg=f"{name}{values}")
+            zeros = (part(g) == 0) & (part(e) == 0)
+            np.testing.assert_array_equal(np.signbit(part(g))[zeros], np.signbit(part(e))[zeros],
+                                          err_msg=f"{name}: signs of zero at {values[zeros]}")
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "float32", "float64"])
+def test_hyperbolic_and_trig_accuracy_near_zero_and_far_out(dtype):
+    """Within a few ulps of numpy from |z| = 1e-8 to the edge of overflow: XLA's complex
+    sinh/cosh cancel e^x - e^-x near 0 (1e-6 relative at 1e-8, 7e-2 for complex64 at
+    1e-4), and CHLO's real sinh/cosh round x + log(1/2) (5e-14 relative at 700)."""
+    finfo = np.finfo(dtype)
+    edge = np.log(finfo.max) + 0.5  # where e^x / 2 still fits
+    rng = np.random.default_rng(0)
+    z = pt.vector("z", dtype=dtype)
+    names = ["sinh", "cosh"] if finfo.dtype == dtype else list(_ELEMENTARY)
+    f = pytensor.function([z], [_ELEMENTARY[n](z) for n in names], mode="STABLEHLO")
+    for scale in (1e-8 if finfo.bits == 64 else 1e-4, 1.0, 20.0, edge):
+        signs = rng.choice([-1, 1], size=(2, 400))
+        # at the edge, x > 0: e^-x would be a denormal, which XLA's CPU flushes to zero
+        re = rng.uniform(0.5, 1.0, 400) * scale * (1 if scale == edge else signs[0])
+        values = re if finfo.dtype == dtype else re + 1j * rng.uniform(-3, 3, 400) * signs[1]
+        values = values.astype(dtype)
+        with np.errstate(over="ignore"):
+            expected = [getattr(np, n)(values.astype(np.complex128 if finfo.dtype != dtype else np.float64))
+                        for n in names]
+        for name, g, e in zip(names, f(values), expected):
+            e = e.astype(dtype)
+            finite = np.isfinite(e) & (np.abs(e) > finfo.tiny)
+            err = np.abs(g[finite] - e[finite]) / np.abs(e[finite])
+            assert err.max() < 8 * finfo.eps, f"{name} at scale {scale}: {err.max():.2g} relative"
 
 def test_polygamma_xlogx_xlogy0_arctan2():
     n = pt.vector("n", dtype="int64")
