@@ -272,11 +272,17 @@ def lower_sqrt(ctx, node, x):
     if kind(out_dtype(node)) != "c":
         return hlo.sqrt(x)
     # C's csqrt: the imaginary part keeps the sign of x's (also of -0.0: the branch
-    # cut), and an infinite imaginary part gives inf + that infinity even with NaN.
-    (_, zi), (re, im) = _parts(x), _parts(hlo.sqrt(x))
+    # cut), and an infinite imaginary part gives inf + that infinity even with NaN;
+    # sqrt(+inf + iNaN) = inf + iNaN and sqrt(-inf + iNaN) = NaN + i inf.
+    (zr, zi), (re, im) = _parts(x), _parts(hlo.sqrt(x))
     im = copysign(im, zi)
+    inf = full_like(re, np.inf)
+    nan_imag = hlo.and_(is_nan(zi), is_inf(zr))
+    positive = compare(zr, full_like(zr, 0), "GT")
+    re = select(nan_imag, select(positive, inf, zi), re)
+    im = select(nan_imag, select(positive, zi, inf), im)
     infinite = is_inf(zi)
-    return _pack((select(infinite, full_like(re, np.inf), re), select(infinite, zi, im)))
+    return _pack((select(infinite, inf, re), select(infinite, zi, im)))
 
 
 @register_lowering(ps.Reciprocal)

@@ -82,7 +82,7 @@ def _exp2(x):
         return hlo.power(full_like(x, 2), x)
     real, imag = hlo.real(x), hlo.imag(x)
     ln2 = full_like(real, math.log(2))
-    return hlo.exponential(hlo.complex(hlo.multiply(real, ln2), hlo.multiply(imag, ln2)))
+    return _exp(hlo.complex(hlo.multiply(real, ln2), hlo.multiply(imag, ln2)))
 
 
 def _expm1(x):
@@ -304,14 +304,22 @@ def _catanh(z):
     return hlo.complex(u, v)
 
 
-def _log(z):
-    """C99's clog: an infinite part gives a real part of +inf, even next to a NaN
-    (XLA's complex64 log gives NaN for inf + nan*j)."""
-    w = hlo.log(z)
-    if not is_complex(z):
-        return w
-    infinite = hlo.or_(is_inf(hlo.real(z)), is_inf(hlo.imag(z)))
-    return hlo.complex(select(infinite, full_like(hlo.real(w), np.inf), hlo.real(w)), hlo.imag(w))
+def _log_of_infinity(log):
+    """A complex log with C99's clog at infinite parts: a real part of +inf, even next to
+    a NaN (XLA's complex64 log, and its complex log1p, give NaN for inf + nan*j)."""
+
+    def build(z):
+        w = log(z)
+        if not is_complex(z):
+            return w
+        infinite = hlo.or_(is_inf(hlo.real(z)), is_inf(hlo.imag(z)))
+        return hlo.complex(select(infinite, full_like(hlo.real(w), np.inf), hlo.real(w)), hlo.imag(w))
+
+    return build
+
+
+_log = _log_of_infinity(hlo.log)
+_log1p = _log_of_infinity(hlo.log_plus_one)
 
 
 # --- complex exp, sinh, cosh, tanh at C99's special values; sin, cos, tan by rotation --------
@@ -485,7 +493,7 @@ _UNARY = {
     ps.Log: _log,
     ps.Log2: _scaled(_log, 1 / math.log(2)),
     ps.Log10: _scaled(_log, 1 / math.log(10)),
-    ps.Log1p: hlo.log_plus_one,
+    ps.Log1p: _log1p,
     ps.Sin: _sin,
     ps.Cos: _rotated(_cosh, hlo.cosine, odd=False),
     ps.Tan: _rotated(_tanh, hlo.tan, odd=True),
