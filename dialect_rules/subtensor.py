@@ -35,9 +35,9 @@ range. XLA clamps gather/dynamic_slice/dynamic_update_slice starts into range an
 scatter updates out of range, so each node's indices are checked in the module (one
 flag per node) and the runtime raises IndexError at call time (from OpFromGraph bodies
 too: their flags travel up to @main). Index arrays that are graph constants are wrapped
-and checked when lowering (`_in_range_indices`), leaving no check against static sizes. Inside region bodies (a Scan's loop) no check can
-be raised and XLA's behaviour stands: a read takes the nearest valid index, an advanced
-write out of range is dropped.
+and checked when lowering (`_in_range_indices`), leaving no check against static sizes.
+Inside region bodies (a Scan's loop) no check can be raised and XLA's behaviour stands:
+a read takes the nearest valid index, an advanced write out of range is dropped.
 """
 
 from __future__ import annotations
