@@ -40,3 +40,15 @@ print_ir("softplus", [x], pt.softplus(x))
 # CHECK: stablehlo.constant dense<0.56418958354775628>
 # CHECK: stablehlo.constant dense<-2.700000e+01>
 print_ir("erfcx", [x], pt.erfcx(x), raw=True)
+
+# Complex sin is -i sinh(iz), as C99 defines it: the parts are swapped (no complex
+# product, which would make NaN of inf * 0) and sinh is built from real functions
+# (XLA's complex sinh cancels e^x - e^-x near 0). No complex sine is left.
+# CHECK-LABEL: TEST: complex_sin raw
+# CHECK: %[[NEG:.*]] = stablehlo.negate %{{.*}} : tensor<?xf64>
+# CHECK: stablehlo.complex %[[NEG]], %{{.*}} : tensor<?xcomplex<f64>>
+# CHECK: chlo.sinh %{{.*}} : tensor<?xf64> -> tensor<?xf64>
+# CHECK-NOT: stablehlo.sine %{{.*}} : tensor<?xcomplex
+# CHECK: return %{{.*}} : tensor<?xcomplex<f64>>
+z = pt.zvector("z")
+print_ir("complex_sin", [z], pt.sin(z), raw=True)
