@@ -261,8 +261,9 @@ def erfcx(x):
     return select(compare(x, full_like(x, 0.0), "LT"), negative, positive)
 
 
-def _c99_branch_cuts(builder, *, odd: bool, imag_sign: int = 1):
-    """A complex inverse trig function with C99's (numpy's) signs on cuts and zeros.
+def _c99_branch_cuts(builder, *, odd: bool, imag_sign: int = 1, at_nan):
+    """A complex inverse trig function with C99's (numpy's) signs on cuts and zeros,
+    and its results where a part is NaN.
 
     XLA's complex asin/acos and asinh/acosh/atanh ignore the sign of a zero
     part on a branch cut. All of them satisfy f(conj z) = conj f(z), and the odd ones
@@ -270,6 +271,10 @@ def _c99_branch_cuts(builder, *, odd: bool, imag_sign: int = 1):
     has the sign of z's (the opposite for acos, `imag_sign=-1`), and for odd f the
     real part has the sign of z's real part. XLA evaluates the magnitudes where it
     is right, at |re| (odd f) and |im|.
+
+    Where z has a NaN part XLA's formulas give a mix of NaN and finite parts that
+    C99 does not (asinh(nan + 1e300j) = 691 + nan j); `at_nan(re, im)` gives the
+    (real, imaginary) parts Annex G and glibc, which numpy calls, define there.
     """
 
     def build(z):
@@ -280,28 +285,72 @@ def _c99_branch_cuts(builder, *, odd: bool, imag_sign: int = 1):
         u, v = hlo.real(w), hlo.imag(w)
         if odd:
             u = copysign(u, re)
-        return hlo.complex(u, copysign(v, im if imag_sign > 0 else hlo.negate(im)))
+        v = copysign(v, im if imag_sign > 0 else hlo.negate(im))
+        nan_u, nan_v = at_nan(re, im)
+        some_nan = hlo.or_(is_nan(re), is_nan(im))
+        return hlo.complex(select(some_nan, nan_u, u), select(some_nan, nan_v, v))
 
     return build
 
 
+# Annex G's values where a part of z is NaN (so every test below sees a NaN somewhere:
+# `re == 0` means "im is NaN", an infinite part means "the other one is NaN").
+
+
+def _nan_or(pred, value):
+    return select(pred, value, full_like(value, np.nan))
+
+
+def _any_inf(re, im):
+    return hlo.or_(is_inf(re), is_inf(im))
+
+
+def _is_zero(x):
+    return compare(x, full_like(x, 0), "EQ")
+
+
+def _asinh_at_nan(re, im):
+    """asinh(±inf + nan j) = ±inf + nan j, asinh(nan ± inf j) = ±inf + nan j,
+    asinh(nan ± 0j) = nan ± 0j."""
+    inf = full_like(re, np.inf)
+    u = select(is_inf(re), re, _nan_or(is_inf(im), copysign(inf, re)))
+    return u, _nan_or(hlo.and_(is_nan(re), _is_zero(im)), im)
+
+
+def _asin_at_nan(re, im):
+    """asin(±0 + nan j) = ±0 + nan j; with an infinite part, nan ± inf j (im's sign)."""
+    return _nan_or(_is_zero(re), re), _nan_or(_any_inf(re, im), copysign(full_like(im, np.inf), im))
+
+
+def _acos_at_nan(re, im):
+    """acos(±0 + nan j) = pi/2 + nan j; with an infinite part, nan ∓ inf j (im's sign)."""
+    u = _nan_or(_is_zero(re), full_like(re, math.pi / 2))
+    return u, _nan_or(_any_inf(re, im), copysign(full_like(im, np.inf), hlo.negate(im)))
+
+
+def _acosh_at_nan(re, im):
+    """acosh(±0 + nan j) = nan + pi/2 j; with an infinite part, inf + nan j."""
+    return _nan_or(_any_inf(re, im), full_like(re, np.inf)), _nan_or(_is_zero(re), full_like(im, math.pi / 2))
+
+
+def _atanh_at_nan(re, im):
+    """atanh(nan ± inf j) = ±0 ± pi/2 j (re's, im's signs); atanh(±0 + nan j) and
+    atanh(±inf + nan j) = ±0 + nan j."""
+    u = _nan_or(hlo.or_(_any_inf(re, im), _is_zero(re)), copysign(full_like(re, 0), re))
+    return u, _nan_or(is_inf(im), copysign(full_like(im, math.pi / 2), im))
+
+
 def _catanh(z):
-    """C99's catanh at re, im >= +0, where XLA's differs: a NaN imaginary part with
-    re = 0 or inf gives (re's zero, NaN); re = 1 with a tiny im (XLA's sum of
-    squares underflows to 0 and gives inf) uses (ln 2 - ln im) / 2."""
+    """XLA's atanh at re, im >= +0, except at re = 1 with a tiny im: XLA's sum of
+    squares underflows to 0 and gives inf, C99 gives (ln 2 - ln im) / 2."""
     w = chlo.atanh(z)
     if not is_complex(z):
         return w
     re, im = hlo.real(z), hlo.imag(z)
-    zero, nan = full_like(re, 0), full_like(re, np.nan)
-    edge_re = hlo.or_(compare(re, zero, "EQ"), compare(re, full_like(re, np.inf), "EQ"))
-    nan_imag = hlo.and_(is_nan(im), edge_re)
     eps = full_like(im, np.finfo(value_dtype(im)).eps)
     near_pole = hlo.and_(compare(re, full_like(re, 1), "EQ"), compare(im, eps, "LT"))
     pole_re = hlo.multiply(hlo.subtract(full_like(im, math.log(2)), hlo.log(im)), full_like(im, 0.5))
-    u = select(nan_imag, zero, select(near_pole, pole_re, hlo.real(w)))
-    v = select(nan_imag, nan, hlo.imag(w))
-    return hlo.complex(u, v)
+    return hlo.complex(select(near_pole, pole_re, hlo.real(w)), hlo.imag(w))
 
 
 def _log_of_infinity(log):
@@ -474,7 +523,7 @@ def _rotated(hyperbolic, real, odd: bool):
     return build
 
 
-_ATANH = _c99_branch_cuts(_catanh, odd=True)
+_ATANH = _c99_branch_cuts(_catanh, odd=True, at_nan=_atanh_at_nan)
 
 
 def _atan(z):
@@ -497,14 +546,14 @@ _UNARY = {
     ps.Sin: _sin,
     ps.Cos: _rotated(_cosh, hlo.cosine, odd=False),
     ps.Tan: _rotated(_tanh, hlo.tan, odd=True),
-    ps.ArcSin: _c99_branch_cuts(chlo.asin, odd=True),
-    ps.ArcCos: _c99_branch_cuts(chlo.acos, odd=False, imag_sign=-1),
+    ps.ArcSin: _c99_branch_cuts(chlo.asin, odd=True, at_nan=_asin_at_nan),
+    ps.ArcCos: _c99_branch_cuts(chlo.acos, odd=False, imag_sign=-1, at_nan=_acos_at_nan),
     ps.ArcTan: _atan,
     ps.Sinh: _sinh,
     ps.Cosh: _cosh,
     ps.Tanh: _tanh,
-    ps.ArcSinh: _c99_branch_cuts(chlo.asinh, odd=True),
-    ps.ArcCosh: _c99_branch_cuts(chlo.acosh, odd=False),
+    ps.ArcSinh: _c99_branch_cuts(chlo.asinh, odd=True, at_nan=_asinh_at_nan),
+    ps.ArcCosh: _c99_branch_cuts(chlo.acosh, odd=False, at_nan=_acosh_at_nan),
     ps.ArcTanh: _ATANH,
     ps.Deg2Rad: lambda x: hlo.multiply(x, full_like(x, math.pi / 180)),
     ps.Rad2Deg: lambda x: hlo.multiply(x, full_like(x, 180 / math.pi)),

@@ -52,3 +52,17 @@ print_ir("erfcx", [x], pt.erfcx(x), raw=True)
 # CHECK: return %{{.*}} : tensor<?xcomplex<f64>>
 z = pt.zvector("z")
 print_ir("complex_sin", [z], pt.sin(z), raw=True)
+
+# Complex asinh: XLA's value at |re|, |im| with the parts' signs put back, then Annex
+# G's values wherever a part is NaN (XLA gives asinh(nan + 1e300j) = 691 + nan j).
+# CHECK-LABEL: TEST: complex_asinh opt
+# CHECK: %[[RE:.*]] = stablehlo.real %arg0
+# CHECK: %[[IM:.*]] = stablehlo.imag %arg0
+# CHECK: chlo.asinh
+# CHECK: %[[RE_NAN:.*]] = stablehlo.compare NE, %[[RE]], %[[RE]], FLOAT
+# CHECK: %[[IM_NAN:.*]] = stablehlo.compare NE, %[[IM]], %[[IM]], FLOAT
+# CHECK: %[[SOME_NAN:.*]] = stablehlo.or %[[RE_NAN]], %[[IM_NAN]]
+# CHECK: %[[U:.*]] = stablehlo.select %[[SOME_NAN]],
+# CHECK: %[[V:.*]] = stablehlo.select %[[SOME_NAN]],
+# CHECK: stablehlo.complex %[[U]], %[[V]]
+print_ir("complex_asinh", [z], pt.arcsinh(z))
