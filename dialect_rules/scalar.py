@@ -41,6 +41,7 @@ from lowering.builders import (
     full_like,
     is_inf,
     is_nan,
+    numpy_order,
     remainder,
     select,
     truncated_divmod,
@@ -190,16 +191,6 @@ def _cexp(z):
     inf = full_like(zr, np.inf)
     wild = _all(compare(zr, inf, "EQ"), hlo.not_(compare(hlo.abs(zi), inf, "LT")))
     return select(wild, inf, re), select(wild, full_like(zr, np.nan), im)
-
-
-def _complex_order(x, y, direction):
-    """numpy's lexicographic complex order (CLT, CLE, CGT, CGE in its loops)."""
-    (xr, xi), (yr, yi) = _parts(x), _parts(y)
-    strict = {"LT": "LT", "LE": "LT", "GT": "GT", "GE": "GT"}[direction]
-    no_nan_imag = hlo.not_(_any(is_nan(xi), is_nan(yi)))
-    by_real = _all(compare(xr, yr, strict), no_nan_imag)
-    by_imag = _all(compare(xr, yr, "EQ"), compare(xi, yi, direction))
-    return _any(by_real, by_imag)
 
 
 # --- arithmetic -------------------------------------------------------------------
@@ -411,7 +402,7 @@ def lower_max_min(ctx, node, x, y):
     if kind(dtype) == "c":
         # numpy keeps x where x has a NaN part or x >= y (x <= y), else takes y.
         xr, xi = _parts(x)
-        keep = _any(is_nan(xr), is_nan(xi), _complex_order(x, y, "GE" if is_max else "LE"))
+        keep = _any(is_nan(xr), is_nan(xi), numpy_order(x, y, "GE" if is_max else "LE"))
         return select(keep, x, y)
     # StableHLO's maximum/minimum propagate NaN, as numpy.maximum/minimum do.
     return (hlo.maximum if is_max else hlo.minimum)(x, y)
@@ -484,9 +475,7 @@ def lower_comparison(ctx, node, x, y):
         return convert(flags, out_dtype(node))
     dtype = common_dtype(node)
     x, y = convert(x, dtype), convert(y, dtype)
-    if kind(dtype) == "c" and direction not in ("EQ", "NE"):
-        return convert(_complex_order(x, y, direction), out_dtype(node))
-    return convert(compare(x, y, direction), out_dtype(node))
+    return convert(numpy_order(x, y, direction), out_dtype(node))
 
 
 @register_lowering(ps.IsNan, ps.IsInf)

@@ -29,6 +29,7 @@ from lowering.builders import (
     is_complex,
     is_inf,
     is_nan,
+    numpy_order,
     remainder,
     select,
     value_dtype,
@@ -160,10 +161,12 @@ def _softplus(x):
 
 
 def _log1mexp(x):
-    """log(1 - exp(x)), from whichever form is accurate on each side of log(1/2)."""
-    small = hlo.log_plus_one(hlo.negate(hlo.exponential(x)))
-    large = hlo.log(hlo.negate(_expm1(x)))
-    return select(compare(x, full_like(x, math.log(0.5)), "LT"), small, large)
+    """log(1 - exp(x)), from whichever form is accurate on each side of log(1/2); a
+    complex x is on the side numpy's (lexicographic) order puts it, each form from
+    the C99 functions here (a raw complex log makes NaN of log(-inf + nan j))."""
+    small = _log1p(hlo.negate(_exp(x)))
+    large = _log(hlo.negate(_expm1(x)))
+    return select(numpy_order(x, full_like(x, math.log(0.5)), "LT"), small, large)
 
 
 def _erfcinv(x):

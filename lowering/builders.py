@@ -189,6 +189,20 @@ def compare(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
     return hlo.compare(a, b, _direction(direction), compare_type=_compare_type(value_dtype(a)))
 
 
+def numpy_order(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
+    """`compare` in numpy's order: for complex operands its lexicographic one (its CLT,
+    CLE, CGT, CGE loops), real parts first, imaginary parts where those are equal;
+    a NaN imaginary part makes the order false. `compare` otherwise."""
+    if not is_complex(a) or direction in ("EQ", "NE"):
+        return compare(a, b, direction)
+    ar, ai, br, bi = hlo.real(a), hlo.imag(a), hlo.real(b), hlo.imag(b)
+    strict = {"LT": "LT", "LE": "LT", "GT": "GT", "GE": "GT"}[direction]
+    no_nan_imag = hlo.not_(hlo.or_(is_nan(ai), is_nan(bi)))
+    by_real = hlo.and_(compare(ar, br, strict), no_nan_imag)
+    by_imag = hlo.and_(compare(ar, br, "EQ"), compare(ai, bi, direction))
+    return hlo.or_(by_real, by_imag)
+
+
 def is_nan(x: ir.Value) -> ir.Value:
     return compare(x, x, "NE")
 

@@ -26,7 +26,12 @@ TOLERANCES = {
 
 
 def assert_same(got, expected, *, rtol=None, atol=None, label="output"):
-    """Same dtype, same shape, same values (NaN where NaN, exact for ints and bools)."""
+    """Same dtype, same shape, same values (NaN where NaN, exact for ints and bools).
+
+    A complex value is close as a whole, and each of its parts is NaN or infinite
+    (with the sign) exactly where the expected one's is: numpy counts a complex with
+    one NaN part as NaN whole, so nan + 1j would pass for inf + nan j.
+    """
     got = np.asarray(got)
     expected = np.asarray(expected)
     assert got.dtype == expected.dtype, f"{label}: dtype {got.dtype}, expected {expected.dtype}"
@@ -38,6 +43,14 @@ def assert_same(got, expected, *, rtol=None, atol=None, label="output"):
         if atol is not None:
             tol["atol"] = atol
         np.testing.assert_allclose(got, expected, equal_nan=True, err_msg=label, **tol)
+        if expected.dtype.kind == "c":
+            for part in ("real", "imag"):
+                g, e = getattr(got, part), getattr(expected, part)
+                differ = np.zeros(e.shape, bool)
+                for special in (np.isnan, np.isposinf, np.isneginf):
+                    differ |= special(g) != special(e)
+                assert not differ.any(), (
+                    f"{label}: {part} part {g[differ][:4]}, expected {e[differ][:4]} (where {expected[differ][:4]})")
     else:
         np.testing.assert_array_equal(got, expected, err_msg=label)
 

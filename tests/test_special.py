@@ -119,13 +119,13 @@ _ELEMENTARY = {"exp": pt.exp, "sin": pt.sin, "cos": pt.cos, "tan": pt.tan, "sinh
 def test_complex_elementary_functions_at_c99_special_values(dtype):
     """Every pair of special parts, signs of zeros included, as numpy's libm gives them
     (C99 Annex G): XLA made NaN of 0 * inf (sin(0 + inf j), cosh(inf + 0j), exp2(inf +
-    inf j)) and of inf + NaN j (sqrt, log1p), overflowed sin(710j), whose value is
-    finite, and dropped the sign of zeros."""
+    inf j)) and of inf + NaN j (sqrt, log1p, log1mexp), overflowed sin(710j), whose
+    value is finite, and dropped the sign of zeros."""
     parts = [0.0, -0.0, 1.0, -2.5, 710.0, -710.0, 1e300, np.inf, -np.inf, np.nan]
     z = pt.vector("z", dtype=dtype)
     values = np.array([complex(a, b) for a in parts for b in parts], dtype=dtype)
     values = values[np.abs(values.real) != 710]  # exp(-710 + yj) is a denormal XLA flushes
-    functions = {**_ELEMENTARY, "exp2": pt.exp2, "sqrt": pt.sqrt, "log1p": pt.log1p}
+    functions = {**_ELEMENTARY, "exp2": pt.exp2, "sqrt": pt.sqrt, "log1p": pt.log1p, "log1mexp": pt.log1mexp}
     outputs = [fn(z) for fn in functions.values()]
     got = pytensor.function([z], outputs, mode="STABLEHLO")(values)
     expected = pytensor.function([z], outputs, mode=PY_MODE)(values)

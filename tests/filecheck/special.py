@@ -66,3 +66,17 @@ print_ir("complex_sin", [z], pt.sin(z), raw=True)
 # CHECK: %[[V:.*]] = stablehlo.select %[[SOME_NAN]],
 # CHECK: stablehlo.complex %[[U]], %[[V]]
 print_ir("complex_asinh", [z], pt.arcsinh(z))
+
+# Complex log1mexp picks its form by numpy's lexicographic order against log(1/2)
+# (real parts, then imaginary parts where the real ones tie), as Log1mexp.impl's `<`.
+# CHECK-LABEL: TEST: complex_log1mexp opt
+# CHECK: %[[RE:.*]] = stablehlo.real %arg0
+# CHECK: %[[IM:.*]] = stablehlo.imag %arg0
+# CHECK: stablehlo.log_plus_one
+# CHECK: stablehlo.log
+# CHECK: stablehlo.compare LT, %[[RE]], %[[HALF:[0-9a-z_]+]], FLOAT
+# CHECK: stablehlo.compare EQ, %[[RE]], %[[HALF]], FLOAT
+# CHECK: stablehlo.compare LT, %[[IM]],
+# CHECK: %[[R:.*]] = stablehlo.select %{{.*}} : tensor<?xi1>, tensor<?xcomplex<f64>>
+# CHECK: return %[[R]]
+print_ir("complex_log1mexp", [z], pt.log1mexp(z))
