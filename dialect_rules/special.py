@@ -26,6 +26,7 @@ from lowering.builders import (
     copysign,
     divide,
     full_like,
+    hypot,
     is_complex,
     is_inf,
     is_nan,
@@ -370,8 +371,22 @@ def _log_of_infinity(log):
     return build
 
 
+def _complex_log1p(z):
+    """XLA's log1p, whose real part is log1p(x (x + 2) + y^2) / 2: accurate for small z,
+    but the sum underflows next to z = -1 (log1p(-1 + 1e-300j) came out -inf). Where
+    |1 + z| < 1/sqrt(2) the real part is log|1 + z| instead; 1 + x is exact there
+    or far from 1, so nothing cancels."""
+    w = hlo.log_plus_one(z)
+    if not is_complex(z):
+        return w
+    x, y = hlo.real(z), hlo.imag(z)
+    shifted = hypot(hlo.add(x, full_like(x, 1)), y)
+    near_pole = compare(shifted, full_like(shifted, math.sqrt(0.5)), "LT")
+    return hlo.complex(select(near_pole, hlo.log(shifted), hlo.real(w)), hlo.imag(w))
+
+
 _log = _log_of_infinity(hlo.log)
-_log1p = _log_of_infinity(hlo.log_plus_one)
+_log1p = _log_of_infinity(_complex_log1p)
 
 
 # --- complex exp, sinh, cosh, tanh at C99's special values; sin, cos, tan by rotation --------

@@ -98,6 +98,17 @@ def test_complex_inputs(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_log1p_next_to_its_pole(dtype):
+    """log1p(-1 + tiny j) = log(tiny) + pi/2 j: XLA's real part, log1p(x (x + 2) + y^2) / 2,
+    underflowed to -inf once y^2 did (1e-30 in complex64, 1e-300 in complex128)."""
+    x = pt.vector("x", dtype=dtype)
+    tiny = 1e-30 if dtype == "complex64" else 1e-300
+    values = np.array([complex(-1, tiny), complex(-1, -1e-20), complex(-1.25, 3 * tiny), -0.75 - 0.25j, -2 + 0j],
+                      dtype=dtype)
+    compare_with_py([x], pt.log1p(x), [values])
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_complex_exp2_expm1_log1mexp_at_infinities(dtype):
     """numpy's formulas, found by a scan of complex edge values: exp2 is exp(z ln 2) with
     ln 2 scaling each part (XLA's complex power gave NaN at +-inf + 0j, numpy inf and 0);
