@@ -36,7 +36,8 @@ from lowering.registry import register_lowering
 
 _EPS = np.finfo(np.float64).eps
 _TINY = 1e-300
-_RESCALE = 1e250  # recurrences rescale their values past this, keeping ratios
+_RESCALE_LOG = 575.0
+_RESCALE = float(np.exp(_RESCALE_LOG))  # recurrences rescale their values past this (~1e250)
 _MAX_STEPS = 100_000
 _TEMME_BELOW = 1.0  # Temme's series below; Steed's fraction above (more accurate from 1 to 2)
 _HANKEL_FROM = 30.0  # and v**2 <= 2x: the asymptotic expansions
@@ -196,7 +197,11 @@ def _temme_series(mu, x, active, bessel_y):
 
 
 def _scaled_ik(v, x, active):
-    """e**-x I_v(x) and e**x K_v(x) for x > 0, v >= 0."""
+    """e**-x I_v(x) and e**x K_v(x) for x > 0, v >= 0, each as a mantissa and a count
+    of _RESCALE factors: (i, m) is i / _RESCALE**m, (k, n) is k * _RESCALE**n. The
+    scaled values themselves under- and overflow where I_v(x) and K_v(x) do not
+    (e**-500 I_1000(500) is 3e-361, I_1000(500) is 5e-144), so the recurrences
+    count their rescalings rather than apply them to the result."""
     one, zero = _c(x, 1.0), _c(x, 0.0)
     xi, xi2 = _div(one, x), _div(_c(x, 2.0), x)
     nl = hlo.floor(_add(v, _c(v, 0.5)))
@@ -217,15 +222,16 @@ def _scaled_ik(v, x, active):
 
     _, _, _, r = converge([_mul(xi2, v), zero, tiny, tiny], hlo.and_(active, hlo.not_(hankel)), cf1, _MAX_STEPS)
 
-    # down from (I_v, I_v+1) = (1, r) to (I_mu, I_mu+1): I_l-1 = 2l/x I_l + I_l+1; `top`
-    # is I_v on the same scale
+    # down from (I_v, I_v+1) = (1, r) to (I_mu, I_mu+1): I_l-1 = 2l/x I_l + I_l+1, each
+    # step past _RESCALE scaled back by it and counted: I_v is _RESCALE**-i_count then
     def down(vals, i):
-        i_l, i_next, top = vals
+        i_l, i_next, count = vals
         i_prev = hlo.add(_mul(_sub(v, _sub(i, one)), xi2, i_l), i_next)
-        scale = select(compare(i_prev, _c(x, _RESCALE), "GT"), _c(x, 1 / _RESCALE), one)
-        return [_mul(i_prev, scale), _mul(i_l, scale), _mul(top, scale)]
+        over = compare(i_prev, _c(x, _RESCALE), "GT")
+        scale = select(over, _c(x, 1 / _RESCALE), one)
+        return [_mul(i_prev, scale), _mul(i_l, scale), hlo.add(count, select(over, one, zero))]
 
-    i_mu, i_mu1, top = _recur([one, r, one], select(hankel, zero, nl), down)
+    i_mu, i_mu1, i_count = _recur([one, r, zero], select(hankel, zero, nl), down)
 
     # K_mu, K_mu+1 scaled by e**x: Temme's series (x < 1) or Steed's CF2
     kmu_series, k1_series = _temme_series(mu, x, hlo.and_(active, small), bessel_y=False)
@@ -266,19 +272,41 @@ def _scaled_ik(v, x, active):
 
     # Wronskian: I_mu K_mu+1 + I_mu+1 K_mu = 1/x (all terms positive)
     imu = _div(xi, hlo.add(k1, _mul(_div(i_mu1, i_mu), kmu)))
-    ive = _div(_mul(imu, top), i_mu)
+    ive = _div(imu, i_mu)
 
-    # up from mu to v: K_l+1 = 2l/x K_l + K_l-1
+    # up from mu to v: K_l+1 = 2l/x K_l + K_l-1, rescaled and counted as I was
     def up(vals, i):
-        k0, k1 = vals
-        return [k1, hlo.add(_mul(_add(mu, i), xi2, k1), k0)]
+        k0, k1, count = vals
+        k2 = hlo.add(_mul(_add(mu, i), xi2, k1), k0)
+        over = compare(k2, _c(x, _RESCALE), "GT")
+        scale = select(over, _c(x, 1 / _RESCALE), one)
+        return [_mul(k1, scale), _mul(k2, scale), hlo.add(count, select(over, one, zero))]
 
-    kve, _ = _recur([kmu, k1], nl, up)
+    kve, _, k_count = _recur([kmu, k1, zero], nl, up)
 
     plain, alternating, _, _ = _hankel_terms(v, x, hlo.and_(active, hankel))
     ive = select(hankel, _div(alternating, hlo.sqrt(_mul(_c(x, 2 * np.pi), x))), ive)
     leading = _mul(_leading_term(v, x), hlo.exponential(hlo.negate(x)))
-    return select(compare(x, _c(x, _LEADING_BELOW), "LT"), leading, ive), kve
+    at_leading = compare(x, _c(x, _LEADING_BELOW), "LT")
+    i_count = select(hlo.or_(hankel, at_leading), zero, i_count)
+    return (select(at_leading, leading, ive), i_count), (kve, k_count)
+
+
+def _times_rescale(m, count, power):
+    """m * _RESCALE**(power * count) for a count of 0, 1 or more: the recurrences'
+    mantissas are past 1 (K) or at most 1 (I), so two factors settle over- or underflow."""
+    one, zero = _c(m, 1.0), _c(m, 0.0)
+    factor = _c(m, _RESCALE**power)
+    once = select(compare(count, zero, "GT"), factor, one)
+    twice = select(compare(count, one, "GT"), factor, one)
+    return _mul(m, once, twice)
+
+
+def _times_exp(m, exponent):
+    """m * e**exponent, e**(exponent / 2) applied twice: e**exponent may overflow or
+    underflow alone where the product does not."""
+    half = hlo.exponential(_mul(exponent, _c(exponent, 0.5)))
+    return _mul(m, half, half)
 
 
 
@@ -291,23 +319,26 @@ def _modified(v, x, kind):
     if kind == "kve":
         regular = hlo.and_(regular, compare(x, zero, "GT"))
     safe_v, safe_x = select(regular, av, _c(v, 0.5)), select(regular, ax, one)
-    ive, kve = _scaled_ik(safe_v, safe_x, regular)
+    (i_m, i_count), (k_m, k_count) = _scaled_ik(safe_v, safe_x, regular)
+    kve = _times_rescale(k_m, k_count, 1)
     integer = _is_integer(v)
     if kind == "kve":  # K_-v = K_v
         value = select(compare(x, zero, "EQ"), inf, kve)
         return select(regular, value, select(compare(x, zero, "EQ"), inf, nan))
     # I_-v = I_v + 2/pi sin(pi v) K_v
-    reflected = _mul(_c(x, 2 / np.pi), _sinpi(safe_v), hlo.exponential(_mul(_c(x, -2.0), safe_x)), kve)
-    ive = hlo.add(ive, select(hlo.or_(integer, compare(v, zero, "GE")), zero, reflected))
+    if kind == "iv":
+        log_rescale = _c(x, _RESCALE_LOG)
+        value = _times_exp(i_m, _sub(safe_x, _mul(i_count, log_rescale)))
+        k_v = _times_exp(k_m, _sub(_mul(k_count, log_rescale), safe_x))
+    else:  # scipy's ive is NaN where its e**x K_v(x) overflows
+        value = _times_rescale(i_m, i_count, -1)
+        k_v = select(is_inf(kve), nan, _times_exp(kve, _mul(_c(x, -2.0), safe_x)))
+    reflected = _mul(_c(x, 2 / np.pi), _sinpi(safe_v), k_v)
+    value = hlo.add(value, select(hlo.or_(integer, compare(v, zero, "GE")), zero, reflected))
     # x < 0: I_n(-x) = (-1)**n I_n(x); NaN for other orders
     odd = compare(remainder(v, _c(v, 2.0)), zero, "NE")
-    ive = select(hlo.and_(compare(x, zero, "LT"), odd), hlo.negate(ive), ive)
-    ive = select(hlo.and_(compare(x, zero, "LT"), hlo.not_(integer)), nan, ive)
-    if kind == "iv":
-        half = hlo.exponential(_mul(_c(x, 0.5), safe_x))  # twice, so e**x may overflow alone
-        value = _mul(ive, half, half)
-    else:
-        value = ive
+    value = select(hlo.and_(compare(x, zero, "LT"), odd), hlo.negate(value), value)
+    value = select(hlo.and_(compare(x, zero, "LT"), hlo.not_(integer)), nan, value)
     # x = 0: 1 at order 0, 0 at positive or integer orders, inf (iv) / NaN (ive) otherwise
     at_zero = select(hlo.or_(compare(v, zero, "GT"), integer), zero, inf if kind == "iv" else nan)
     at_zero = select(compare(v, zero, "EQ"), one, at_zero)

@@ -16,7 +16,8 @@ _RNG = np.random.default_rng(20261123)
 _N = 3000
 
 # orders in [-20, 20] (integers and half-integers among them), x over 16 decades and
-# negative; and scipy's edges: x = 0, +-inf, NaN, non-integer orders at x < 0
+# negative; and scipy's edges: x = 0, +-inf, NaN, non-integer orders at x < 0, and
+# I_-100.5(1e-3), past the float range
 _V = np.concatenate([
     _RNG.uniform(-20, 20, _N), _RNG.integers(-10, 11, 500).astype(float),
     _RNG.integers(-20, 21, 200) / 2, _RNG.uniform(-1, 1, 500),
@@ -25,8 +26,8 @@ _X = np.concatenate([
     np.exp(_RNG.uniform(np.log(1e-12), np.log(1e4), _N)), _RNG.uniform(-30, 30, 500),
     _RNG.uniform(0, 40, 200), _RNG.uniform(0, 5, 500),
 ])
-_EDGE_V = np.array([0, 1, 0.5, -0.5, -1, -1.5, -2.5, 2, 3, np.inf, -np.inf, np.nan, 1, 0, -0.0, 2.5, -3])
-_EDGE_X = np.array([0, 0, 0, 0, 0, 0, 0, -2, -2, 1, 0, 1, np.inf, -np.inf, 0, -1, -0.0])
+_EDGE_V = np.array([0, 1, 0.5, -0.5, -1, -1.5, -2.5, 2, 3, np.inf, -np.inf, np.nan, 1, 0, -0.0, 2.5, -3, -100.5])
+_EDGE_X = np.array([0, 0, 0, 0, 0, 0, 0, -2, -2, 1, 0, 1, np.inf, -np.inf, 0, -1, -0.0, 1e-3])
 
 
 def _evaluate(name, v, x):
@@ -46,8 +47,8 @@ def _assert_close(got, want, scale, rtol):
 def test_modified_bessel_functions_match_scipy(name):
     v, x = np.concatenate([_V, _EDGE_V]), np.concatenate([_X, _EDGE_X])
     want = getattr(sp, name)(v, x)
-    # where its value overflows scipy's ive returns NaN (and iv/kve inf): we agree on
-    # inf, and the NaN is not a value to match
+    # where e**x K_v(x) overflows scipy's ive returns NaN at non-integer v < 0 (and
+    # iv/kve inf): so do we
     got = _evaluate(name, v, x)
     # scipy (AMOS) is itself up to 5e-12 off near negative integer orders (see the
     # mpmath references below)
@@ -107,6 +108,24 @@ def test_large_orders_and_arguments():
         np.testing.assert_array_less(np.abs(got - want)[ok], 1e-10 * scale[ok])
         assert ok.sum() > 1000
 
+
+
+def test_orders_in_the_thousands_where_the_scaled_values_leave_float64():
+    """iv where e**-x I_v(x) underflows (e**-500 I_1000(500) is 3e-361, I_1000(500)
+    5e-144: iv was 0), I_-v's K_v term where e**x K_v(x) overflows (iv was inf) or
+    e**-2x underflows (ive dropped the term): the recurrences count their rescalings."""
+    rng = np.random.default_rng(2)
+    v = np.concatenate([10 ** rng.uniform(-1, 3.5, 2000) * rng.choice([-1, 1], 2000), [1000, 500, 2000, 2000]])
+    x = np.concatenate([10 ** rng.uniform(-3, 3.5, 2000), [500, 100, 1000, 2000]])
+    want, got = sp.iv(v, x), _evaluate("iv", v, x)
+    ok = np.isfinite(want) & (np.abs(want) > 1e-290)
+    np.testing.assert_array_less(np.abs(got - want)[ok], 1e-11 * np.abs(want[ok]))
+    assert ok.sum() > 1000
+    assert np.isposinf(got[-1])  # I_2000(2000) overflows; e**-2000 I_2000(2000) underflows: was NaN
+    # scipy's ive loses the K_v term here (2e-191 for 3.5e-144); 50-digit mpmath values
+    want = [-2.638263618095624e-84, 3.5174988668598166e-144]
+    got = _evaluate("ive", np.array([-703.0603870586397, -618.1814549924738]), np.array([371.8030426157137, 380.46963790558834]))
+    np.testing.assert_allclose(got, want, rtol=1e-13)
 
 def test_fixed_order_functions_and_dtypes():
     x = pt.dvector("x")
