@@ -313,7 +313,12 @@ register_lowering(psm.GammaU)(_incomplete_gamma_rule(upper=True, regularized=Fal
 
 # --- the regularized incomplete beta function ------------------------------------------
 
-_BETA_MAX_STEPS = 300  # Cephes' limit for its continued fractions
+# Cephes stops its continued fractions at 300 steps; I_x(406, 0.0015) at x = 1 - 4e-6,
+# just below the mean, needs some 2,000 (a 2% error at 300), I_x(2514, 0.0016) 5,000.
+_BETA_MAX_STEPS = 10_000
+# Inside betaincinv's Newton loop, which evaluates I_x up to 100 times: a tenth of a
+# percent left there costs a Newton step or two, 10,000 steps a while loop per step.
+_INVERSE_BETA_MAX_STEPS = 3_000
 _THRESH = 3 * _EPS
 
 
@@ -341,7 +346,7 @@ def _beta_series(a, b, x, active):
     return hlo.exponential(log_value)
 
 
-def _beta_fraction(a, b, x, active, second: bool):
+def _beta_fraction(a, b, x, active, second: bool, max_steps: int):
     """Cephes' continued fractions for I_x(a, b): `incbcf` (the first), `incbd` (the
     second, in z = x / (1 - x)). Each step applies two convergent updates, with
     rescaling against over- and underflow."""
@@ -377,10 +382,10 @@ def _beta_fraction(a, b, x, active, second: bool):
         return [*k, pkm2, qkm2, pkm1, qkm1, ans], compare(t, _c(a, _THRESH), "LT")
 
     init = [*ks, _c(a, 0.0), one, one, one, one]
-    return converge(init, active, step, _BETA_MAX_STEPS)[-1]
+    return converge(init, active, step, max_steps)[-1]
 
 
-def _incomplete_beta(a, b, x, w=None):
+def _incomplete_beta(a, b, x, w=None, max_steps: int = _BETA_MAX_STEPS):
     """I_x(a, b) as Cephes' `incbet`, with scipy's (Boost's) values at the edges; `w`,
     when given, is 1 - x to more digits than x holds (betaincinv's logit steps)."""
     zero, one = _c(a, 0.0), _c(a, 1.0)
@@ -403,8 +408,9 @@ def _incomplete_beta(a, b, x, w=None):
     fractions = hlo.and_(regular, hlo.not_(series))
     first = compare(hlo.subtract(hlo.multiply(px, hlo.subtract(hlo.add(pa, pb), _c(a, 2.0))), hlo.subtract(pa, one)), zero, "LT")
     s = _beta_series(pa, pb, px, hlo.and_(regular, series))
-    cf1 = _beta_fraction(pa, pb, px, hlo.and_(fractions, first), second=False)
-    cf2 = divide(_beta_fraction(pa, pb, px, hlo.and_(fractions, hlo.not_(first)), second=True), pxc)
+    cf1 = _beta_fraction(pa, pb, px, hlo.and_(fractions, first), second=False, max_steps=max_steps)
+    cf2 = _beta_fraction(pa, pb, px, hlo.and_(fractions, hlo.not_(first)), second=True, max_steps=max_steps)
+    cf2 = divide(cf2, pxc)
     w_cf = select(first, cf1, cf2)
     log_factor = hlo.add(hlo.multiply(pa, hlo.log(px)), hlo.multiply(pb, hlo.log(pxc)))
     log_factor = hlo.add(hlo.subtract(log_factor, _log_beta(pa, pb)), hlo.log(divide(w_cf, pa)))
@@ -438,10 +444,32 @@ def lower_betainc(ctx, node, a, b, x):
 # --- inverses of the regularized incomplete gamma functions ------------------------------
 
 _INVERSE_STEPS = 100
+_LOG_MAX = float(np.log(np.finfo(np.float64).max))
+_NORMAL_START_FROM = 5.0  # min(a, b) from which the inverse incomplete beta starts logit-normal
 # Newton's step that is this small leaves an error of about its square: the step taken,
 # the root is found. Waiting for steps of a few ulps instead never ends where rounding
 # in P keeps the steps at 1e-15 (most elements ran all 100 steps, 0.5 s for 4,000).
 _NEWTON_DONE = 1e-9
+
+
+def _normal_quantile(p, target, upper):
+    """A starting guess: the standard normal quantile of p, where target = min(p, 1 - p)
+    (`upper` where 1 - p is the smaller). In the tails (target below 1e-3, where 1 - 2p
+    rounds) from the asymptotic form |z| = sqrt(y - log(2 pi y)), y = -2 log(target)."""
+    one, zero = _c(p, 1.0), _c(p, 0.0)
+    z_center = hlo.multiply(_c(p, np.sqrt(2.0)), chlo.erf_inv(hlo.subtract(hlo.multiply(_c(p, 2.0), p), one)))
+    y = hlo.multiply(_c(p, -2.0), hlo.log(target))
+    z_tail = hlo.sqrt(hlo.maximum(zero, hlo.subtract(y, hlo.log(hlo.multiply(_c(p, 2 * np.pi), y)))))
+    tail = compare(target, _c(p, 1e-3), "LT")
+    return select(tail, select(upper, z_tail, hlo.negate(z_tail)), z_center)
+
+
+def _bounded_step(t, dt):
+    """Newton's step in t, at most max(2, |t|) long: no jump across the tails, yet a
+    root at t = -1e16 (x = e**t underflowed; its tail's log is linear in t) is reached
+    by doubling in some 50 steps, where steps of 2 ran out at t = -200."""
+    bound = hlo.maximum(_c(t, 2.0), hlo.abs(t))
+    return hlo.clamp(hlo.negate(bound), dt, bound)
 
 
 def _inverse_incomplete_gamma(a, p, q):
@@ -460,17 +488,13 @@ def _inverse_incomplete_gamma(a, p, q):
     target = select(upper, safe_q, safe_p)
 
     # Wilson-Hilferty: x = a (1 - 1/(9a) + z / (3 sqrt a))**3 with z the normal quantile
-    # of p; in the tails (p or q below 1e-3, where 1 - 2p rounds) z from its asymptotic
-    # form, |z| = sqrt(y - log(2 pi y)) with y = -2 log(target).
-    z_center = hlo.multiply(_c(a, np.sqrt(2.0)), chlo.erf_inv(hlo.subtract(hlo.multiply(_c(a, 2.0), safe_p), one)))
-    y = hlo.multiply(_c(a, -2.0), hlo.log(target))
-    z_tail = hlo.sqrt(hlo.maximum(zero, hlo.subtract(y, hlo.log(hlo.multiply(_c(a, 2 * np.pi), y)))))
-    tail = compare(target, _c(a, 1e-3), "LT")
-    z = select(tail, select(upper, z_tail, hlo.negate(z_tail)), z_center)
+    z = _normal_quantile(safe_p, target, upper)
     base = hlo.add(hlo.subtract(one, divide(one, hlo.multiply(_c(a, 9.0), safe_a))),
                    divide(z, hlo.multiply(_c(a, 3.0), hlo.sqrt(safe_a))))
     t_wh = hlo.add(hlo.log(safe_a), hlo.multiply(_c(a, 3.0), hlo.log(hlo.maximum(base, _c(a, 1e-300)))))
-    t_small = divide(hlo.add(hlo.log(safe_p), chlo.lgamma(hlo.add(safe_a, one))), safe_a)
+    # log p from q where q is the one given exactly (p = 1 - 1e-17 rounds to 1)
+    log_p = select(upper, hlo.log_plus_one(hlo.negate(safe_q)), hlo.log(safe_p))
+    t_small = divide(hlo.add(log_p, chlo.lgamma(hlo.add(safe_a, one))), safe_a)
     x_large = hlo.maximum(one, hlo.negate(hlo.log(safe_q)))
     for _ in range(3):  # x = -log(q Gamma(a)) + (a - 1) log x
         x_large = hlo.add(hlo.subtract(hlo.negate(hlo.log(safe_q)), chlo.lgamma(safe_a)),
@@ -488,21 +512,32 @@ def _inverse_incomplete_gamma(a, p, q):
         density = _prefactor(safe_a, x)
         # Newton on log(value) - log(target): far from the root P behaves like x**a (or Q
         # like e**-x), where Newton on the value itself crawls by 1/a per step.
-        # d log(value)/dt = +-D / value. Where value (or D) underflows, the leading terms
-        # of the series and the fraction stand in: P ~ D / a, Q ~ D / (x - a + 1).
+        # d log(value)/dt = +-D / value, from log D where D underflows (Q(a, e**-700)
+        # does not). Where the value underflows, the leading terms of the series and the
+        # fraction stand in: P ~ D / a, Q ~ D / (x - a + 1).
         log_d = hlo.subtract(hlo.subtract(hlo.multiply(safe_a, t), x), chlo.lgamma(safe_a))
         ratio = select(upper, hlo.maximum(hlo.add(hlo.subtract(x, safe_a), one), one), safe_a)
-        exact = hlo.and_(compare(value, zero, "GT"), compare(density, zero, "GT"))
+        exact = compare(value, zero, "GT")
         log_value = select(exact, hlo.log(value), hlo.subtract(log_d, hlo.log(ratio)))
-        slope = select(exact, divide(density, value), ratio)
+        from_log = hlo.exponential(hlo.subtract(log_d, log_value))
+        slope = select(exact, select(compare(density, zero, "GT"), divide(density, value), from_log), ratio)
+        # x = e**t underflowed (the root of P(1e-13, x) = 1/2 is at t = -7e12): P and Q
+        # there are their x -> 0 forms in t, P = e**(a t) / Gamma(a + 1) and Q = 1 - P,
+        # not their values at x = 0 (Q = 1 sent Newton to t = 0).
+        log_p0 = hlo.subtract(hlo.multiply(safe_a, t), chlo.lgamma(hlo.add(safe_a, one)))
+        log_q0 = hlo.log(hlo.negate(hlo.exponential_minus_one(log_p0)))
+        slope_q0 = hlo.multiply(safe_a, hlo.exponential(hlo.subtract(log_p0, log_q0)))
+        underflowed = hlo.and_(upper, compare(x, zero, "EQ"))
+        log_value = select(underflowed, log_q0, log_value)
+        slope = select(underflowed, slope_q0, slope)
         slope = select(upper, hlo.negate(slope), slope)
         newton = divide(hlo.subtract(log_value, hlo.log(target)), slope)
         usable = hlo.and_(compare(newton, newton, "EQ"), compare(hlo.abs(newton), _c(a, 1e300), "LT"))
         towards = select(hlo.xor(upper, compare(log_value, hlo.log(target), "GT")), one, hlo.negate(one))
-        dt = select(usable, newton, towards)
-        dt = hlo.clamp(_c(a, -2.0), dt, _c(a, 2.0))  # no jumps across the tails
+        dt = _bounded_step(t, select(usable, newton, towards))
         done = compare(hlo.abs(dt), hlo.multiply(_c(a, _NEWTON_DONE), hlo.maximum(one, hlo.abs(t))), "LE")
-        return [hlo.subtract(t, dt)], done
+        # x = e**t stays finite: beyond, Q = 0 and P = 1 (a = 1e300, q = 1e-300 went to inf)
+        return [hlo.minimum(hlo.subtract(t, dt), _c(a, _LOG_MAX))], done
 
     (t,) = converge([t0], regular, step, _INVERSE_STEPS)
     x = select(regular, hlo.exponential(t), zero)
@@ -565,6 +600,16 @@ def _inverse_incomplete_beta(a, b, y):
     t_lower = hlo.subtract(log_x, hlo.log(hlo.negate(hlo.exponential_minus_one(log_x))))
     t_upper = hlo.subtract(hlo.log(hlo.negate(hlo.exponential_minus_one(log_w))), log_w)
     t0 = hlo.clamp(_c(a, -700.0), select(upper, t_upper, t_lower), _c(a, 700.0))
+    # For a, b both large the leading terms are far off (a = 1e5, b = 9e5: x = 0.02 for
+    # the root 0.0098, where Newton found no way back); logit(X) of X ~ Beta(a, b) is
+    # near normal there, with mean psi(a) - psi(b) and variance psi'(a) + psi'(b).
+    def psi(v):  # asymptotic digamma and trigamma, a starting point's accuracy
+        return hlo.subtract(hlo.log(v), divide(_c(v, 0.5), v)), divide(hlo.add(v, _c(v, 0.5)), hlo.multiply(v, v))
+
+    (psi_a, psi1_a), (psi_b, psi1_b) = psi(a_), psi(b_)
+    z = _normal_quantile(y_, target, upper)
+    t_normal = hlo.add(hlo.subtract(psi_a, psi_b), hlo.multiply(z, hlo.sqrt(hlo.add(psi1_a, psi1_b))))
+    t0 = select(compare(hlo.minimum(a_, b_), _c(a, _NORMAL_START_FROM), "GE"), t_normal, t0)
 
     def step(state):
         (t,) = state
@@ -572,17 +617,26 @@ def _inverse_incomplete_beta(a, b, y):
         x, w = hlo.exponential(lx), hlo.exponential(lw)
         # The matched function itself, from x and 1 - x both exact: I_x(a, b) or I_{1-x}(b, a).
         value = _incomplete_beta(select(upper, b_, a_), select(upper, a_, b_), select(upper, w, x),
-                                 select(upper, x, w))
+                                 select(upper, x, w), max_steps=_INVERSE_BETA_MAX_STEPS)
         log_d = hlo.subtract(hlo.add(hlo.multiply(a_, lx), hlo.multiply(b_, lw)), log_beta)
         ratio = select(upper, b_, a_)
-        exact = hlo.and_(compare(value, zero, "GT"), compare(log_d, _c(a, -700.0), "GT"))
+        exact = compare(value, zero, "GT")
         log_value = select(exact, hlo.log(value), hlo.subtract(log_d, hlo.log(ratio)))
-        slope = select(exact, divide(hlo.exponential(log_d), value), ratio)
+        slope = select(exact, hlo.exponential(hlo.subtract(log_d, log_value)), ratio)
+        # The other tail's variable underflowed (w = e**-800: x = 1, I_x(a, b) = 1, and
+        # Newton went back to t = 0; the root of I_x(28, 2e-20) = 0.16 is at t = 8e18):
+        # there the matched value is 1 - g, g the other tail's leading term in t.
+        other, other_log = select(upper, a_, b_), select(upper, lx, lw)
+        log_g = hlo.subtract(hlo.subtract(hlo.multiply(other, other_log), log_beta), hlo.log(other))
+        log_rest = hlo.log(hlo.negate(hlo.exponential_minus_one(log_g)))
+        underflowed = compare(select(upper, x, w), zero, "EQ")
+        log_value = select(underflowed, log_rest, log_value)
+        slope = select(underflowed, hlo.multiply(other, hlo.exponential(hlo.subtract(log_g, log_rest))), slope)
         slope = select(upper, hlo.negate(slope), slope)
         newton = divide(hlo.subtract(log_value, hlo.log(target)), slope)
         usable = hlo.and_(compare(newton, newton, "EQ"), compare(hlo.abs(newton), _c(a, 1e300), "LT"))
         towards = select(hlo.xor(upper, compare(log_value, hlo.log(target), "GT")), one, hlo.negate(one))
-        dt = hlo.clamp(_c(a, -2.0), select(usable, newton, towards), _c(a, 2.0))
+        dt = _bounded_step(t, select(usable, newton, towards))
         done = compare(hlo.abs(dt), hlo.multiply(_c(a, _NEWTON_DONE), hlo.maximum(one, hlo.abs(t))), "LE")
         return [hlo.subtract(t, dt)], done
 

@@ -135,6 +135,33 @@ def test_inverse_incomplete_beta_matches_scipy():
     compare_with_py([af], [pt.betaincinv(af, af, af * 0.5)], [np.array([0.5, 1.5, 1.9], dtype="float32")])
 
 
+def test_inverse_incomplete_functions_far_from_their_starting_points():
+    """Roots Newton reached only by crossing underflow or from a good start: gammainccinv
+    at a = 4e-20 (x = 7e-137; 100 steps of 2 in log x stopped at 1e-90); gammaincinv
+    where x underflows (P(3e-14, x) = 1/2 at log x = -2.4e13: the value at x = 0, Q = 1,
+    sent Newton back to x = 1); betaincinv with b = 2e-20 (1 - x = e**-8e18: x is 1)
+    and with a, b in the 1e4 .. 1e6 (0.0208 for 0.0098: the tails' leading terms are a
+    poor start there, logit-normal is not)."""
+    a, p = pt.dvector("a"), pt.dvector("p")
+    compare_with_py([a, p], [pt.gammainccinv(a, p), pt.gammaincinv(a, 1 - p)],
+                    [np.array([4.1177222061852455e-20, 1.0312e-20, 0.5]), np.array([1.2885121465108778e-17, 3.5e-18, 0.3])])
+    compare_with_py([a, p], [pt.gammaincinv(a, p)], [np.array([2.933701713324816e-14, 1.35e-18]), np.array([0.5003, 0.85])])
+    b, y = pt.dvector("b"), pt.dvector("y")
+    compare_with_py([a, b, y], [pt.betaincinv(a, b, y)],
+                    [np.array([28.661447903135013, 9496.779928371348, 303698.96213209094, 100760.73862632713]),
+                     np.array([2.245667409562774e-20, 963718.8153238546, 4727.005947664555, 857837.8767739338]),
+                     np.array([0.15955276952069608, 0.7600946772201946, 0.4259320618962039, 0.8295199867399999])],
+                    rtol=1e-9)
+
+
+def test_incomplete_beta_continued_fraction_near_the_mean_with_a_tiny_b():
+    """I_x(406, 0.0015) at x = 1 - 4e-6, just below the mean: Cephes' continued fraction
+    needs some 2,000 steps there, and its limit of 300 left a 2% error."""
+    a, b, x = pt.dvector("a"), pt.dvector("b"), pt.dvector("x")
+    compare_with_py([a, b, x], [pt.betainc(a, b, x)],
+                    [np.array([405.9, 2514.0, 1013.0]), np.array([0.001535, 0.00155, 0.002702]),
+                     np.array([0.9999957667748606, 0.9999987565668189, 0.9999966526798649])], rtol=1e-9)
+
 @pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
 def test_incomplete_gamma_gradients_are_scalar_loops(name):
     """d/dk gammainc/gammaincc: PyTensor sums series in ScalarLoops (while loops);
