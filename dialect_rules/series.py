@@ -23,7 +23,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.special import _gamma
 from lowering.builders import (
-    all_of, compare, convert, divide, dot_general, full_like, ir_constant, is_inf, polynomial,
+    all_of, any_of, compare, convert, divide, dot_general, full_like, ir_constant, is_inf, polynomial,
     read_entry, reshape, select, shape_of,
 )
 from lowering.regions import any_true, converge, if_else, while_loop
@@ -179,6 +179,9 @@ def _temme_coefficients() -> np.ndarray:
     return np.array([[float(v) for v in row[:terms]] for row in rows])
 
 
+_TEMME_EVERYWHERE_FROM = 1e100
+
+
 def _temme_region(a, x):
     """Where scipy sums Temme's expansion: 20 < a < 200 and |x - a| < 0.3 a, or a > 200
     and |x - a| < 4.5 sqrt(a); the series and fractions need about 9 sqrt(a) terms there."""
@@ -187,7 +190,10 @@ def _temme_region(a, x):
                     compare(distance, _c(a, 0.3), "LT"))
     large = hlo.and_(compare(a, _c(a, 200.0), "GT"),
                      compare(distance, divide(_c(a, 4.5), hlo.sqrt(a)), "LT"))
-    return hlo.or_(middle, large)
+    # Past a = 1e100 for every x (the expansion is uniform in x/a): the fraction and the
+    # series overflow there (x (x + 1 - a) at x = 1e160), and x/a of 1 + 1e-80 is
+    # already many standard deviations out.
+    return any_of(middle, large, compare(a, _c(a, _TEMME_EVERYWHERE_FROM), "GT"))
 
 
 def _temme(a, x, sign, active):
@@ -247,6 +253,10 @@ def _incomplete_gamma(a, x, upper):
     nan = _c(a, np.nan)
     regular = hlo.and_(compare(a, zero, "GT"), compare(x, zero, "GT"))
     regular = hlo.and_(regular, hlo.not_(hlo.or_(is_inf(a), is_inf(x))))
+    # Far past the mean Q underflows (e**-x), and Legendre's fraction overflows in
+    # x (x + 1 - a) (P(0.5, 1e200) came out NaN): there P = 1, Q = 0, as at x = inf.
+    saturated = all_of(regular, compare(x, _c(a, 1e150), "GT"), compare(x, hlo.multiply(a, _c(a, 2.0)), "GT"))
+    regular = hlo.and_(regular, hlo.not_(saturated))
     safe_a, safe_x = select(regular, a, one), select(regular, x, one)
     # Cephes' choice of method: Q directly (a continued fraction for x > 1.1, a series
     # below) or P by its series, each giving the other by `1 - ...`, so that the one
@@ -283,7 +293,7 @@ def _incomplete_gamma(a, x, upper):
     # scipy's edge cases: P(0, x > 0) = 1, P(a, 0) = 0, P(inf, x) = 0, P(a, inf) = 1.
     lo, hi = pick(one, zero), pick(zero, one)
     value = select(compare(x, zero, "EQ"), lo, value)
-    value = select(hlo.and_(is_inf(x), hlo.not_(is_inf(a))), hi, value)
+    value = select(hlo.or_(saturated, hlo.and_(is_inf(x), hlo.not_(is_inf(a)))), hi, value)
     value = select(hlo.and_(is_inf(a), hlo.not_(is_inf(x))), lo, value)
     value = select(compare(a, zero, "EQ"), select(compare(x, zero, "GT"), hi, nan), value)
     invalid = hlo.or_(compare(a, zero, "LT"), compare(x, zero, "LT"))

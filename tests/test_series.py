@@ -56,6 +56,15 @@ def test_incomplete_gamma_where_a_is_large_and_near_x():
     np.testing.assert_allclose(q, sp.gammaincc(a, x), rtol=1e-12, atol=1e-300)
 
 
+def test_incomplete_gamma_at_huge_arguments():
+    """Past x = 1e154 Legendre's fraction overflows in x (x + 1 - a): P(0.5, 1e200) was
+    NaN. Far past the mean P is 1; for a past 1e100 Temme's expansion (uniform in x/a)
+    serves every x, where x = 1.5 a is thousands of standard deviations out."""
+    a, x = pt.dvector("a"), pt.dvector("x")
+    compare_with_py([a, x], [pt.gammainc(a, x), pt.gammaincc(a, x)],
+                    [np.array([1e-5, 0.5, 3.0, 1e5, 1e160, 1e160, 1e300, 1e120, 1e200]),
+                     np.array([1e300, 1e200, 1e160, 1e300, 1.5e160, 3e160, 1e300, 1e120, 5e199])])
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8"])
 def test_incomplete_gamma_dtypes_match_the_python_mode(dtype):
     a, x = pt.vector("a", dtype=dtype), pt.vector("x", dtype=dtype)
