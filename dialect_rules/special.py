@@ -541,6 +541,16 @@ def _rotated(hyperbolic, real, odd: bool):
     return build
 
 
+def _asin(x):
+    """CHLO's asin; a real x below sqrt(eps) is its own arcsine (CHLO's
+    2 atan2(x, 1 + sqrt(1 - x**2)) halves it into a subnormal, which XLA flushes:
+    asin(2.2e-308) came out 0)."""
+    if is_complex(x):
+        return chlo.asin(x)
+    small = compare(hlo.abs(x), full_like(x, math.sqrt(np.finfo(value_dtype(x)).eps)), "LT")
+    return select(small, x, chlo.asin(x))
+
+
 _ATANH = _c99_branch_cuts(_catanh, odd=True, at_nan=_atanh_at_nan)
 
 
@@ -564,7 +574,7 @@ _UNARY = {
     ps.Sin: _sin,
     ps.Cos: _rotated(_cosh, hlo.cosine, odd=False),
     ps.Tan: _rotated(_tanh, hlo.tan, odd=True),
-    ps.ArcSin: _c99_branch_cuts(chlo.asin, odd=True, at_nan=_asin_at_nan),
+    ps.ArcSin: _c99_branch_cuts(_asin, odd=True, at_nan=_asin_at_nan),
     ps.ArcCos: _c99_branch_cuts(chlo.acos, odd=False, imag_sign=-1, at_nan=_acos_at_nan),
     ps.ArcTan: _atan,
     ps.Sinh: _sinh,

@@ -97,6 +97,17 @@ def test_complex_inputs(dtype):
     compare_with_py([x], [pt.exp(x), pt.log(x), pt.sqrt(x), pt.sin(x), pt.cos(x), pt.tanh(x)], [values], **tol)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_arcsin_of_the_smallest_normal_numbers(dtype):
+    """asin(x) = x below sqrt(eps): CHLO's 2 atan2(x, 1 + sqrt(1 - x**2)) went through a
+    subnormal, which XLA flushes (asin(2.2e-308) was 0)."""
+    x = pt.vector("x", dtype=dtype)
+    tiny = np.finfo(dtype).tiny
+    values = np.array([tiny, -tiny, 4 * tiny, 1e-20, 0.0, -0.0], dtype=dtype)
+    got = compare_with_py([x], pt.arcsin(x), [values])
+    np.testing.assert_array_equal(got, values)  # exactly, beyond compare_with_py's atol
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(values))
+
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_complex_log1p_next_to_its_pole(dtype):
     """log1p(-1 + tiny j) = log(tiny) + pi/2 j: XLA's real part, log1p(x (x + 2) + y^2) / 2,
