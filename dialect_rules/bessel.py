@@ -29,7 +29,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from dialect_rules.series import _LGAMMA1P_TAYLOR
 from lowering.builders import (
     add_all, compare, convert, divide, full_like, is_inf, is_nan, multiply_all, polynomial, remainder,
-    select,
+    select, sinpi,
 )
 from lowering.regions import converge
 from lowering.registry import register_lowering
@@ -49,17 +49,9 @@ _c = full_like
 _add, _mul, _sub, _div = add_all, multiply_all, hlo.subtract, divide
 
 
-def _sinpi(v):
-    """sin(pi v), exactly zero at integers (v reduced to [-1/2, 1/2] first)."""
-    n = hlo.round_nearest_even(v)
-    s = hlo.sine(_mul(_c(v, np.pi), _sub(v, n)))
-    odd = compare(remainder(n, _c(v, 2.0)), _c(v, 0.0), "NE")
-    return select(odd, hlo.negate(s), s)
-
-
 def _cospi(v):
     """cos(pi v), exactly zero at half-integers."""
-    return _sinpi(_add(v, _c(v, 0.5)))
+    return sinpi(_add(v, _c(v, 0.5)))
 
 
 def _is_integer(v):
@@ -333,7 +325,7 @@ def _modified(v, x, kind):
     else:  # scipy's ive is NaN where its e**x K_v(x) overflows
         value = _times_rescale(i_m, i_count, -1)
         k_v = select(is_inf(kve), nan, _times_exp(kve, _mul(_c(x, -2.0), safe_x)))
-    reflected = _mul(_c(x, 2 / np.pi), _sinpi(safe_v), k_v)
+    reflected = _mul(_c(x, 2 / np.pi), sinpi(safe_v), k_v)
     value = hlo.add(value, select(hlo.or_(integer, compare(v, zero, "GE")), zero, reflected))
     # x < 0: I_n(-x) = (-1)**n I_n(x); NaN for other orders
     odd = compare(remainder(v, _c(v, 2.0)), zero, "NE")
@@ -454,7 +446,7 @@ def _jy(v, x, active):
     def hankel_jy(nu):
         _, _, big_p, big_q = _hankel_terms(nu, x, hlo.and_(active, hankel))
         phase = _add(_mul(_c(nu, 0.5), nu), _c(nu, 0.25))
-        cos_phi, sin_phi = _cospi(phase), _sinpi(phase)
+        cos_phi, sin_phi = _cospi(phase), sinpi(phase)
         cos_w = hlo.add(_mul(cos_x, cos_phi), _mul(sin_x, sin_phi))
         sin_w = _sub(_mul(sin_x, cos_phi), _mul(cos_x, sin_phi))
         j = _mul(amplitude, _sub(_mul(big_p, cos_w), _mul(big_q, sin_w)))
@@ -495,7 +487,7 @@ def _first_kind(v, x):
     jv, yv = _jy(safe_v, safe_x, regular)
     integer = _is_integer(v)
     # J_-v = cos(pi v) J_v - sin(pi v) Y_v
-    reflected = _sub(_mul(_cospi(safe_v), jv), _mul(_sinpi(safe_v), yv))
+    reflected = _sub(_mul(_cospi(safe_v), jv), _mul(sinpi(safe_v), yv))
     odd = compare(remainder(v, _c(v, 2.0)), zero, "NE")
     signed = select(odd, hlo.negate(jv), jv)  # integer orders: (-1)**n J_n
     value = select(compare(v, zero, "GE"), jv, select(integer, signed, reflected))

@@ -232,6 +232,15 @@ def hypot(x: ir.Value, y: ir.Value) -> ir.Value:
     return hlo.abs(hlo.complex(x, y))
 
 
+def sinpi(x: ir.Value) -> ir.Value:
+    """sin(pi x), with x reduced to [-1/2, 1/2] exactly first: exactly zero at the
+    integers, and no rounding of pi x (which at x = -1.6e8 is 4e-8 off)."""
+    n = hlo.round_nearest_even(x)
+    s = hlo.sine(hlo.multiply(full_like(x, np.pi), hlo.subtract(x, n)))
+    odd = compare(remainder(n, full_like(x, 2.0)), full_like(x, 0.0), "NE")
+    return select(odd, hlo.negate(s), s)
+
+
 def copysign(magnitude: ir.Value, sign_of: ir.Value) -> ir.Value:
     mag = hlo.abs(magnitude)
     return select(signbit(sign_of), hlo.negate(mag), mag)

@@ -218,6 +218,13 @@ def test_digamma_trigamma_and_polygamma_at_their_poles():
     compare_with_py([i], [pt.psi(i), pt.tri_gamma(i)], [np.array([0, -1, -128, 3], dtype="int8")])
 
 
+def test_trigamma_far_below_zero():
+    """The reflection's sin(pi x) from x reduced exactly: sin of the rounded pi x was
+    1e-9 off at x = -3.3e6 (4e-8 at -1.6e8), where both sides are exact to the ulp."""
+    x = pt.dvector("x")
+    values = np.array([-3300000.3, -1e7 - 0.37, -2.5e6 + 0.1, -12345.678, -7.5])
+    compare_with_py([x], [pt.tri_gamma(x), pt.polygamma(1, x)], [values], rtol=1e-14)
+
 @pytest.mark.parametrize("name", ["erf", "gamma", "psi"])
 def test_complex_erf_gamma_digamma_are_refused_by_name(name):
     """scipy has complex loops for these, XLA's ops are real only: a clear refusal (the
