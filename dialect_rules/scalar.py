@@ -17,8 +17,10 @@ Known differences from Op.perform, by choice:
   floor(x + 0.5), which gives 1.0 for 0.49999999999999994 and x + 1 for odd float64
   integers above 2**52.
 - Signs of zero: maximum/minimum(-0.0, 0.0) follow XLA (numpy's depends on its SIMD
-  path), and XLA folds x + 0.0 to x, so -0.0 + 0.0 is -0.0 (numpy: 0.0); complex pow
-  may return 0.0 where numpy has -0.0.
+  path), and XLA folds x + 0.0 to x, so -0.0 + 0.0 is -0.0 (numpy: 0.0).
+- Complex pow's product b * log(a) is the plain one: where a NaN meets an infinity
+  C's Annex G multiplication recovers an infinity that this leaves NaN
+  ((inf + 0.5j) ** (inf + nan j) is inf + nan j in numpy).
 - Complex64 pow with a non-integer exponent agrees with numpy to ~1e-5 relative:
   numpy's own cpowf is that far from the exact value.
 """
@@ -32,6 +34,7 @@ import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.math import MulWithoutZeros
 
+from dialect_rules.special import _exp
 from lowering.builders import (
     compare,
     conj,
@@ -166,31 +169,14 @@ def _cpow(a, b):
     by_int = by_loop
     for value, z in unrolled.items():
         by_int = select(compare(br, full_like(br, value), "EQ"), z, by_int)
-    # exp(b * log(a)), the plain complex product as in C's cpow
+    # exp(b * log(a)), the plain complex product as in C's cpow, and cexp's special values
     log_a = (hlo.log(hlo.abs(a)), hlo.atan2(ai, ar))
-    general = _pack(_cexp(_cmul((br, bi), log_a)))
+    general = _exp(_pack(_cmul((br, bi), log_a)))
     nan = full_like(ar, np.nan)
     of_zero = select(compare(br, zero, "GT"), _pack((zero, zero)), _pack((nan, nan)))
     result = select(small_int, by_int, general)
     result = select(a_zero, of_zero, result)
     return select(b_zero, _pack((one, zero)), result)
-
-
-def _cexp(z):
-    """C99's cexp, with its special values for zero, infinite and NaN parts."""
-    zr, zi = z
-    zero = full_like(zr, 0)
-    m = hlo.exponential(zr)
-    re, im = hlo.multiply(m, hlo.cosine(zi)), hlo.multiply(m, hlo.sine(zi))
-    # exp(x + 0i) keeps the zero; exp(-inf + yi) is 0 for any y
-    im = select(compare(zi, zero, "EQ"), zi, im)
-    re = select(compare(zi, zero, "EQ"), m, re)
-    vanished = compare(m, zero, "EQ")
-    re, im = select(vanished, zero, re), select(vanished, zero, im)
-    # exp(inf + yi) for an infinite or NaN y is inf + nan i
-    inf = full_like(zr, np.inf)
-    wild = _all(compare(zr, inf, "EQ"), hlo.not_(compare(hlo.abs(zi), inf, "LT")))
-    return select(wild, inf, re), select(wild, full_like(zr, np.nan), im)
 
 
 # --- arithmetic -------------------------------------------------------------------

@@ -108,6 +108,19 @@ def test_pow_real_and_complex(dtype):
     compare_with_py([x, y], [x**y], [base, exponent])
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_pow_keeps_the_signs_of_vanishing_parts(dtype):
+    """exp(b log a) through the one C99 cexp (special.py's): pow had its own, which made
+    every part that underflows +0.0 where numpy's cexp keeps cos/sin's signs."""
+    x, y = pt.vector("x", dtype=dtype), pt.vector("y", dtype=dtype)
+    base = np.array([0.5j, complex(np.inf, 1e300), 2j, 0.5 + 2j, 0.5 + 1e300j], dtype=dtype)
+    exponent = np.array([1e300j, -1.5, complex(-np.inf, 0.5), complex(-np.inf, 1e300), -710 - 1.5j], dtype=dtype)
+    got = compare_with_py([x, y], x**y, [base, exponent])
+    with np.errstate(all="ignore"):
+        want = base**exponent
+    for part in (np.real, np.imag):
+        np.testing.assert_array_equal(np.signbit(part(got)), np.signbit(part(want)))
+
 def test_signed_against_uint64_compares_exactly():
     """numpy 2 has exact int64-vs-uint64 comparison loops; float64 would round 2**63 - 1 up."""
     s, u = pt.vector("s", dtype="int64"), pt.vector("u", dtype="uint64")
