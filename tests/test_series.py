@@ -28,16 +28,19 @@ def test_incomplete_gamma_matches_scipy_across_the_domain(name):
     np.testing.assert_array_equal(f(_EDGES_A, _EDGES_X), getattr(sp, name)(_EDGES_A, _EDGES_X))
 
 
+def _assert_p_and_q_match_scipy(a, x, rtol):
+    """gammainc and gammaincc of same-shaped `a` and `x` in one STABLEHLO function."""
+    ta, tx = (pt.tensor(name, dtype="float64", shape=(None,) * a.ndim) for name in "ax")
+    p, q = pytensor.function([ta, tx], [pt.gammainc(ta, tx), pt.gammaincc(ta, tx)], mode="STABLEHLO")(a, x)
+    np.testing.assert_allclose(p, sp.gammainc(a, x), rtol=rtol, atol=1e-300)
+    np.testing.assert_allclose(q, sp.gammaincc(a, x), rtol=rtol, atol=1e-300)
+
+
 def test_incomplete_gamma_on_a_dense_grid():
-    """P + Q = 1 and scipy's values on a log grid of 40 x 40 points."""
+    """scipy's P and Q on a log grid of 40 x 40 points."""
     grid = np.logspace(-3, 3, 40)
-    a, x = np.meshgrid(grid, grid)
-    ta, tx = pt.dmatrix("a"), pt.dmatrix("x")
-    f = pytensor.function([ta, tx], [pt.gammainc(ta, tx), pt.gammaincc(ta, tx)], mode="STABLEHLO")
-    p, q = f(a, x)
     # scipy itself is off by up to ~3e-12 for large a far from x (mpmath, 40 digits)
-    np.testing.assert_allclose(p, sp.gammainc(a, x), rtol=5e-12, atol=1e-300)
-    np.testing.assert_allclose(q, sp.gammaincc(a, x), rtol=5e-12, atol=1e-300)
+    _assert_p_and_q_match_scipy(*np.meshgrid(grid, grid), rtol=5e-12)
 
 
 def test_incomplete_gamma_where_a_is_large_and_near_x():
@@ -49,11 +52,7 @@ def test_incomplete_gamma_where_a_is_large_and_near_x():
     a = scale * rng.uniform(1.0, 1.05, scale.size)
     x = a + rng.uniform(-6.0, 6.0, a.size) * np.sqrt(a)
     a[::40], x[::40] = scale[::40], scale[::40]  # x = a exactly, where eta = 0
-    ta, tx = pt.dvector("a"), pt.dvector("x")
-    f = pytensor.function([ta, tx], [pt.gammainc(ta, tx), pt.gammaincc(ta, tx)], mode="STABLEHLO")
-    p, q = f(a, x)
-    np.testing.assert_allclose(p, sp.gammainc(a, x), rtol=1e-12, atol=1e-300)
-    np.testing.assert_allclose(q, sp.gammaincc(a, x), rtol=1e-12, atol=1e-300)
+    _assert_p_and_q_match_scipy(a, x, rtol=1e-12)
 
 
 def test_incomplete_gamma_at_huge_arguments():
