@@ -26,7 +26,6 @@ from pytensor.tensor.extra_ops import (
 
 from dialect_rules.scalar import int_divmod
 from dialect_rules.sort import numpy_less
-from dialect_rules.subtensor import _scatter, gather_indexed
 from lowering.builders import (
     broadcast_in_dim,
     compare,
@@ -40,6 +39,7 @@ from lowering.builders import (
     divide,
     full,
     full_like,
+    gather_indexed,
     iota,
     ir_constant,
     is_nan,
@@ -53,9 +53,8 @@ from lowering.builders import (
     value_dtype,
     vector_element,
 )
-from lowering.regions import any_true, fold, reduce_window, sort, while_loop
+from lowering.regions import any_true, cumulative, fold, prefix_scan, scatter_indexed, sort, while_loop
 from lowering.registry import register_lowering
-from lowering.types import static_shape
 
 _COMBINE = {
     ("add", False): (hlo.add, 0),
@@ -71,47 +70,6 @@ def lower_cumop(ctx, node, x):
     combine, identity = _COMBINE[(node.op.mode, dtype == np.bool_)]
     axis = node.op.axis % node.inputs[0].type.ndim
     return cumulative(x, axis, combine, identity)
-
-
-def cumulative(x, axis, combine, identity):
-    """Inclusive scan along `axis`: a reduce_window where the axis is static, otherwise
-    `prefix_scan`."""
-    n = static_shape(x.type)[axis]
-    if n is None:
-        return prefix_scan(x, axis, combine, identity)
-    rank = len(static_shape(x.type))
-    window = [n if i == axis else 1 for i in range(rank)]
-    padding = [(n - 1, 0) if i == axis else (0, 0) for i in range(rank)]
-    init = ir_constant(np.asarray(identity, dtype=value_dtype(x)))
-    return reduce_window(x, init, window, padding, combine)
-
-
-def prefix_scan(x, axis, combine, identity):
-    """Inclusive scan along `axis` of a size known only at run time: log2(n) rounds, round
-    i combining each row with the row 2**i before it (a row gather), so every shape is
-    static once n is (a reduce_window needs n as an attribute)."""
-
-    rank = len(static_shape(x.type))
-    perm = [axis] + [d for d in range(rank) if d != axis]
-    moved = transpose(x, perm)
-    dims = shape_of(moved)
-    rows = reshape(moved, [dims[0], dim_product(dims[1:])])
-    positions = iota([dims[0]], 0, "int64")
-    zero, one = full_like(positions, 0), dim_value(1)
-    empty = full_like(rows, identity)
-
-    def cond(values):  # the last round needed shifts by less than n
-        return compare(hlo.shift_left(one, values[0]), dim_value(dims[0]), "LT")
-
-    def body(values):
-        i, acc = values
-        source = hlo.subtract(positions, splat(hlo.shift_left(one, i), positions))
-        earlier = gather_indexed(acc, [0], reshape(hlo.maximum(source, zero), [dims[0], 1]), front=True)
-        valid = broadcast_in_dim(compare(source, zero, "GE"), shape_of(acc), [0])
-        return [hlo.add(i, one), combine(acc, select(valid, earlier, empty))]
-
-    out = while_loop([dim_value(0), rows], cond, body)[1]
-    return transpose(reshape(out, dims), list(np.argsort(perm)))
 
 
 @register_lowering(SearchsortedOp)
@@ -224,7 +182,7 @@ def repeat_positions(ctx, counts, n) -> ir.Value:
     # Runs that end at the total (the last ones) mark the spare slot past it.
     ends = hlo.minimum(ends, splat(total, ends))
     slots = [dim_add(total, 1)]
-    marks = _scatter(full(0, slots, "int64"), [0], reshape(ends, [n, 1]), full(1, [n], "int64"), False, hlo.add)
+    marks = scatter_indexed(full(0, slots, "int64"), [0], reshape(ends, [n, 1]), full(1, [n], "int64"), False, hlo.add)
     return slice_axis(cumulative(marks, 0, hlo.add, 0), 0, 0, total)
 
 
@@ -326,7 +284,7 @@ def lower_unique(ctx, node, x):
         return hlo.add(current, update)
 
     def scatter_at(index, updates, combine):  # an n-buffer, updates[i] combined in at index[i]
-        return _scatter(full(0, [n], "int64"), [0], reshape(index, [n, 1]), updates, True, combine)
+        return scatter_indexed(full(0, [n], "int64"), [0], reshape(index, [n, 1]), updates, True, combine)
 
     # the first row of each run by run number (the others scatter out of range)
     first = slice_axis(scatter_at(select(starts, run, splat(dim_value(n), run)), order, set_), 0, 0, k)

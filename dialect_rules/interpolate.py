@@ -15,8 +15,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.extra_ops import sorted_positions
-from dialect_rules.subtensor import gather_indexed
-from lowering.builders import compare, convert, divide, full_like, ir_constant, reshape, select, shape_of
+from lowering.builders import compare, convert, divide, full_like, gather_indexed, ir_constant, reshape, select, shape_of
 from lowering.regions import any_true
 from lowering.registry import register_lowering
 

@@ -24,7 +24,6 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
-from dialect_rules.extra_ops import cumulative
 from dialect_rules.random import (
     beta_log_odds,
     bits,
@@ -61,7 +60,7 @@ from lowering.builders import (
     value_dtype,
     with_dtype,
 )
-from lowering.regions import any_true, fold, while_loop
+from lowering.regions import any_true, cumulative, fold, while_loop
 from lowering.types import static_shape
 
 F64 = "float64"

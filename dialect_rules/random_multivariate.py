@@ -14,7 +14,6 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.random import basic as rv
 
-from dialect_rules.extra_ops import cumulative
 from dialect_rules.linalg import (
     _along,
     _dims_differ,
@@ -70,7 +69,7 @@ from lowering.builders import (
     vector_element,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.regions import fold, sort
+from lowering.regions import cumulative, fold, sort
 from lowering.registry import register_lowering
 from lowering.types import static_shape
 

@@ -32,7 +32,6 @@ from pytensor.tensor.type import TensorType
 
 from dialect_rules.elemwise import inner_constants
 from dialect_rules.scalar import int_divmod
-from dialect_rules.subtensor import gather_indexed
 from lowering.builders import (
     broadcast_in_dim,
     cast_shape,
@@ -41,6 +40,7 @@ from lowering.builders import (
     dim_size,
     dim_value,
     full,
+    gather_indexed,
     iota,
     ir_constant,
     read_entry,

@@ -16,8 +16,7 @@ from pytensor.sparse.math import Dot as SparseDot
 from pytensor.sparse.math import StructuredDot
 from pytensor.sparse.type import SparseTensorType
 
-from dialect_rules.subtensor import gather_indexed
-from lowering.builders import broadcast_in_dim, convert, full, reshape, shape_of, transpose
+from lowering.builders import broadcast_in_dim, convert, full, gather_indexed, reshape, shape_of, transpose
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import scatter
 from lowering.registry import register_lowering

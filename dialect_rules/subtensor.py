@@ -10,7 +10,9 @@ Reads (`x[idx]`):
   executable per distinct value. A bound computed from a non-scalar input (`x[:v[0]]`)
   cannot be specialized on and fails at call time.
 - Run-time integer index: `dynamic_slice` (`dynamic_gather` where other dims are `?`),
-  whose shape does not depend on the value.
+  whose shape does not depend on the value. Along a `?` dim, which may be 0 (the index
+  then raises IndexError, but the shapes must hold), the slice is min(1, n) long and
+  padded to 1.
 - Advanced indices (integer arrays, broadcast together; 0-d integers among them count
   as advanced, as in numpy): slices and newaxes first, then one `gather`. The advanced
   dims go where the first advanced index was, or in front when a slice or newaxis
@@ -25,10 +27,11 @@ on GPU any of them may win. `ignore_duplicates` inc is a set of `x[idx] + y`, as
 
 Boolean masks: a mask is its `nonzero()`, one integer index per mask axis, as in numpy.
 A constant mask becomes those indices when lowering. A mask computed at run time lists
-its True positions first by a stable sort; their count is a size the program computes,
-which the runtime measures before specializing (as for `unique`). set/inc with a mask
-that is the only advanced index need no such size: a `select` (one value per masked
-row), or a scatter to the sorted positions (one value per True element).
+its True positions by a running count (each True element's rank among them, its slot);
+their count is a size the program computes, which the runtime measures before
+specializing (as for `unique`). set/inc with a mask that is the only advanced index need
+no such size: a `select` of y broadcast (one value per masked row) or of y read at each
+True element's rank (one value per True element, or a run-time count of 1 for all).
 
 Out of range: numpy raises IndexError for an integer index (or array element) out of
 range. XLA clamps gather/dynamic_slice/dynamic_update_slice starts into range and drops
@@ -65,7 +68,7 @@ from lowering.builders import (
     broadcast_to,
     compare,
     convert,
-    dim_max,
+    dim_min,
     dim_product,
     dim_sub,
     dim_size,
@@ -74,6 +77,8 @@ from lowering.builders import (
     dynamic_index,
     full,
     full_like,
+    gather_dims,
+    gather_indexed,
     ir_constant,
     is_static,
     iota,
@@ -88,9 +93,8 @@ from lowering.builders import (
     value_dtype,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.regions import any_true, fold
+from lowering.regions import any_true, cumulative, fold, scatter_indexed
 from lowering.regions import scatter as scatter_region
-from lowering.regions import sort as sort_region
 from lowering.registry import register_batched, register_lowering
 from lowering.types import static_shape
 
@@ -123,6 +127,7 @@ class _Array:
     mask: bool = False
     in_range: bool = False  # a mask's nonzero(): no check, no wrapping
     known: np.ndarray | None = field(default=None, compare=False)  # the values, from a graph constant
+    mask_length: int | None = None  # a constant mask's nonzero(): that mask axis's length
 
     @property
     def ndim(self) -> int:
@@ -133,11 +138,18 @@ _FULL = _Slice()
 _NEW = "newaxis"
 
 
+# No axis is longer than this: a step or bound past it acts as it does (and a uint64
+# one past int64's range, or a step of +-2**63, stays exact in i64 arithmetic).
+_HUGE = 2**62
+
+
 def _bound(var, value) -> Bound:
     if value is None or (isinstance(var, Constant) and var.data is None):
         return None
     if isinstance(var, Constant):
         return int(var.data)
+    if var.type.dtype == "uint64":
+        value = hlo.minimum(value, ir_constant(np.uint64(_HUGE)))
     return convert(value, "int64")
 
 
@@ -167,7 +179,10 @@ def _advanced_entries(ctx, node, index_vars, values) -> list:
             entries.append(_slice_entry(node, var, value))
         elif var.type.dtype == "bool":
             if isinstance(var, Constant):
-                entries += [_Array(ctx.constant(nz.astype(np.int64)), known=nz) for nz in np.nonzero(var.data)]
+                entries += [
+                    _Array(ctx.constant(nz.astype(np.int64)), known=nz, mask_length=length)
+                    for nz, length in zip(np.nonzero(var.data), var.data.shape)
+                ]
             else:
                 entries.append(_Array(value, mask=True))
         else:
@@ -319,12 +334,17 @@ def _index_range(ctx, index, n, axis, flags) -> _Range:
 def _slice_range(ctx, entry: _Slice, n: Dim) -> _Range:
     if _is(entry.step, 0):
         raise ValueError("slice step cannot be zero")
-    parts = (entry.start, entry.stop, entry.step)
+    step = entry.step
+    if isinstance(step, int):
+        step = max(-_HUGE, min(step, _HUGE))
+    elif step is not None:
+        step = hlo.clamp(_i64(-_HUGE), step, _i64(_HUGE))
+    parts = (entry.start, entry.stop, step)
     if isinstance(n, int) and all(p is None or isinstance(p, int) for p in parts):
         start, stop, step = slice(*parts).indices(n)
         length = len(range(start, stop, step))
         return _Range(start if length else 0, length, step)
-    step = 1 if entry.step is None else entry.step
+    step = 1 if step is None else step
     n = dim_value(n)
     zero, one = _i64(0), _i64(1)
     if isinstance(step, int):
@@ -400,13 +420,28 @@ def _take(x, ranges):
     # 2. run-time integer indices: a static-size dynamic_slice, so no value specialization
     axes = [i for i, r in enumerate(ranges) if r.runtime_index]
     if axes:
-        x = dynamic_index(x, axes, [ranges[i].start for i in axes])
+        # A dim that may be 0 at run time, where no slice of 1 fits (the index then raises
+        # IndexError, but the shapes must hold): slices of min(1, n), padded to 1.
+        x = dynamic_index(x, axes, [ranges[i].start for i in axes], [dim_min(1, shape[i]) for i in axes])
+        x = _padded_to_one(x, [i for i in axes if not isinstance(shape[i], int)])
     # 3. run-time steps (either sign): gather the visited positions
     for i, r in enumerate(ranges):
         if not isinstance(r.step, int):
             index = reshape(_positions(r), [r.length, 1])
             x = gather_indexed(x, [i], index, front=False)
     return x
+
+
+def _padded_to_one(x, axes):
+    """x, whose `axes` are 0 or 1 long, with each of them 1 long (a zero appended)."""
+    if not axes:
+        return x
+    rank = len(static_shape(x.type))
+    high = [int(i in axes) for i in range(rank)]
+    attr = ir.DenseI64ArrayAttr.get
+    x = hlo.pad(x, full(0, [], value_dtype(x)), attr([0] * rank), attr(high), attr([0] * rank))
+    shape = shape_of(x)
+    return _slice(x, [_Range(0, 1) if i in axes else _Range(0, n, whole=True) for i, n in enumerate(shape)], shape)
 
 
 def _slice(x, ranges, shape):
@@ -428,6 +463,9 @@ def _put(x, ranges, view):
     """x with the ranges replaced by `view` (shaped like `_take(x, ranges)`)."""
     x, ranges, flipped = _flip_negative_steps(x, ranges)
     batch = [i for i, r in enumerate(ranges) if not _is(r.step, 1)]
+    for i, n in enumerate(shape_of(x)):
+        if ranges[i].runtime_index and not isinstance(n, int):  # as in _take: n may be 0
+            view = slice_axis(view, i, 0, dim_min(1, n))
     if not batch:
         out = hlo.dynamic_update_slice(x, view, [dim_value(r.start) for r in ranges])
     else:
@@ -562,8 +600,9 @@ def _plan(ctx, x, entries) -> _Plan:
 
 def _broadcast_shape(arrays) -> list[Dim]:
     """The broadcast shape of the index arrays, numpy's: a static size wins; among sizes
-    known only at run time (a mask's True count among them), the largest, so that one
-    that is 1 at run time broadcasts (a mismatch fails when the call is specialized)."""
+    known only at run time (a mask's True count among them), the first that is not 1 at
+    run time, so that a 1 broadcasts, also to 0 (a mismatch fails when the call is
+    specialized)."""
     rank = max(len(static_shape(a.type)) for a in arrays)
     dims = []
     for d in range(rank):
@@ -576,7 +615,10 @@ def _broadcast_shape(arrays) -> list[Dim]:
             if shape[k] is not None:
                 chosen = shape[k]
                 break
-            chosen = dim_size(a, k) if chosen == 1 else dim_max(chosen, dim_size(a, k))
+            size = dim_size(a, k)
+            if not _is(chosen, 1):
+                size = select(compare(dim_value(chosen), _i64(1), "EQ"), dim_value(size), dim_value(chosen))
+            chosen = size
         dims.append(chosen)
     return dims
 
@@ -592,48 +634,6 @@ def _index_tensor(ctx, view, plan) -> tuple[ir.Value, list[int]]:
     batch = _broadcast_shape(arrays)
     parts = [reshape(broadcast_to(a, batch), [*batch, 1]) for a in arrays]
     return hlo.concatenate(parts, len(batch)), axes
-
-
-def _gather_dims(x, axes, batch, front):
-    """Output dims of x[index] and where its non-indexed (offset) dims go."""
-    shape = shape_of(x)
-    out = [d for i, d in enumerate(shape) if i not in axes]
-    at = 0 if front else axes[0]
-    out[at:at] = batch
-    offset = [j for j in range(len(out)) if not at <= j < at + len(batch)]
-    return out, offset
-
-
-def gather_indexed(x, axes, index, front):
-    """numpy's x[..., index, ...] on `axes`; `index` is (*batch, len(axes)) i64, in range."""
-    shape = shape_of(x)
-    batch = list(shape_of(index))[:-1]
-    out_dims, offset = _gather_dims(x, axes, batch, front)
-    if any(_is(shape[a], 0) for a in axes):  # nothing to read: numpy's result is empty (or raises)
-        return full(0, out_dims, value_dtype(x))
-    dnums = hlo.GatherDimensionNumbers.get(
-        offset_dims=offset, collapsed_slice_dims=list(axes), operand_batching_dims=[],
-        start_indices_batching_dims=[], start_index_map=list(axes), index_vector_dim=len(batch),
-    )
-    # A `?` indexed dim may be 0 at run time, where a slice of 1 would not fit: min(1, dim).
-    sizes = [(1 if isinstance(d, int) else hlo.minimum(d, _i64(1))) if i in axes else d
-             for i, d in enumerate(shape)]
-    out_type = result_type(out_dims, value_dtype(x))
-    if is_static(sizes):
-        return hlo.gather(x, index, dnums, ir.DenseI64ArrayAttr.get(sizes), results=[out_type])
-    return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
-
-
-def _scatter(x, axes, index, updates, front, combine):
-    """x with `updates` (shaped like `gather_indexed(x, axes, index, front)`) combined in."""
-    batch = list(shape_of(index))[:-1]
-    _, offset = _gather_dims(x, axes, batch, front)
-    dnums = hlo.ScatterDimensionNumbers.get(
-        update_window_dims=offset, inserted_window_dims=list(axes), input_batching_dims=[],
-        scatter_indices_batching_dims=[], scattered_dims_to_operand_dims=list(axes),
-        index_vector_dim=len(batch),
-    )
-    return scatter_region(x, index, updates, dnums, combine)
 
 
 @register_lowering(AdvancedSubtensor1)
@@ -667,13 +667,11 @@ def lower_batched_advanced_subtensor(ctx, node, batch_ndim, x, *index_values):
     return _advanced_read(ctx, node, x, positions + entries)
 
 
-def _true_first(flat_mask: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """The positions of a 1-d mask, its True ones first and in order (a stable sort),
-    and the True count (0-d i64)."""
-    size = dim_size(flat_mask, 0)
-    key = convert(hlo.not_(flat_mask), "int32")
-    _, order = sort_region([key, iota([size], 0, "int64")], 0, lambda a, b: compare(a[0], b[0], "LT"))
-    return order, fold(convert(flat_mask, "int64"), [0], hlo.add, 0)
+def _true_ranks(flat_mask: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Each element's rank among the True elements of a 1-d mask (the number of Trues
+    before it; a running count, O(n)), and the True count (0-d i64)."""
+    counts = cumulative(convert(flat_mask, "int64"), 0, hlo.add, 0)
+    return hlo.subtract(counts, full_like(counts, 1)), fold(convert(flat_mask, "int64"), [0], hlo.add, 0)
 
 
 def nonzero(x: ir.Value) -> list[ir.Value]:
@@ -684,8 +682,14 @@ def nonzero(x: ir.Value) -> list[ir.Value]:
     flat = reshape(x, [dim_product(shape)])
     if value_dtype(flat) != "bool":
         flat = compare(flat, full_like(flat, 0), "NE")  # NaN counts, as in numpy
-    order, count = _true_first(flat)
-    position = slice_axis(order, 0, 0, count)
+    ranks, count = _true_ranks(flat)
+    # Each True element's position to the slot of its rank; the others to a slot past
+    # the end, where scatter drops them.
+    size = dim_size(flat, 0)
+    positions = iota([size], 0, "int64")
+    slots = select(flat, ranks, splat(dim_value(size), ranks))
+    position = scatter_indexed(full(0, [size], "int64"), [0], reshape(slots, [size, 1]), positions, False, _take_update)
+    position = slice_axis(position, 0, 0, count)
     coordinates = []
     for d in reversed(shape[1:]):
         n = splat(dim_value(d), position)
@@ -706,13 +710,17 @@ def _masks_as_indices(entries) -> list:
 
 
 def _check_masks(ctx, node, x, entries) -> None:
-    """numpy's IndexError where a run-time mask's shape differs from the dims it covers
-    (its nonzero() would otherwise read inside x)."""
+    """numpy's IndexError where a mask's shape differs from the dims it covers (its
+    nonzero() would otherwise read inside x, as a short constant mask padded with False)."""
     shape, axis, flags = shape_of(x), 0, []
     for e in entries:
         if e is _NEW:
             continue
-        if isinstance(e, _Array) and e.mask:
+        if isinstance(e, _Array) and e.mask_length is not None:
+            if not _is(shape[axis], e.mask_length):
+                flags.append(compare(_i64(e.mask_length), dim_value(shape[axis]), "NE"))
+            axis += 1
+        elif isinstance(e, _Array) and e.mask:
             if e.ndim == 0:
                 raise UnsupportedParameterError(node, "a 0-d boolean index computed at run time")
             for j, d in enumerate(shape_of(e.value)):
@@ -758,15 +766,15 @@ def _advanced_write(ctx, node, x, y, entries):
     elif plan.arrays:
         index, axes = _index_tensor(ctx, view, plan)
         batch = list(shape_of(index))[:-1]
-        out_dims, _ = _gather_dims(view, axes, batch, plan.front)
+        out_dims, _ = gather_dims(view, axes, batch, plan.front)
         update = _update_value(node, y, out_dims, dtype)
         if op.set_instead_of_inc:
-            view = _scatter(view, axes, index, update, plan.front, _take_update)
+            view = scatter_indexed(view, axes, index, update, plan.front, _take_update)
         elif getattr(op, "ignore_duplicates", False):
             update = _add(gather_indexed(view, axes, index, plan.front), update)
-            view = _scatter(view, axes, index, update, plan.front, _take_update)
+            view = scatter_indexed(view, axes, index, update, plan.front, _take_update)
         else:
-            view = _scatter(view, axes, index, update, plan.front, _add_combiner)
+            view = scatter_indexed(view, axes, index, update, plan.front, _add_combiner)
     else:  # only slices and newaxes
         update = _update_value(node, y, shape_of(view), dtype)
         view = update if op.set_instead_of_inc else _add(view, update)
@@ -793,16 +801,19 @@ def _masked_write(ctx, node, view, mask, axis, y, dtype):
         y = broadcast_in_dim(y, shape, range(len(shape)))
         new = _add(view, y) if inc else y
         return select(broadcast_in_dim(mask, shape, range(axis, axis + k)), new, view)
-    # One value per True element: scattered to the True positions.
+    # One value per True element, in order (or one for all where y's count is 1 at run
+    # time, as numpy broadcasts it): each True position reads y at its rank among them.
     size = dim_product(masked)
-    flat_view = reshape(view, [*before, size, *after])
-    order, trues = _true_first(reshape(mask, [size]))
+    flat_shape = [*before, size, *after]
+    flat_view = reshape(view, flat_shape)
+    flat_mask = reshape(mask, [size])
+    rank, trues = _true_ranks(flat_mask)
     count = dim_size(y, len(y_shape) - 1 - len(after))
-    _raise_if(ctx, [compare(trues, dim_value(count), "NE")], ValueError,
-              "boolean index assignment: the number of values does not match the mask's True count")
-    positions = _slice(order, [_Range(0, count)], [size])
-    index = reshape(positions, [count, 1])
-    update = broadcast_to(y, [*before, count, *after])
-    flat_view = _scatter(flat_view, [axis], index, update, False,
-                         _add_combiner if inc else _take_update)
-    return reshape(flat_view, shape)
+    one = _i64(1)
+    _raise_if(ctx, [hlo.and_(compare(trues, dim_value(count), "NE"), compare(dim_value(count), one, "NE"))],
+              ValueError, "boolean index assignment: the number of values does not match the mask's True count")
+    last = hlo.maximum(hlo.subtract(dim_value(count), one), _i64(0))
+    rank = hlo.clamp(_i64(0), rank, splat(last, rank))  # a count of 1: every position reads y's one
+    taken = gather_indexed(broadcast_to(y, [*before, count, *after]), [axis], reshape(rank, [size, 1]), front=False)
+    new = _add(flat_view, taken) if inc else taken
+    return reshape(select(broadcast_in_dim(flat_mask, flat_shape, [axis]), new, flat_view), shape)

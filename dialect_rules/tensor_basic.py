@@ -26,26 +26,27 @@ from pytensor.tensor.basic import (
 import numpy as np
 
 from lowering.builders import (
-    dim_value,
-    divide,
-    shape_of,
+    any_of,
+    broadcast_in_dim,
+    broadcast_to,
+    compare,
+    convert,
     dim_add,
     dim_max,
     dim_min,
     dim_sub,
-    transpose,
-    full_like,
-    slice_axis,
-    vector_element,
-    broadcast_in_dim,
-    broadcast_to,
-    any_of,
-    compare,
-    convert,
+    dim_value,
+    divide,
     full,
-    ir_constant,
+    full_like,
+    gather_indexed,
     iota,
+    ir_constant,
     reshape,
+    shape_of,
+    slice_axis,
+    transpose,
+    vector_element,
 )
 from dialect_rules.subtensor import nonzero
 from lowering.errors import UnsupportedParameterError
@@ -158,7 +159,6 @@ def lower_split(ctx, node, x, axis, splits):
 @register_lowering(ExtractDiag)
 def lower_extract_diag(ctx, node, x):
     """np.diagonal: move axis1, axis2 last, gather the (i, i + offset) pairs."""
-    from dialect_rules.subtensor import gather_indexed
 
     op = node.op
     rank = node.inputs[0].type.ndim

@@ -514,10 +514,12 @@ def with_scratch(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     )
 
 
-def dynamic_index(x, axes, starts):
-    """x with the `axes` sliced to size 1 at the run-time `starts` (XLA clamps them into range)."""
+def dynamic_index(x, axes, starts, lengths=None):
+    """x with the `axes` sliced to size 1 (or `lengths`) at the run-time `starts` (XLA
+    clamps them into range)."""
     shape = shape_of(x)
-    sizes = [1 if i in axes else d for i, d in enumerate(shape)]
+    lengths = dict(zip(axes, lengths or [1] * len(axes)))
+    sizes = [lengths.get(i, d) for i, d in enumerate(shape)]
     if is_static(sizes):
         begin = [ir_constant(np.int64(0))] * len(shape)
         for i, s in zip(axes, starts):
@@ -529,6 +531,36 @@ def dynamic_index(x, axes, starts):
         start_indices_batching_dims=[], start_index_map=list(axes), index_vector_dim=0,
     )
     out_type = result_type(sizes, value_dtype(x))
+    return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
+
+
+def gather_dims(x, axes, batch, front):
+    """Output dims of x[index] and where its non-indexed (offset) dims go."""
+    shape = shape_of(x)
+    out = [d for i, d in enumerate(shape) if i not in axes]
+    at = 0 if front else axes[0]
+    out[at:at] = batch
+    offset = [j for j in range(len(out)) if not at <= j < at + len(batch)]
+    return out, offset
+
+
+def gather_indexed(x, axes, index, front):
+    """numpy's x[..., index, ...] on `axes`; `index` is (*batch, len(axes)) i64, in range."""
+    shape = shape_of(x)
+    batch = list(shape_of(index))[:-1]
+    out_dims, offset = gather_dims(x, axes, batch, front)
+    if any(isinstance(shape[a], int) and shape[a] == 0 for a in axes):  # nothing to read: numpy's result is empty (or raises)
+        return full(0, out_dims, value_dtype(x))
+    dnums = hlo.GatherDimensionNumbers.get(
+        offset_dims=offset, collapsed_slice_dims=list(axes), operand_batching_dims=[],
+        start_indices_batching_dims=[], start_index_map=list(axes), index_vector_dim=len(batch),
+    )
+    # A `?` indexed dim may be 0 at run time, where a slice of 1 would not fit: min(1, dim).
+    sizes = [(1 if isinstance(d, int) else hlo.minimum(d, ir_constant(np.int64(1)))) if i in axes else d
+             for i, d in enumerate(shape)]
+    out_type = result_type(out_dims, value_dtype(x))
+    if is_static(sizes):
+        return hlo.gather(x, index, dnums, ir.DenseI64ArrayAttr.get(sizes), results=[out_type])
     return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
 
 

@@ -9,8 +9,27 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from lowering.builders import cast_shape, full, ir_constant, result_type, select, shape_of, value_dtype
-from lowering.types import tensor_type
+from lowering.builders import (
+    broadcast_in_dim,
+    cast_shape,
+    compare,
+    dim_product,
+    dim_value,
+    full,
+    full_like,
+    gather_dims,
+    gather_indexed,
+    iota,
+    ir_constant,
+    reshape,
+    result_type,
+    select,
+    shape_of,
+    splat,
+    transpose,
+    value_dtype,
+)
+from lowering.types import static_shape, tensor_type
 
 
 def reduce(
@@ -208,3 +227,56 @@ def if_else(
         with ir.InsertionPoint(region.blocks.append()):
             hlo.return_([cast_shape(v, t) for v, t in zip(branch(), types)])
     return list(op.results)
+
+
+def scatter_indexed(x, axes, index, updates, front, combine):
+    """x with `updates` (shaped like `gather_indexed(x, axes, index, front)`) combined in."""
+    batch = list(shape_of(index))[:-1]
+    _, offset = gather_dims(x, axes, batch, front)
+    dnums = hlo.ScatterDimensionNumbers.get(
+        update_window_dims=offset, inserted_window_dims=list(axes), input_batching_dims=[],
+        scatter_indices_batching_dims=[], scattered_dims_to_operand_dims=list(axes),
+        index_vector_dim=len(batch),
+    )
+    return scatter(x, index, updates, dnums, combine)
+
+
+def cumulative(x, axis, combine, identity):
+    """Inclusive scan along `axis`: a reduce_window where the axis is static, otherwise
+    `prefix_scan`."""
+    n = static_shape(x.type)[axis]
+    if n is None:
+        return prefix_scan(x, axis, combine, identity)
+    rank = len(static_shape(x.type))
+    window = [n if i == axis else 1 for i in range(rank)]
+    padding = [(n - 1, 0) if i == axis else (0, 0) for i in range(rank)]
+    init = ir_constant(np.asarray(identity, dtype=value_dtype(x)))
+    return reduce_window(x, init, window, padding, combine)
+
+
+def prefix_scan(x, axis, combine, identity):
+    """Inclusive scan along `axis` of a size known only at run time: log2(n) rounds, round
+    i combining each row with the row 2**i before it (a row gather), so every shape is
+    static once n is (a reduce_window needs n as an attribute)."""
+
+    rank = len(static_shape(x.type))
+    perm = [axis] + [d for d in range(rank) if d != axis]
+    moved = transpose(x, perm)
+    dims = shape_of(moved)
+    rows = reshape(moved, [dims[0], dim_product(dims[1:])])
+    positions = iota([dims[0]], 0, "int64")
+    zero, one = full_like(positions, 0), dim_value(1)
+    empty = full_like(rows, identity)
+
+    def cond(values):  # the last round needed shifts by less than n
+        return compare(hlo.shift_left(one, values[0]), dim_value(dims[0]), "LT")
+
+    def body(values):
+        i, acc = values
+        source = hlo.subtract(positions, splat(hlo.shift_left(one, i), positions))
+        earlier = gather_indexed(acc, [0], reshape(hlo.maximum(source, zero), [dims[0], 1]), front=True)
+        valid = broadcast_in_dim(compare(source, zero, "GE"), shape_of(acc), [0])
+        return [hlo.add(i, one), combine(acc, select(valid, earlier, empty))]
+
+    out = while_loop([dim_value(0), rows], cond, body)[1]
+    return transpose(reshape(out, dims), list(np.argsort(perm)))

@@ -115,6 +115,44 @@ def test_out_of_range_indices_raise_index_error():
     np.testing.assert_array_equal(gather(value, [-4, 3])[1], value[:, [-4, 3]])
 
 
+def test_index_into_an_empty_run_time_dim_raises_index_error():
+    """No slice of 1 fits a dim that is 0 at run time: specializing used to fail first,
+    with a ValueError about the slice size."""
+    x, n = pt.matrix("x"), pt.lscalar("n")
+    outs = [x[n], x[:, n], pt.set_subtensor(x[n], 1.0), pt.inc_subtensor(x[:, n], 1.0)]
+    for i, out in enumerate(outs):
+        f = pytensor.function([x, n], out, mode="STABLEHLO")
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(np.zeros((0, 0)), 0)
+        with pytest.raises(IndexError, match="out of bounds"):
+            f(np.zeros((0, 3)) if i % 2 == 0 else np.zeros((3, 0)), -1)
+    compare_with_py([x, n], outs, [np.arange(6.0).reshape(2, 3), np.array(-2)])
+
+
+def test_uint64_indices_past_int64_are_out_of_range():
+    """numpy raises for a uint64 index of 2**64 - 1 (the Python mode an OverflowError);
+    converted to int64 it used to read x[-1]."""
+    x, u = pt.vector("x"), pt.scalar("u", dtype="uint64")
+    for out in [x[u], pt.set_subtensor(x[u], 1.0)]:
+        f = pytensor.function([x, u], out, mode="STABLEHLO")
+        for bad in (2**64 - 1, 2**64 - 7, 2**63):
+            with pytest.raises(IndexError):
+                f(np.arange(7.0), np.uint64(bad))
+    # As a slice bound (the rewrites cannot take a uint64 bound: PyTensor's ShapeFeature fails)
+    outs = [x[u:], x[:u], x[::u], pt.set_subtensor(x[::u], -1.0)]
+    for bound in (2**64 - 1, 2**63, 3):
+        compare_with_py([x, u], outs, [np.arange(7.0), np.uint64(bound)], modes=(RAW_MODE,))
+
+
+@pytest.mark.parametrize("step", [2**63 - 1, 2**62 + 1, -(2**63), -(2**63) + 1, 2**40])
+def test_slice_steps_near_int64_limits(step):
+    """The length (stop - start + step - 1) // step overflowed int64 for such steps."""
+    x, s, a = pt.vector("x"), pt.lscalar("s"), pt.lscalar("a")
+    outs = [x[::s], x[a::s], x[::step], x[a:-1:step], pt.set_subtensor(x[::s], 1.0),
+            pt.inc_subtensor(x[a::step], 1.0)]
+    compare_with_py([x, s, a], outs, [np.arange(7.0), np.array(step), np.array(2)])
+
+
 # --- basic writes ----------------------------------------------------------------------------
 
 
@@ -200,6 +238,18 @@ def test_constant_boolean_masks():
     outs = [x[mask], x[mask[:, 0]], x[:, mask[0]], x[mask[:, 0], 1:], pt.set_subtensor(x[mask], 0.0),
             pt.inc_subtensor(x[:, mask[0]], 1.0)]
     compare_with_py([x], outs, [np.arange(20.0).reshape(4, 5)])
+
+
+def test_constant_boolean_mask_of_the_wrong_length_raises():
+    """A constant mask becomes its nonzero() indices when lowering; a short one used to
+    read (and write) as if padded with False."""
+    x = pt.matrix("x")
+    mask = pt.constant(np.array([True, False, True]))
+    for out in [x[mask], pt.set_subtensor(x[mask], 0.0), x[:, mask]]:
+        f = pytensor.function([x], out, mode="STABLEHLO")
+        with pytest.raises(IndexError, match="boolean index did not match"):
+            f(np.arange(8.0).reshape(4, 2))
+    compare_with_py([x], [x[mask], pt.set_subtensor(x[:, mask], 1.0)], [np.arange(9.0).reshape(3, 3)])
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "int64"])
@@ -309,6 +359,17 @@ def test_advanced_non_contiguous_and_empty():
     compare_with_py([x, iv], [x[iv], x[iv, iv], pt.set_subtensor(x[:, iv], 1.0)], [np.zeros((0, 3)), empty])
 
 
+def test_index_arrays_of_run_time_length_one_broadcast_to_zero():
+    """numpy broadcasts a length-1 index array against an empty one (the broadcast shape
+    used to be the larger run-time length, 1)."""
+    x, i, j = pt.matrix("x"), pt.lvector("i"), pt.lvector("j")
+    outs = [x[i, j], x[j, i], pt.set_subtensor(x[i, j], 1.0), pt.inc_subtensor(x[j, i], 1.0)]
+    base = np.arange(12.0).reshape(3, 4)
+    one, empty = np.array([1]), np.array([], dtype=np.int64)
+    for vi, vj in [(one, empty), (empty, one), (one, np.array([0, 2])), (np.array([2, 0]), np.array([1, 2]))]:
+        compare_with_py([x, i, j], outs, [base, vi, vj])
+
+
 # --- advanced writes -----------------------------------------------------------------------
 
 
@@ -373,6 +434,20 @@ def test_writes_with_runtime_boolean_masks(dtype):
     mask = np.arange(20).reshape(4, 5) % 3 == 0
     values = [_matrix(dtype), mask, np.array([True, False, True, True, False]), finite_values(dtype, 8, seed=2)]
     compare_with_py([x, m, mv, y], outs, values)
+
+
+def test_mask_writes_broadcast_a_run_time_count_of_one():
+    """numpy broadcasts a value of length 1 over the True elements, also where that
+    length is known only at run time (it used to raise the True count mismatch)."""
+    x, m = pt.vector("x"), pt.vector("m", dtype="bool")
+    X, Y, Z, y = pt.matrix("X"), pt.matrix("Y"), pt.matrix("Z"), pt.vector("y")
+    outs = [pt.set_subtensor(x[m], y), pt.inc_subtensor(x[m], y), pt.set_subtensor(X[:, m], Y),
+            pt.inc_subtensor(X[m[:3]], Z)]
+    mask = np.array([True, False, True, True])  # 3 True; m[:3] has 2
+    for y_len, y_shape, z_shape in [(1, (1, 1), (1, 1)), (3, (3, 3), (2, 4)), (1, (1, 3), (2, 1)), (3, (3, 1), (1, 4))]:
+        values = [np.arange(4.0), mask, np.arange(12.0).reshape(3, 4), np.full(y_shape, 7.0),
+                  np.full(z_shape, -1.0), np.arange(1.0, y_len + 1)]
+        compare_with_py([x, m, X, Y, Z, y], outs, values)
 
 
 def test_mask_write_with_wrong_count_raises():

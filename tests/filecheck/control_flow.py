@@ -27,7 +27,7 @@ out = ifelse(n > 0, x[n] * shared, pt.log(shared))
 # CHECK: %[[FLAGS:.*]] = stablehlo.concatenate %[[FLAG]]
 # CHECK: return %[[IF]]#0, %[[FLAGS]]
 # CHECK: func.func private @ifelse_then
-# CHECK: stablehlo.dynamic_slice
+# CHECK: stablehlo.dynamic_gather
 # CHECK: func.func private @ifelse_else(%arg0: tensor<?xf64>) -> tensor<?xf64>
 # CHECK-NEXT: stablehlo.log %arg0
 print_ir("ifelse", [x, n], [out], raw=True)
@@ -35,7 +35,7 @@ print_ir("ifelse", [x, n], [out], raw=True)
 # CHECK-LABEL: TEST: ifelse opt
 # CHECK-NOT: func.call
 # CHECK: "stablehlo.if"
-# CHECK: stablehlo.dynamic_slice
+# CHECK: stablehlo.dynamic_gather
 # CHECK: }, {
 # CHECK: stablehlo.log
 # CHECK-NOT: func.func private

@@ -80,15 +80,18 @@ print_ir("scatter_set", [s, iv], pt.set_subtensor(s[iv], 1.0), raw=True)
 # CHECK: stablehlo.dynamic_update_slice %arg0, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<4x5xf64>, tensor<1x2xf64>, tensor<i64>, tensor<i64>)
 print_ir("set_basic", [s, n], pt.set_subtensor(s[n, 1:3], 1.0))
 
-# A mask computed at run time is its nonzero(): a stable sort puts the True positions
-# first, their count (a reduce) bounds a real_dynamic_slice whose size the runtime
-# measures, and remainder/divide unravel them into one index per mask axis. One check:
-# the mask's shape against x's (no range check on indices that cannot leave x).
+# A mask computed at run time is its nonzero(): a running count (here, of unknown
+# length, log2(n) rounds of a while) ranks the True elements, a scatter puts each
+# one's position at its rank, their count (a reduce) bounds a real_dynamic_slice whose
+# size the runtime measures, and remainder/divide unravel them into one index per mask
+# axis. One check: the mask's shape against x's (no range check on indices that cannot
+# leave x).
 # CHECK-LABEL: TEST: mask_read raw
 # CHECK: stablehlo.compare NE, {{.*}} : (tensor<i64>, tensor<i64>) -> tensor<i1>
 # CHECK: stablehlo.or {{.*}} : tensor<i1>
-# CHECK: "stablehlo.sort"
+# CHECK: stablehlo.while
 # CHECK: stablehlo.reduce({{.*}}) applies stablehlo.add
+# CHECK: "stablehlo.scatter"
 # CHECK: stablehlo.real_dynamic_slice
 # CHECK: stablehlo.remainder
 # CHECK: stablehlo.divide
