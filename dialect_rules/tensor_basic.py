@@ -26,6 +26,7 @@ from pytensor.tensor.basic import (
 import numpy as np
 
 from lowering.builders import (
+    all_of,
     any_of,
     broadcast_in_dim,
     broadcast_to,
@@ -43,6 +44,7 @@ from lowering.builders import (
     iota,
     ir_constant,
     reshape,
+    select,
     shape_of,
     slice_axis,
     transpose,
@@ -178,25 +180,49 @@ def _add_const(x, k: int):
 
 @register_lowering(ARange)
 def lower_arange(ctx, node, start, stop, step):
-    """np.arange: ceil((stop - start) / step) elements (computed in float64), start + i * step."""
+    """np.arange: ceil((stop - start) / step) elements (computed in float64), start + i * step,
+    with numpy's length rules: one element where the quotient underflows to +0 (a step
+    past the span), ValueError where it is NaN or does not fit an int64."""
     dtype = node.outputs[0].type.dtype
-    ctx.runtime_check(
-        compare(convert(step, "float64"), ir_constant(0.0), "EQ"), ZeroDivisionError,
-        "arange: step is zero",
-    )
+    f64 = functools.partial(convert, dtype="float64")
+    ctx.runtime_check(compare(f64(step), ir_constant(0.0), "EQ"), ZeroDivisionError, "arange: step is zero")
     length = node.outputs[0].type.shape[0]
     if length is None:
-        span = divide(
-            hlo.subtract(convert(stop, "float64"), convert(start, "float64")), convert(step, "float64")
-        )
+        zero = ir_constant(0.0)
+        delta = hlo.subtract(f64(stop), f64(start))
+        span = divide(delta, f64(step))
+        nan = compare(span, span, "NE")
+        too_long = compare(hlo.abs(span), ir_constant(2.0**63), "GE")
+        ctx.runtime_check(nan, ValueError, "arange: cannot compute length")
+        ctx.runtime_check(too_long, ValueError, "Maximum allowed size exceeded")
         # ceil as trunc + (trunc < span): ops the shape folding evaluates, unlike `ceil`
         whole = convert(span, "int64")
         rounded_up = compare(convert(whole, "float64"), span, "LT")
-        length = hlo.add(whole, convert(rounded_up, "int64"))
-        length = hlo.maximum(length, ir_constant(np.int64(0)))
-    positions = iota([length], 0, dtype)
-    step, start = (broadcast_in_dim(convert(v, dtype), [length], []) for v in (step, start))
-    return hlo.add(hlo.multiply(positions, step), start)
+        underflow = all_of(  # span is +0 (not -0) where delta and step have one sign
+            compare(span, zero, "EQ"), compare(delta, zero, "NE"),
+            compare(compare(delta, zero, "GT"), compare(f64(step), zero, "GT"), "EQ"),
+        )
+        length = hlo.add(whole, convert(hlo.or_(rounded_up, underflow), "int64"))
+        # 0 where a check fails: the shapes must hold until it raises
+        length = hlo.maximum(select(hlo.or_(nan, too_long), ir_constant(np.int64(0)), length), ir_constant(np.int64(0)))
+    if np.dtype(dtype).kind != "f":
+        positions = iota([length], 0, dtype)
+        step, start = (broadcast_in_dim(convert(v, dtype), [length], []) for v in (step, start))
+        return hlo.add(hlo.multiply(positions, step), start)
+    # numpy's fill: start, then start + step (perform's Python numbers: float64 or an
+    # exact int), then start + i * delta, delta the difference of those two in the output
+    # type (float16's in float32)
+    floats = any(np.dtype(v.type.dtype).kind == "f" for v in (node.inputs[0], node.inputs[2]))
+    pair = "float64" if floats else "int64"
+    second = convert(hlo.add(convert(start, pair), convert(step, pair)), dtype)
+    compute = "float32" if dtype == "float16" else dtype
+    start, second = convert(start, compute), convert(second, compute)
+    delta = hlo.subtract(second, start)
+    positions = iota([length], 0, compute)
+    values = hlo.add(broadcast_in_dim(start, [length], []), hlo.multiply(positions, broadcast_in_dim(delta, [length], [])))
+    for i, value in ((1, second), (0, start)):  # exactly (start + 0 * inf is NaN)
+        values = select(compare(positions, full_like(positions, i), "EQ"), broadcast_in_dim(value, [length], []), values)
+    return convert(values, dtype)
 
 
 @register_lowering(Eye)

@@ -87,6 +87,42 @@ def test_negative_run_time_sizes_raise_numpys_error(make):
     assert f(0, np.ones(3)).size == 0
 
 
+@pytest.mark.parametrize("dtypes", [("float64",) * 3, ("float32",) * 3, ("float16",) * 3, ("int32", "int32", "float32"),
+                                    ("int8", "float32", "int8")])
+@pytest.mark.parametrize("dtype", [None, "float32", "float64"])
+def test_arange_fills_as_numpy(dtypes, dtype):
+    """numpy's fill: start, start + step (perform's Python floats), then start + i * delta
+    with delta the difference of those two in the output type. start + i * step, as
+    before, was up to 5,000 ulps off near zero."""
+    start, stop, step = (pt.scalar(f"v{i}", dtype=d) for i, d in enumerate(dtypes))
+    out = pt.arange(start, stop, step, dtype=dtype) if dtype else pt.arange(start, stop, step)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        a, s = rng.normal() * 10.0 ** rng.integers(-1, 4), rng.normal() * 10.0 ** rng.integers(-1, 2)
+        values = [np.asarray(v).astype(d) for v, d in zip((a, a + rng.integers(1, 30) * s, s), dtypes)]
+        if values[2] != 0:
+            compare_with_py([start, stop, step], [out], values, rtol=0, atol=0)
+
+
+def test_arange_lengths_at_the_edges():
+    """numpy: one element where (stop - start) / step underflows to +0 (a step past the
+    span, also an infinite one); ValueError where that quotient is NaN or too long."""
+    start, stop, step = pt.dscalar("start"), pt.dscalar("stop"), pt.dscalar("step")
+    f = pytensor.function([start, stop, step], pt.arange(start, stop, step), mode="STABLEHLO")
+    py = pytensor.function([start, stop, step], pt.arange(start, stop, step), mode=PY_MODE)
+    for values in [(0.0, 10.0, np.inf), (0.0, 1e-300, 1e300), (0.0, -1e-300, 1e300), (0.0, 10.0, -np.inf),
+                   (-0.0, 1e-300, -1e300), (5.0, 0.0, -2.0)]:
+        np.testing.assert_array_equal(f(*values), py(*values))
+    for values, message in [((0.0, np.inf, 1.0), "Maximum allowed size exceeded"),
+                            ((0.0, -np.inf, 1.0), "Maximum allowed size exceeded"),
+                            ((0.0, 1e300, 1.0), "Maximum allowed size exceeded"),
+                            ((0.0, np.nan, 1.0), "cannot compute length"), ((np.inf, np.inf, 1.0), "cannot compute length")]:
+        with pytest.raises(ValueError, match=message):
+            py(*values)
+        with pytest.raises(ValueError, match=message):
+            f(*values)
+
+
 def test_arange_with_zero_step_raises():
     n, step = pt.lscalar("n"), pt.lscalar("step")
     f = pytensor.function([n, step], pt.arange(0, n, step), mode="STABLEHLO")
