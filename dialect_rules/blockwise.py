@@ -10,8 +10,10 @@ core output shapes from the inputs' shapes alone; core shapes that depend on inp
 values (`eye(n)` with a batched `n`) are refused when lowering.
 
 Batch dims broadcast as in Elemwise: only a dim that is statically 1 broadcasts
-(PyTensor forbids run-time broadcasting). Batched rules fail when the call's shapes are
-specialized; a loop checks the sizes when it is called.
+(PyTensor forbids run-time broadcasting). Sizes known at run time only are checked
+against each other as perform checks them (ValueError), and a batched rule's operands
+are broadcast to one batch shape first, so a mismatch that cannot broadcast fails when
+the call's shapes are specialized, before any LAPACK call reads past an input.
 """
 
 from __future__ import annotations
@@ -105,17 +107,27 @@ def lower_blockwise(ctx, node, *operands):
     batch_ndim = node.op.batch_ndim(node)
     if batch_ndim:
         dims = batch_dims(node, operands, batch_ndim)
-        operands = [_broadcast_batch(x, dims) for x in operands]
+        _check_batch_dims(ctx, operands, dims)
+        operands = [_broadcast_batch(x, dims, operands) for x in operands]
     return rule(ctx, node, batch_ndim, *operands)
 
 
-def _broadcast_batch(x, dims):
+def _broadcast_batch(x, dims, operands):
+    """x with the batch dims `dims`: a static 1 broadcasts, and a `?` dim other than the
+    one `batch_dims` read is tied to it, so that every operand of a batched rule has
+    the same batch shape once the call is specialized (a LAPACK call checks none: a
+    shorter batch would be read past its end)."""
     shape = static_shape(x.type)
-    if all(s != 1 or d == 1 for s, d in zip(shape, dims)):
+
+    def as_is(d, s):
+        if s is None:
+            return not isinstance(dims[d], int) and x is next(y for y in operands if static_shape(y.type)[d] != 1)
+        return s != 1 or dims[d] == 1
+
+    if all(as_is(d, s) for d, s in enumerate(shape[: len(dims)])):
         return x
     core = shape_of(x)[len(dims):]
-    rank = len(shape)
-    return broadcast_in_dim(x, list(dims) + list(core), range(rank))
+    return broadcast_in_dim(x, list(dims) + list(core), range(len(shape)))
 
 
 # --- one batch entry at a time ------------------------------------------------------------

@@ -480,6 +480,32 @@ def test_blockwise_batches_broadcast():
     compare_with_py([x, y, z], outputs, [a, b, s])
 
 
+@pytest.mark.parametrize("solve", ["cho_solve", "solve_triangular", "solve_pos", "lu_solve", "solve_gen"])
+def test_batch_sizes_known_at_run_time_only_are_checked(solve):
+    """A batched LAPACK call checks no shapes: a batch of 3 matrices against 2 (or 1)
+    right-hand sides read past the shorter one and returned garbage. Now numpy's
+    ValueError, as perform's (the Python mode: "shape mismatch", "Runtime broadcasting
+    not allowed"), before anything runs where the sizes cannot broadcast."""
+    a, b = pt.tensor3("a"), pt.tensor3("b")
+    x = {
+        "cho_solve": lambda: sl.cho_solve((a, True), b, b_ndim=2),
+        "solve_triangular": lambda: sl.solve_triangular(a, b, lower=True, b_ndim=2),
+        "solve_pos": lambda: sl.solve(a, b, assume_a="pos", b_ndim=2),
+        "lu_solve": lambda: sl.lu_solve(sl.lu_factor(a), b, b_ndim=2),
+        "solve_gen": lambda: sl.solve(a, b, b_ndim=2),
+    }[solve]()
+    f = pytensor.function([a, b], x, mode="STABLEHLO")
+    py = pytensor.function([a, b], x, mode=PY_MODE)
+    matrices = np.stack([np.eye(2) * (i + 2) for i in range(3)])
+    rhs = np.stack([np.ones((2, 1)) * (i + 1) for i in range(3)])
+    for batch_a, batch_b in [(3, 2), (3, 1), (1, 3), (2, 3)]:
+        with pytest.raises(ValueError):
+            py(matrices[:batch_a], rhs[:batch_b])
+        with pytest.raises(ValueError):
+            f(matrices[:batch_a], rhs[:batch_b])
+    np.testing.assert_allclose(f(matrices, rhs), py(matrices, rhs))
+
+
 EMPTY_CASES = {
     "cholesky": lambda x: [sl.cholesky(x)],
     "inverse": lambda x: [nl.matrix_inverse(x)],
