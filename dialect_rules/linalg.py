@@ -135,11 +135,15 @@ def _real_dtype(dtype) -> str:
     return {"complex64": "float32", "complex128": "float64"}.get(np.dtype(dtype).name, np.dtype(dtype).name)
 
 
-def _in_precision(node, *operands, out=0):
-    """Operands converted to the LAPACK precision of output `out`, and that precision."""
+def _in_precision(node, *operands, out=0, double=False):
+    """Operands converted to the LAPACK precision of output `out`, and that precision.
+    `double`: numpy.linalg's (double or complex double whatever the input, the result
+    rounded to the output's type), for the Ops whose perform calls numpy.linalg."""
     dtype = np.dtype(node.outputs[out].type.dtype)
     if any(is_complex(x) for x in operands):  # eigh, eigvalsh: real results of complex input
         dtype = np.promote_types(dtype, np.complex64)
+    if double:
+        dtype = np.promote_types(dtype, np.float64)
     dtype = _lapack_dtype(dtype)
     return [convert(x, dtype) for x in operands], dtype
 
@@ -599,7 +603,7 @@ def lower_solve(ctx, node, batch_ndim, a, b):
 
 @linalg_rule(MatrixInverse)
 def lower_matrix_inverse(ctx, node, batch_ndim, x):
-    [x], dtype = _in_precision(node, x)
+    [x], dtype = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
     inverse, ok = _lu_solve_augmented(x, _eye(shape_of(x), dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
@@ -624,7 +628,7 @@ def _flip_if(odd, x):
 
 @linalg_rule(Det)
 def lower_det(ctx, node, batch_ndim, x):
-    [x], _ = _in_precision(node, x)
+    [x], _ = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
     diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
     return _declared(node, _flip_if(odd, fold(diag, [batch_ndim], hlo.multiply, 1)), 0)
@@ -634,7 +638,7 @@ def lower_det(ctx, node, batch_ndim, x):
 def lower_slogdet(ctx, node, batch_ndim, x):
     """numpy's slogdet: sign (a unit complex number for complex x, 0 when singular)
     and log|det|."""
-    [x], _ = _in_precision(node, x)
+    [x], _ = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
     diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
     magnitude = hlo.abs(diag)
@@ -664,7 +668,7 @@ def _syevd(a, lower: bool, vectors: bool):
 
 @linalg_rule(Eigh)
 def lower_eigh(ctx, node, batch_ndim, x):
-    [x], _ = _in_precision(node, x)
+    [x], _ = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
     w, v, ok = _syevd(x, core_op(node).UPLO == "L", vectors=True)
     w, v = _failed(ctx, ok, [w, v], "Eigenvalues did not converge")
@@ -765,7 +769,7 @@ def _gesdd(x, mode: str):
 @linalg_rule(SVD)
 def lower_svd(ctx, node, batch_ndim, x):
     op = core_op(node)
-    [x], _ = _in_precision(node, x)
+    [x], _ = _in_precision(node, x, double=True)
     mode = "N" if not op.compute_uv else ("A" if op.full_matrices else "S")
     s, u, vt, ok = _gesdd(x, mode)
     outs = [u, s, vt] if op.compute_uv else [s]
@@ -777,7 +781,7 @@ def lower_svd(ctx, node, batch_ndim, x):
 def lower_matrix_pinv(ctx, node, batch_ndim, x):
     """numpy.linalg.pinv: reduced SVD (eigh when hermitian), singular values at most
     1e-15 times the largest dropped."""
-    [x], dtype = _in_precision(node, x)
+    [x], dtype = _in_precision(node, x, double=True)
     rank = batch_ndim + 2
     if core_op(node).hermitian:
         w, u, ok = _syevd(x, True, vectors=True)
@@ -902,9 +906,9 @@ def lower_lstsq(ctx, node, a, b, rcond):
 @linalg_rule(Eig)
 def lower_eig(ctx, node, batch_ndim, x):
     """numpy.linalg.eig: geev's eigenvalues and unit-norm right eigenvectors, complex."""
-    out_dtype = node.outputs[0].type.dtype
-    # A real matrix goes to the real geev (complex results built from wr, wi).
-    dtype = _lapack_dtype(out_dtype) if is_complex(x) else _real_dtype(_lapack_dtype(out_dtype))
+    # In double precision, as numpy.linalg; a real matrix goes to the real geev (complex
+    # results built from wr, wi).
+    dtype = "complex128" if is_complex(x) else "float64"
     x = convert(x, dtype)
     _require(ctx, [_matrix_dims(x)])
     dims = shape_of(x)
@@ -1630,7 +1634,7 @@ def lower_tensor_inv(ctx, node, a):
     """numpy.linalg.tensorinv: the inverse of a reshaped to (prod(shape[:ind]), rest),
     shaped back as shape[ind:] + shape[:ind]; numpy's LinAlgError when singular."""
     ind = node.op.ind
-    [a], dtype = _in_precision(node, a)
+    [a], dtype = _in_precision(node, a, double=True)
     dims = shape_of(a)
     rows, cols = dim_product(dims[:ind]), dim_product(dims[ind:])
     _require(ctx, [(rows, cols)])
@@ -1649,7 +1653,7 @@ def lower_tensor_solve(ctx, node, a, b):
         raise UnsupportedParameterError(
             node, f"a.ndim - b.ndim = {a_ndim - b_ndim}", f"PyTensor types the result {node.outputs[0].type}"
         )
-    (a, b), dtype = _in_precision(node, a, b)
+    (a, b), dtype = _in_precision(node, a, b, double=True)
     if axes is not None:
         moved = [ax % a_ndim for ax in axes]
         a = transpose(a, [i for i in range(a_ndim) if i not in moved] + moved)

@@ -480,6 +480,24 @@ def test_blockwise_batches_broadcast():
     compare_with_py([x, y, z], outputs, [a, b, s])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_numpy_linalg_ops_compute_in_double(dtype):
+    """numpy.linalg computes in double whatever the input and rounds the result; float32
+    LAPACK left det, inv and pinv of an ill-conditioned float32 matrix (Hilbert's, 6 x 6,
+    condition 1.5e7) 0.5-1% off the Python mode's."""
+    from scipy.linalg import hilbert
+
+    x = pt.matrix("x", dtype=dtype)
+    sign, log_abs = Blockwise(nl.SLogDet())(x)
+    # (PyTensor types a complex matrix's log|det| and singular values complex: real parts)
+    outputs = [nl.det(x), nl.matrix_inverse(x), nl.pinv(x), sign, pt.real(log_abs),
+               pt.real(nl.svd(x, compute_uv=False)), pt.sort(pt.real(nl.eig(x)[0])), nl.tensorinv(x, ind=1)]
+    if dtype == "float32":  # (PyTensor types a complex matrix's eigenvectors real: refused)
+        outputs.append(nl.eigh(x)[0])
+    value = (hilbert(6) * (1 + 0.5j if dtype == "complex64" else 1)).astype(dtype)
+    compare_with_py([x], outputs, [value], rtol=2e-6, atol=0)
+
+
 @pytest.mark.parametrize("solve", ["cho_solve", "solve_triangular", "solve_pos", "lu_solve", "solve_gen"])
 def test_batch_sizes_known_at_run_time_only_are_checked(solve):
     """A batched LAPACK call checks no shapes: a batch of 3 matrices against 2 (or 1)
