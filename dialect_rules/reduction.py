@@ -4,6 +4,7 @@ Softmax, SoftmaxGrad, LogSoftmax."""
 from __future__ import annotations
 
 import numpy as np
+import pytensor.scalar as ps
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.math import Argmax
@@ -25,6 +26,7 @@ from lowering.builders import (
     full_like,
     ir_constant,
     iota,
+    numpy_order,
     reshape,
     select,
     shape_of,
@@ -77,13 +79,14 @@ def lower_careduce(ctx, node, x):
 
 
 def _argmax_body(dtype):
-    """Pick (value, index) pairs numpy's way: NaN wins, ties go to the lower index."""
+    """Pick (value, index) pairs numpy's way: NaN (a complex with a NaN part) wins,
+    complex values compare lexicographically, ties go to the lower index."""
 
     def body(accs, xs):
         (a, ia), (b, ib) = accs, xs
-        pick_a = compare(a, b, "GT")
+        pick_a = numpy_order(a, b, "GT")
         lower_index = compare(ia, ib, "LT")
-        if np.dtype(dtype).kind == "f":
+        if np.dtype(dtype).kind in "fc":
             a_nan, b_nan = compare(a, a, "NE"), compare(b, b, "NE")
             pick_a = hlo.or_(pick_a, hlo.and_(a_nan, hlo.not_(b_nan)))
             same = hlo.or_(compare(a, b, "EQ"), hlo.and_(a_nan, b_nan))
@@ -100,8 +103,6 @@ def lower_argmax(ctx, node, x):
     ndim = node.inputs[0].type.ndim
     axes = _axes(node.op.axis, ndim)
     dtype = value_dtype(x)
-    if np.dtype(dtype).kind == "c":
-        raise UnsupportedParameterError(node, f"dtype={dtype}", "numpy's argmax order of complex")
     _check_nonempty(ctx, x, axes, "argmax")
     # Reduced axes last, flattened into one: the index numpy returns is into that order.
     kept = [i for i in range(ndim) if i not in axes]
@@ -109,20 +110,11 @@ def lower_argmax(ctx, node, x):
     flat = reshape(transpose(x, kept + list(axes)), [dims[i] for i in kept] + [dim_product([dims[i] for i in axes])])
     flat_dims = shape_of(flat)
     index = iota(flat_dims, len(kept), "int64")
-    lowest = ir_constant(_lowest_for_argmax(dtype), dtype)
+    lowest = ir_constant(identity_value(ps.scalar_maximum, dtype), dtype)
     _, out = reduce(
         [flat, index], [lowest, ir_constant(np.int64(0))], [len(kept)], _argmax_body(dtype)
     )
     return out
-
-
-def _lowest_for_argmax(dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return False
-    if dtype.kind == "f":
-        return -np.inf
-    return np.iinfo(dtype).min
 
 
 # --- softmax family: the same formulas as scipy.special, which Op.perform calls ---
@@ -130,7 +122,6 @@ def _lowest_for_argmax(dtype):
 
 def _keepdims_reduce(ctx, x, axes, scalar_op_name):
     """Reduce over `axes` and broadcast back to x's shape."""
-    import pytensor.scalar as ps
 
     scalar_op = {"max": ps.scalar_maximum, "sum": ps.add}[scalar_op_name]
     dtype = value_dtype(x)
@@ -145,6 +136,14 @@ def _keepdims_reduce(ctx, x, axes, scalar_op_name):
 
 
 def _softmax_axes(node):
+    """The reduced axes; refuses the integer outputs PyTensor gives an integer input,
+    whose perform returns floats (scipy's) in them."""
+    dtype = node.outputs[0].type.dtype
+    if np.dtype(dtype).kind not in "fc":
+        raise UnsupportedParameterError(
+            node, f"input dtype {node.inputs[0].type.dtype}",
+            f"PyTensor types the output {dtype} but its values are floats: cast the input to a float first",
+        )
     axis = node.op.axis  # an int in pytensor 2, a tuple in pytensor 3
     if axis is not None and not isinstance(axis, tuple):
         axis = (axis,)
@@ -153,16 +152,16 @@ def _softmax_axes(node):
 
 @register_lowering(Softmax)
 def lower_softmax(ctx, node, x):
-    x = convert(x, node.outputs[0].type.dtype)
     axes = _softmax_axes(node)
+    x = convert(x, node.outputs[0].type.dtype)
     e = hlo.exponential(hlo.subtract(x, _keepdims_reduce(ctx, x, axes, "max")))
     return divide(e, _keepdims_reduce(ctx, e, axes, "sum"))
 
 
 @register_lowering(LogSoftmax)
 def lower_log_softmax(ctx, node, x):
-    x = convert(x, node.outputs[0].type.dtype)
     axes = _softmax_axes(node)
+    x = convert(x, node.outputs[0].type.dtype)
     x_max = _keepdims_reduce(ctx, x, axes, "max")
     # scipy shifts by 0 where the max is not finite (all -inf rows stay -inf, not NaN)
     x_max = select(hlo.is_finite(x_max), x_max, full_like(x_max, 0))
@@ -172,10 +171,10 @@ def lower_log_softmax(ctx, node, x):
 
 
 def lower_softmax_grad(ctx, node, dy, sm):
+    axes = _softmax_axes(node)
     dtype = node.outputs[0].type.dtype
     dy, sm = convert(dy, dtype), convert(sm, dtype)
     dy_sm = hlo.multiply(dy, sm)
-    axes = _softmax_axes(node)
     return hlo.subtract(dy_sm, hlo.multiply(_keepdims_reduce(ctx, dy_sm, axes, "sum"), sm))
 
 

@@ -75,10 +75,13 @@ def identity_value(scalar_op, dtype) -> object | None:
 
 
 def _lowest(dtype: np.dtype):
+    """The least value of `dtype` (complex: in numpy's lexicographic order)."""
     if dtype == np.bool_:
         return np.False_
     if dtype.kind == "f":
         return dtype.type(-np.inf)
+    if dtype.kind == "c":
+        return dtype.type(complex(-np.inf, -np.inf))
     return np.iinfo(dtype).min
 
 
@@ -87,6 +90,8 @@ def _highest(dtype: np.dtype):
         return np.True_
     if dtype.kind == "f":
         return dtype.type(np.inf)
+    if dtype.kind == "c":
+        return dtype.type(complex(np.inf, np.inf))
     return np.iinfo(dtype).max
 
 
