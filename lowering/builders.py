@@ -288,7 +288,7 @@ def _read_dim(x: ir.Value, axis: int) -> ir.Value:
 
 
 # Ops whose results have the shape of every operand of the same rank.
-_ELEMENTWISE = frozenset(
+ELEMENTWISE_OPS = frozenset(
     f"stablehlo.{name}" for name in (
         "abs add and atan2 cbrt ceil clamp compare complex convert cosine count_leading_zeros "
         "divide exponential exponential_minus_one floor imag is_finite log log_plus_one logistic "
@@ -366,7 +366,7 @@ def _trace_step(x: ir.Value, axis: int) -> tuple[str, object, int]:
     if name == "stablehlo.transpose":
         source_axis = list(op.attributes["permutation"])[axis]
         source = op.operands[0]
-    elif name in _ELEMENTWISE:
+    elif name in ELEMENTWISE_OPS:
         rank = ir.RankedTensorType(x.type).rank
         source_axis = axis
         same_rank = [v for v in op.operands if ir.RankedTensorType(v.type).rank == rank]

@@ -16,9 +16,10 @@ from typing import Callable
 
 import numpy as np
 from jax.extend.mlir import ir, passmanager
+from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering._jax_internal import register_passes
-from lowering.builders import constant_array, ir_constant, symbol_name
+from lowering.builders import ELEMENTWISE_OPS, constant_array, ir_constant, symbol_name
 from lowering.errors import PassPipelineError
 
 # The default pipeline, run by `lower()` on the shape-polymorphic module.
@@ -27,17 +28,19 @@ DEFAULT_PIPELINE = (
     # Our own: func.call of private functions (OpFromGraph) inlined into the caller;
     # MLIR's `inline` has no func inliner interface registered in jaxlib's context.
     "inline-private-calls,"
+    # Private functions nobody calls any more: the inlined ones go before the folders
+    # below, which would fold their bodies unrefined (`stablehlo-refine-shapes` leaves
+    # a function no call reaches as it is).
+    "symbol-dce,"
     # Shapes computed from constants become static first: MHLO's folder turns a
-    # dynamically typed slice it proves empty into an invalid `tensor<?x..>` constant.
+    # dynamically typed slice of a constant into an invalid `tensor<?x..>` constant.
     "stablehlo-refine-shapes,"
     # StableHLO's own `canonicalize` folds nothing in this jaxlib; MHLO's does:
     # constant folding, x+0, x*1, identity transposes/reshapes, splat broadcasts.
     "stablehlo-legalize-to-hlo,"
     "canonicalize,"
     "cse,"
-    "hlo-legalize-to-stablehlo,"
-    # Private functions nobody calls any more.
-    "symbol-dce"
+    "hlo-legalize-to-stablehlo"
     ")"
 )
 
@@ -73,6 +76,7 @@ FOLD_AND_REFINE = (
     "builtin.module("
     "fold-constant-reduce,fold-agreeing-if,"
     "stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo,"
+    "static-elementwise-results,"
     "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism)"
     ")"
 )
@@ -184,6 +188,28 @@ def fold_agreeing_if(module_op: ir.Operation) -> None:
                     result.replace_all_uses_with(ir_constant(arrays[0]))
 
 
+def static_elementwise_results(module_op: ir.Operation) -> None:
+    """Give an elementwise op whose operands all have static shapes that shape (its users
+    see the old `?` type through a `convert`). `stablehlo-refine-shapes` folds such an op
+    of constants into a constant of its own `?` type, which is invalid: MHLO's folder
+    leaves `add(constant<2xi64>, constant<2xi64>) -> tensor<?xi64>` behind, as for
+    `1 + n + arange(k)` with n and k bound to values."""
+    stablehlo_ops = [name for name in ELEMENTWISE_OPS if name.startswith("stablehlo.")]
+    for op in _ops_named(module_op, *stablehlo_ops):
+        if len(op.results) != 1 or not op.operands:
+            continue
+        shapes = {tuple(ir.RankedTensorType(v.type).shape) if ir.RankedTensorType(v.type).has_static_shape else None
+                  for v in op.operands}
+        result = op.results[0]
+        old = ir.RankedTensorType(result.type)
+        if len(shapes) != 1 or None in shapes or old.has_static_shape:
+            continue
+        result.set_type(ir.RankedTensorType.get(list(shapes.pop()), old.element_type))
+        with ir.InsertionPoint.after(op), op.location:
+            back = hlo.convert(old, result)
+        result.replace_all_uses_except(back, back.owner.operation)
+
+
 def _defined_inside(value: ir.Value, op) -> bool:
     """Whether `value` is defined in one of `op`'s regions (not visible after it)."""
     owner = value.owner
@@ -247,6 +273,7 @@ PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "inline-private-calls": inline_private_calls,
     "fold-constant-reduce": fold_constant_reduce,
     "fold-agreeing-if": fold_agreeing_if,
+    "static-elementwise-results": static_elementwise_results,
     "check-shape-assertions": check_shape_assertions,
 }
 

@@ -27,7 +27,7 @@ from lowering import (
 )
 from lowering._jax_internal import make_ir_context
 from lowering.passes import run_pipeline, split_pipeline
-from tests.helpers import assert_same, compare_with_py
+from tests.helpers import PY_MODE, assert_same, compare_with_py
 
 ALL_DTYPES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -315,6 +315,23 @@ def test_new_shapes_specialize_without_relowering():
     assert lowered.as_text() == text
     static = compiled.specialized_text(np.ones((2, 3)))
     assert "tensor<2x3xf64>" in static and "?" not in static
+
+
+def test_constants_folded_under_a_bound_value_keep_static_types():
+    """With n and k bound to their values, `1 + n + arange(k)` folds to constants whose
+    op still had the `?` type: stablehlo-refine-shapes made an invalid `tensor<?xi64>`
+    constant of it (PyMC's HyperGeometric logcdf with symbolic parameters failed)."""
+    import pymc as pm
+
+    n, k = pt.lscalar("n"), pt.lscalar("k")
+    f = pytensor.function([n, k], 1 + n + pt.arange(k), mode="STABLEHLO")
+    assert_same(f(20, 2), np.array([21, 22]))
+    N, K, draws, value = (pt.lscalar(name) for name in "NKdv")
+    logcdf = pm.logcdf(pm.HyperGeometric.dist(N=N, k=K, n=draws), value)
+    args = [np.int64(a) for a in (20, 7, 5, 2)]
+    expected = pytensor.function([N, K, draws, value], logcdf, mode=PY_MODE)(*args)
+    got = pytensor.function([N, K, draws, value], logcdf, mode="STABLEHLO")(*args)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
 def test_float64_without_global_x64():

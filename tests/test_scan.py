@@ -216,6 +216,19 @@ def test_scan_inside_scan_and_its_gradient():
     compare_with_py([a], [out, pytensor.grad(out[-1], a)], [RNG.normal(size=(3, 4))])
 
 
+def test_gradient_of_a_nested_scan_over_a_constant_sequence():
+    """The gradient's inner step slices the reversed constant sequence: the pipeline
+    folded that slice in the inlined (dead) copy of the step function, unrefined, into
+    an invalid `tensor<?xf32>` constant, and the build failed."""
+    a, s0 = pt.dscalar("a"), pt.dscalar("s0")
+
+    def outer_step(s):
+        return scan(lambda t, u: u * a + t, sequences=[pt.arange(3.0)], outputs_info=[s])[-1]
+
+    out = scan(outer_step, outputs_info=[s0], n_steps=2)
+    compare_with_py([s0, a], [out, pytensor.grad(out[-1], a)], [np.array(0.3), np.array(0.7)])
+
+
 def test_inner_graph_with_indexing_reductions_and_ifelse():
     from pytensor.ifelse import ifelse
 
