@@ -332,8 +332,31 @@ _INVERSE_BETA_MAX_STEPS = 3_000
 _THRESH = 3 * _EPS
 
 
+# From here on log B(a, b) takes log Gamma(l) - log Gamma(l + s), l the larger argument,
+# from Stirling's series: the difference of two lgammas of 1.7e9 (l = 1e8) kept 4e-7 of
+# it, which betaincinv's x multiplies by 1/s.
+_STIRLING_BETA_FROM = 1e3
+
+
 def _log_beta(a, b):
-    return hlo.subtract(hlo.add(chlo.lgamma(a), chlo.lgamma(b)), chlo.lgamma(hlo.add(a, b)))
+    """log B(a, b) for a, b > 0."""
+    direct = hlo.subtract(hlo.add(chlo.lgamma(a), chlo.lgamma(b)), chlo.lgamma(hlo.add(a, b)))
+    small, large = hlo.minimum(a, b), hlo.maximum(a, b)
+    total = hlo.add(large, small)
+
+    def series(z):  # Stirling's series past its leading terms, to 1/z**5
+        w = divide(_c(z, 1.0), hlo.multiply(z, z))
+        return divide(polynomial(w, [1 / 12, -1 / 360, 1 / 1260]), z)
+
+    # (l - 1/2) log l - (l + s - 1/2) log(l + s) + s, with log(l + s) - log l = log1p(s / l)
+    stirling = hlo.subtract(
+        hlo.add(hlo.negate(hlo.multiply(hlo.subtract(large, _c(a, 0.5)), hlo.log_plus_one(divide(small, large)))),
+                small),
+        hlo.multiply(small, hlo.log(total)),
+    )
+    difference = hlo.add(stirling, hlo.subtract(series(large), series(total)))
+    lopsided = hlo.add(chlo.lgamma(small), difference)
+    return select(compare(large, _c(a, _STIRLING_BETA_FROM), "GE"), lopsided, direct)
 
 
 def _beta_series(a, b, x, active):
@@ -422,7 +445,12 @@ def _incomplete_beta(a, b, x, w=None, max_steps: int = _BETA_MAX_STEPS):
     cf2 = _beta_fraction(pa, pb, px, hlo.and_(fractions, hlo.not_(first)), second=True, max_steps=max_steps)
     cf2 = divide(cf2, pxc)
     w_cf = select(first, cf1, cf2)
-    log_factor = hlo.add(hlo.multiply(pa, hlo.log(px)), hlo.multiply(pb, hlo.log(pxc)))
+    # The log of whichever of x, 1 - x is past 1/2 from the other, which holds all its
+    # digits (1 - x rounded to a float costs a 1e-16 of log(1 - x) that a = 1e8 turns
+    # into 1e-8 of I).
+    log_px = select(compare(px, _c(a, 0.5), "GT"), hlo.log_plus_one(hlo.negate(pxc)), hlo.log(px))
+    log_pxc = select(compare(pxc, _c(a, 0.5), "GT"), hlo.log_plus_one(hlo.negate(px)), hlo.log(pxc))
+    log_factor = hlo.add(hlo.multiply(pa, log_px), hlo.multiply(pb, log_pxc))
     log_factor = hlo.add(hlo.subtract(log_factor, _log_beta(pa, pb)), hlo.log(divide(w_cf, pa)))
     t = select(series, s, hlo.exponential(log_factor))
     eps = _c(a, _EPS)
@@ -456,6 +484,8 @@ def lower_betainc(ctx, node, a, b, x):
 _INVERSE_STEPS = 100
 _LOG_MAX = float(np.log(np.finfo(np.float64).max))
 _NORMAL_START_FROM = 5.0  # min(a, b) from which the inverse incomplete beta starts logit-normal
+_WILSON_HILFERTY_FROM = 1e30  # a from which the inverse incomplete gamma is Wilson-Hilferty's cube
+_GAMMA_START_FROM = 1e3  # max(a, b) from which, the other below 5, it starts from Temme's gamma limit
 # Newton's step that is this small leaves an error of about its square: the step taken,
 # the root is found. Waiting for steps of a few ulps instead never ends where rounding
 # in P keeps the steps at 1e-15 (most elements ran all 100 steps, 0.5 s for 4,000).
@@ -549,8 +579,13 @@ def _inverse_incomplete_gamma(a, p, q):
         # x = e**t stays finite: beyond, Q = 0 and P = 1 (a = 1e300, q = 1e-300 went to inf)
         return [hlo.minimum(hlo.subtract(t, dt), _c(a, _LOG_MAX))], done
 
-    (t,) = converge([t0], regular, step, _INVERSE_STEPS)
-    x = select(regular, hlo.exponential(t), zero)
+    # Past a = 1e30 the cube is exact to rounding, and P goes from 0 to 1 within
+    # a**-1/2 of x / a, finer than x = e**t resolves (|t| ulps): Newton wandered off
+    # there (2% low for a from 1e50 to 1e200).
+    huge = compare(safe_a, _c(a, _WILSON_HILFERTY_FROM), "GE")
+    (t,) = converge([t0], hlo.and_(regular, hlo.not_(huge)), step, _INVERSE_STEPS)
+    x = select(huge, hlo.multiply(safe_a, hlo.multiply(hlo.multiply(base, base), base)), hlo.exponential(t))
+    x = select(regular, x, zero)
     # scipy's edges: p = 0 -> 0, p = 1 -> inf, also for a = 0 (where P(0, x) = 1 for
     # every x > 0, so no p strictly between has an inverse); NaN for a < 0, p outside
     # [0, 1], NaN in.
@@ -620,6 +655,22 @@ def _inverse_incomplete_beta(a, b, y):
     z = _normal_quantile(y_, target, upper)
     t_normal = hlo.add(hlo.subtract(psi_a, psi_b), hlo.multiply(z, hlo.sqrt(hlo.add(psi1_a, psi1_b))))
     t0 = select(compare(hlo.minimum(a_, b_), _c(a, _NORMAL_START_FROM), "GE"), t_normal, t0)
+    # One of them large, the other small: the series' leading term puts x (or 1 - x) at
+    # its cap, 1 - 1e-3, where the fraction for a = 1e6 has not converged in 3,000 steps,
+    # and Newton stopped there (0.99909 for 1 - 1.2e-6). There -log X ~ Gamma(b) / a'
+    # with a' = a + (b - 1) / 2 for a large (Temme's limit): I_x(a, b) ~ Q(b, -a' log x);
+    # for b large, 1 - x in its place.
+    big_a = compare(a_, b_, "GT")
+    small, large = select(big_a, b_, a_), select(big_a, a_, b_)
+    scale = hlo.add(large, hlo.multiply(hlo.subtract(small, one), half))
+    # Q(b, L) = y for a large, P(a, L) = y for b large (L = -log x, -log(1 - x)).
+    p_gamma, q_gamma = select(big_a, q_, y_), select(big_a, y_, q_)
+    tail = divide(_inverse_incomplete_gamma(small, p_gamma, q_gamma), scale)
+    log_far = hlo.log(hlo.negate(hlo.exponential_minus_one(hlo.negate(tail))))  # log(1 - e**-L)
+    t_gamma = select(big_a, hlo.subtract(hlo.negate(tail), log_far), hlo.add(log_far, tail))
+    lopsided = hlo.and_(compare(large, _c(a, _GAMMA_START_FROM), "GE"),
+                        compare(small, _c(a, _NORMAL_START_FROM), "LT"))
+    t0 = select(lopsided, hlo.clamp(_c(a, -700.0), t_gamma, _c(a, 700.0)), t0)
 
     def step(state):
         (t,) = state

@@ -162,6 +162,52 @@ def test_inverse_incomplete_functions_far_from_their_starting_points():
                     rtol=1e-9)
 
 
+def test_inverse_incomplete_beta_with_one_parameter_huge_and_the_other_small():
+    """a ~ 1e6 or more with b below 5 (or the reverse), PyMC's icdf of Beta and of
+    StudentT with nu > 1.5e6: the tails' leading term capped the start at x = 1 - 1e-3,
+    where the fraction does not converge, and Newton stayed near 0.99909 for every y.
+    Now from Temme's gamma limit; 1 - x too is checked (x alone rounds to 1)."""
+    a, b, y = pt.dvector("a"), pt.dvector("b"), pt.dvector("y")
+    values = [np.array([1e6, 5e7, 2.5, 0.5, 1.0, 1e6, 3e4, 1e9]), np.array([1.5, 0.5, 1e8, 1e6, 1e7, 3.0, 0.2, 4.0]),
+              np.array([0.5, 0.3, 0.999999, 0.9, 0.9, 0.1, 1e-30, 0.999])]
+    x = pytensor.function([a, b, y], pt.betaincinv(a, b, y), mode="STABLEHLO")(*values)
+    expected = sp.betaincinv(*values)
+    np.testing.assert_allclose(x, expected, rtol=1e-9)
+    np.testing.assert_allclose(1 - x, 1 - expected, rtol=3e-7)  # (a = 5e7: betainc's own 2e-7)
+    q = pt.dscalar("q")
+    import pymc as pm
+
+    icdf = pm.icdf(pm.StudentT.dist(nu=2e6), q)
+    np.testing.assert_allclose(pytensor.function([q], icdf, mode="STABLEHLO")(0.9), 1.2815522, rtol=1e-6)
+
+
+def test_incomplete_beta_with_one_parameter_huge():
+    """One parameter from 1e4 to 1e6, the other below 10, x within a spread of the mean:
+    log B(a, b) as three lgammas, and log(1 - x) of 1 - x rounded, left up to 2e-8 (a
+    lgamma of 1e6 is 1.3e7); Stirling's series for log Gamma(l) - log Gamma(l + s) and
+    log1p of the exact one give 6e-10. (Beyond, Cephes' fraction itself cancels: 1e-8
+    at 1e7, 1e-6 at 1e9; Boost's asymptotic expansion for that regime is not done.)"""
+    rng = np.random.default_rng(5)
+    large, small = 10 ** rng.uniform(4, 6, 300), 10 ** rng.uniform(-2, 1, 300)
+    flip = rng.uniform(size=300) < 0.5
+    a, b = np.where(flip, small, large), np.where(flip, large, small)
+    mean = a / (a + b)
+    spread = np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+    x = np.clip(mean + spread * rng.normal(size=300), 1e-300, 1 - 1e-16)
+    ta, tb, tx = pt.dvector("a"), pt.dvector("b"), pt.dvector("x")
+    got = pytensor.function([ta, tb, tx], pt.betainc(ta, tb, tx), mode="STABLEHLO")(a, b, x)
+    np.testing.assert_allclose(got, sp.betainc(a, b, x), rtol=1e-9, atol=1e-280)
+
+
+def test_inverse_incomplete_gamma_of_a_huge_shape():
+    """Past a = 1e30, P climbs from 0 to 1 within a**-1/2 of x / a, finer than Newton's
+    x = e**t resolves: it ended 2% low from a = 1e50 to 1e200 (PyMC's ChiSquared(1e100)
+    median 9.8e99). Wilson-Hilferty's cube is exact to rounding there."""
+    a, p = pt.dvector("a"), pt.dvector("p")
+    values = [np.repeat([1e30, 1e50, 1e100, 1e200, 1e300], 3), np.tile([1e-300, 0.5, 1 - 1e-16], 5)]
+    compare_with_py([a, p], [pt.gammaincinv(a, p), pt.gammainccinv(a, p)], values, rtol=1e-14)
+
+
 def test_incomplete_beta_continued_fraction_near_the_mean_with_a_tiny_b():
     """I_x(406, 0.0015) at x = 1 - 4e-6, just below the mean: Cephes' continued fraction
     needs some 2,000 steps there, and its limit of 300 left a 2% error."""
