@@ -78,16 +78,21 @@ def _unbatched(node) -> bool:
     return node.op.batch_ndim(node) == 0
 
 
+def _sized(operands, d) -> list:
+    """The operands whose batch dim d is not statically 1 (those that set its size)."""
+    return [x for x in operands if static_shape(x.type)[d] != 1]
+
+
 def batch_dims(node, operands, batch_ndim):
-    """The broadcast batch shape: static where PyTensor knows it, else from an operand
-    whose dim is not statically 1."""
+    """The broadcast batch shape: static where PyTensor knows it, else the first sized
+    operand's."""
     dims = []
     for d, known in enumerate(node.outputs[0].type.shape[:batch_ndim]):
         if known is not None:
             dims.append(known)
             continue
-        sources = [x for x in operands if static_shape(x.type)[d] != 1]
-        dims.append(dim_size(sources[0], d) if sources else 1)
+        sized = _sized(operands, d)
+        dims.append(dim_size(sized[0], d) if sized else 1)
     return dims
 
 
@@ -120,8 +125,8 @@ def _broadcast_batch(x, dims, operands):
     shape = static_shape(x.type)
 
     def as_is(d, s):
-        if s is None:
-            return not isinstance(dims[d], int) and x is next(y for y in operands if static_shape(y.type)[d] != 1)
+        if s is None:  # the operand batch_dims read the size from
+            return not isinstance(dims[d], int) and x is _sized(operands, d)[0]
         return s != 1 or dims[d] == 1
 
     if all(as_is(d, s) for d, s in enumerate(shape[: len(dims)])):
@@ -248,7 +253,7 @@ def _check_batch_dims(ctx, operands, dims) -> None:
     the broadcast one: reading its entries would otherwise clamp into range."""
     flags = []
     for d, size in enumerate(dims):
-        sized = [x for x in operands if static_shape(x.type)[d] != 1]
+        sized = _sized(operands, d)
         for x in sized:
             if isinstance(size, int) and static_shape(x.type)[d] is not None:
                 continue  # PyTensor compared static dims when it built the node

@@ -136,8 +136,8 @@ def _keepdims_reduce(ctx, x, axes, scalar_op_name):
 
 
 def _softmax_axes(node):
-    """The reduced axes; refuses the integer outputs PyTensor gives an integer input,
-    whose perform returns floats (scipy's) in them."""
+    """The reduced axes (after refusing an integer output, which PyTensor gives an
+    integer input while perform returns scipy's floats in it)."""
     dtype = node.outputs[0].type.dtype
     if np.dtype(dtype).kind not in "fc":
         raise UnsupportedParameterError(

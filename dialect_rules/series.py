@@ -662,14 +662,16 @@ def _inverse_incomplete_beta(a, b, y):
     # for b large, 1 - x in its place.
     big_a = compare(a_, b_, "GT")
     small, large = select(big_a, b_, a_), select(big_a, a_, b_)
-    scale = hlo.add(large, hlo.multiply(hlo.subtract(small, one), half))
-    # Q(b, L) = y for a large, P(a, L) = y for b large (L = -log x, -log(1 - x)).
-    p_gamma, q_gamma = select(big_a, q_, y_), select(big_a, y_, q_)
-    tail = divide(_inverse_incomplete_gamma(small, p_gamma, q_gamma), scale)
-    log_far = hlo.log(hlo.negate(hlo.exponential_minus_one(hlo.negate(tail))))  # log(1 - e**-L)
-    t_gamma = select(big_a, hlo.subtract(hlo.negate(tail), log_far), hlo.add(log_far, tail))
     lopsided = hlo.and_(compare(large, _c(a, _GAMMA_START_FROM), "GE"),
                         compare(small, _c(a, _NORMAL_START_FROM), "LT"))
+    scale = hlo.add(large, hlo.multiply(hlo.subtract(small, one), half))
+    # Q(b, L) = y for a large, P(a, L) = y for b large (L = -log x, -log(1 - x)); the
+    # other elements solve P(1, L) = 1/2, which takes Newton no step.
+    p_gamma = select(lopsided, select(big_a, q_, y_), half)
+    q_gamma = select(lopsided, select(big_a, y_, q_), half)
+    tail = divide(_inverse_incomplete_gamma(select(lopsided, small, one), p_gamma, q_gamma), scale)
+    log_far = hlo.log(hlo.negate(hlo.exponential_minus_one(hlo.negate(tail))))  # log(1 - e**-L)
+    t_gamma = select(big_a, hlo.subtract(hlo.negate(tail), log_far), hlo.add(log_far, tail))
     t0 = select(lopsided, hlo.clamp(_c(a, -700.0), t_gamma, _c(a, 700.0)), t0)
 
     def step(state):

@@ -91,6 +91,7 @@ from lowering.builders import (
     shape_tensor,
     splat,
     value_dtype,
+    with_scratch,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true, cumulative, fold, scatter_indexed
@@ -436,10 +437,7 @@ def _padded_to_one(x, axes):
     """x, whose `axes` are 0 or 1 long, with each of them 1 long (a zero appended)."""
     if not axes:
         return x
-    rank = len(static_shape(x.type))
-    high = [int(i in axes) for i in range(rank)]
-    attr = ir.DenseI64ArrayAttr.get
-    x = hlo.pad(x, full(0, [], value_dtype(x)), attr([0] * rank), attr(high), attr([0] * rank))
+    x = with_scratch(x, axes)
     shape = shape_of(x)
     return _slice(x, [_Range(0, 1) if i in axes else _Range(0, n, whole=True) for i, n in enumerate(shape)], shape)
 

@@ -188,14 +188,16 @@ def fold_agreeing_if(module_op: ir.Operation) -> None:
                     result.replace_all_uses_with(ir_constant(arrays[0]))
 
 
+_STABLEHLO_ELEMENTWISE = tuple(name for name in ELEMENTWISE_OPS if name.startswith("stablehlo."))
+
+
 def static_elementwise_results(module_op: ir.Operation) -> None:
     """Give an elementwise op whose operands all have static shapes that shape (its users
     see the old `?` type through a `convert`). `stablehlo-refine-shapes` folds such an op
     of constants into a constant of its own `?` type, which is invalid: MHLO's folder
     leaves `add(constant<2xi64>, constant<2xi64>) -> tensor<?xi64>` behind, as for
     `1 + n + arange(k)` with n and k bound to values."""
-    stablehlo_ops = [name for name in ELEMENTWISE_OPS if name.startswith("stablehlo.")]
-    for op in _ops_named(module_op, *stablehlo_ops):
+    for op in _ops_named(module_op, *_STABLEHLO_ELEMENTWISE):
         if len(op.results) != 1 or not op.operands:
             continue
         shapes = {tuple(ir.RankedTensorType(v.type).shape) if ir.RankedTensorType(v.type).has_static_shape else None
