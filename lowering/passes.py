@@ -153,7 +153,7 @@ _REDUCERS = {
 
 def fold_constant_reduce(module_op: ir.Operation) -> None:
     """Replace `stablehlo.reduce` of integer/float constants by its value."""
-    for op in _ops_named(module_op, "stablehlo.reduce"):
+    for op in ops_named(module_op, "stablehlo.reduce"):
         values = [constant_array(v) for v in op.operands]
         body = list(op.regions[0].blocks[0].operations)
         if any(v is None for v in values) or len(body) != 2 or len(op.results) != 1:
@@ -175,7 +175,7 @@ def fold_agreeing_if(module_op: ir.Operation) -> None:
     same value from outside the `if`, or equal constants. A shape computed by an IfElse
     of shapes (PyTensor's shape inference builds those) becomes static this way when
     both branches agree, whatever the condition."""
-    for op in _ops_named(module_op, "stablehlo.if", "stablehlo.case"):
+    for op in ops_named(module_op, "stablehlo.if", "stablehlo.case"):
         returns = [list(region.blocks[0].operations)[-1].operands for region in op.regions]
         for i, result in enumerate(op.results):
             values = [r[i] for r in returns]
@@ -197,7 +197,7 @@ def static_elementwise_results(module_op: ir.Operation) -> None:
     of constants into a constant of its own `?` type, which is invalid: MHLO's folder
     leaves `add(constant<2xi64>, constant<2xi64>) -> tensor<?xi64>` behind, as for
     `1 + n + arange(k)` with n and k bound to values."""
-    for op in _ops_named(module_op, *_STABLEHLO_ELEMENTWISE):
+    for op in ops_named(module_op, *_STABLEHLO_ELEMENTWISE):
         if len(op.results) != 1 or not op.operands:
             continue
         shapes = {tuple(ir.RankedTensorType(v.type).shape) if ir.RankedTensorType(v.type).has_static_shape else None
@@ -228,7 +228,7 @@ def _defined_inside(value: ir.Value, op) -> bool:
         block = parent.block
 
 
-def _ops_named(module_op: ir.Operation, *names: str) -> list:
+def ops_named(module_op: ir.Operation, *names: str) -> list:
     """Every op with one of these names, nested ones included (collected before any rewrite)."""
     found = []
 
@@ -244,7 +244,7 @@ def _ops_named(module_op: ir.Operation, *names: str) -> list:
 def check_shape_assertions(module_op: ir.Operation) -> None:
     """Resolve JAX's `shape_assertion` custom calls (from spliced shape-polymorphic JAX
     modules) once shapes are static: drop those that hold, raise for those that fail."""
-    for op in _ops_named(module_op, "stablehlo.custom_call"):
+    for op in ops_named(module_op, "stablehlo.custom_call"):
         if _callee(op) != "shape_assertion":
             continue
         holds = _scalar_constant(op.operands[0])

@@ -17,7 +17,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering.builders import dense_attr, symbol_name
 from lowering.errors import PassPipelineError
-from lowering.passes import FOLD_AND_REFINE, LEGALIZE_CHLO, run_pipeline, specialize_pipeline
+from lowering.passes import FOLD_AND_REFINE, LEGALIZE_CHLO, ops_named, run_pipeline, specialize_pipeline
 from lowering.types import tensor_type
 
 _DYNAMIC_TYPE = re.compile(r"tensor<[^>]*\?")
@@ -69,6 +69,7 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
         except PassPipelineError:
             if reads_dims:
                 _check_dims_readable(module)
+            _check_branches_agree(module)
             raise
         if reads_dims:
             _check_dims_readable(module)
@@ -252,6 +253,29 @@ def _check_dims_readable(module: ir.Module) -> None:
             "dynamically shaped StableHLO program can read (get_dimension_size is 32-bit); "
             "give the graph static shapes for arrays this large"
         )
+
+
+def _check_branches_agree(module: ir.Module) -> None:
+    """Name the cause when refinement failed on an `if`/`case` whose branches give one
+    result two shapes (refine-shapes only says it did not converge): the arguments
+    make the result's shape depend on the condition's value, which XLA cannot hold."""
+    for op in ops_named(module.operation, "stablehlo.if", "stablehlo.case"):
+        returned = [_terminator(region).operands for region in op.regions]
+        for i in range(len(op.results)):
+            types = [ir.RankedTensorType(values[i].type) for values in returned]
+            shapes = list(dict.fromkeys(tuple(t.shape) for t in types if t.has_static_shape))
+            if len(shapes) > 1:
+                where = op.location.name_str if isinstance(op.location, ir.NameLoc) else "a conditional"
+                shown = " and ".join(map(str, shapes))
+                raise PassPipelineError(
+                    f'error: "{where}": its branches give output {i} the shapes {shown}; '
+                    "the result's shape would depend on the condition's value, and XLA needs one"
+                )
+
+
+def _terminator(region):
+    operations = region.blocks[0].operations
+    return operations[len(operations) - 1]
 
 
 def main_function(module: ir.Module):

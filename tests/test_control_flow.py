@@ -57,7 +57,11 @@ def test_branches_of_different_shapes_are_refused_by_name():
     x, y = pt.dvector("x"), pt.dvector("y")
     f = pytensor.function([c, x, y], ifelse(c, x, y) * 2, mode="STABLEHLO")
     assert_same(f(np.int8(1), np.ones(2), np.zeros(2)), np.full(2, 2.0))
-    with pytest.raises(ValueError, match=r"arguments of shapes \(\), \(2,\), \(3,\) do not fit the graph"):
+    with pytest.raises(
+        ValueError,
+        match=r"arguments of shapes \(\), \(2,\), \(3,\) do not fit the graph: \"if\{\}\(c, x, y\)\": "
+        r"its branches give output 0 the shapes \(2,\) and \(3,\)",
+    ):
         f(np.int8(1), np.ones(2), np.zeros(3))
 
 
