@@ -86,7 +86,25 @@ def _dims(ctx, node, shape, variables):
 @register_lowering(Alloc)
 def lower_alloc(ctx, node, value, *shape):
     value = convert(value, node.outputs[0].type.dtype)
-    return broadcast_to(value, _dims(ctx, node, shape, node.inputs[1:]))
+    dims = _dims(ctx, node, shape, node.inputs[1:])
+    if ctx.can_raise():
+        _refuse_runtime_broadcast(ctx, node, value, dims)
+    return broadcast_to(value, dims)
+
+
+def _refuse_runtime_broadcast(ctx, node, value, dims) -> None:
+    """Alloc's perform: a value dim PyTensor does not know to be 1 may not stretch at
+    run time (a length-1 array where a longer one was meant). Shapes only, so the flag
+    folds away once a call's shapes are specialized."""
+    one = ir_constant(np.int64(1))
+    value_dims = shape_of(value)
+    stretched = [
+        all_of(compare(dim_value(size), one, "EQ"), compare(dim_value(out), one, "NE"))
+        for static, size, out in zip(node.inputs[0].type.shape, value_dims, dims[len(dims) - len(value_dims) :])
+        if static is None
+    ]
+    if stretched:
+        ctx.runtime_check(any_of(*stretched), ValueError, Alloc._runtime_broadcast_error_msg)
 
 
 @register_lowering(AllocEmpty)

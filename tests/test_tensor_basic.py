@@ -87,6 +87,22 @@ def test_negative_run_time_sizes_raise_numpys_error(make):
     assert f(0, np.ones(3)).size == 0
 
 
+@pytest.mark.parametrize("mode", ["STABLEHLO", RAW_MODE], ids=["rewritten", "raw"])
+def test_alloc_refuses_run_time_broadcasting(mode):
+    """A length-1 value along a dim PyTensor does not know is 1 may not stretch (Alloc's
+    perform); it used to repeat silently. A length-1 output dim takes it as it is."""
+    x, n = pt.dvector("x"), pt.lscalar("n")
+    outs = [pt.alloc(x, 2, n), pt.broadcast_to(x, (2, n))]
+    f = pytensor.function([x, n], outs, mode=mode)
+    py = pytensor.function([x, n], outs, mode=PY_MODE)
+    for value, k in [(np.arange(3.0), 3), (np.array([7.0]), 1)]:
+        for got, expected in zip(f(value, k), py(value, k)):
+            np.testing.assert_array_equal(got, expected)
+    for fn in (py, f):
+        with pytest.raises(ValueError, match="Runtime broadcasting not allowed"):
+            fn(np.array([7.0]), 3)
+
+
 @pytest.mark.parametrize("dtypes", [("float64",) * 3, ("float32",) * 3, ("float16",) * 3, ("int32", "int32", "float32"),
                                     ("int8", "float32", "int8")])
 @pytest.mark.parametrize("dtype", [None, "float32", "float64"])
