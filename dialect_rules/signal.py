@@ -1,9 +1,10 @@
-"""signal: Convolve1d (np.convolve, "full" and "valid") as one `stablehlo.convolution`
-(a batch of unknown size: one per entry, see `lower_batched_convolve1d`).
+"""signal: Convolve1d (np.convolve) and Convolve2d (scipy.signal.convolve), "full" and
+"valid", as one `stablehlo.convolution` (a batch of unknown size: one per entry, see
+`lower_batched_convolve`).
 
-"valid" is the middle of "full" (`full[min(n, k) - 1 : max(n, k)]`), which is why numpy
-may swap its arguments there; slicing the full result needs no swap, and a run-time
-`full_mode` only moves the slice bounds.
+"valid" is the middle of "full" (`full[min(n, k) - 1 : max(n, k)]` along each axis),
+which is why numpy and scipy may swap their arguments there; slicing the full result
+needs no swap, and a run-time `full_mode` only moves the slice bounds.
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.exceptions import NotScalarConstantError
-from pytensor.tensor.signal.conv import Convolve1d
+from pytensor.tensor.signal.conv import Convolve1d, Convolve2d
 
 from dialect_rules.blockwise import lower_per_entry
 from lowering.builders import (
+    all_of,
+    any_of,
+    broadcast_in_dim,
+    compare,
     convert,
     dim_add,
     dim_max,
     dim_min,
-    dim_size,
     dim_sub,
     dim_product,
     dim_value,
@@ -32,54 +36,111 @@ from lowering.builders import (
     select,
     shape_of,
     slice_axis,
+    static_slice,
+    with_scratch,
 )
+from lowering.regions import any_true
 from lowering.registry import register_batched, register_lowering
 
-_NCW = dict(
-    input_batch_dimension=0, input_feature_dimension=1, input_spatial_dimensions=[2],
-    kernel_input_feature_dimension=1, kernel_output_feature_dimension=0, kernel_spatial_dimensions=[2],
-    output_batch_dimension=0, output_feature_dimension=1, output_spatial_dimensions=[2],
-)
+
+def _dimension_numbers(rank: int):
+    """(batch, feature, *spatial) for input, kernel (out, in, ...) and output alike."""
+    spatial = list(range(2, 2 + rank))
+    return hlo.ConvDimensionNumbers.get(
+        input_batch_dimension=0, input_feature_dimension=1, input_spatial_dimensions=spatial,
+        kernel_input_feature_dimension=1, kernel_output_feature_dimension=0, kernel_spatial_dimensions=spatial,
+        output_batch_dimension=0, output_feature_dimension=1, output_spatial_dimensions=spatial,
+    )
 
 
 def full_convolution(a, v, dtype):
-    """np.convolve(a[b], v[b], "full") for each row b of two (B, n), (B, k) matrices, in
-    `dtype` (bools: any of the products). Rows are feature groups of one convolution."""
+    """The full convolution of a[b] and v[b] for each b of (B, *n) and (B, *k) arrays, in
+    `dtype` (bools: any of the products). Entries are feature groups of one convolution.
+    Returns it with the spatial dims n, k and the full lengths n + k - 1."""
     compute = "int32" if np.dtype(dtype) == np.bool_ else dtype
     a, v = convert(a, compute), convert(v, compute)
-    (batch, n), k = shape_of(a), dim_size(v, 1)
-    length = dim_sub(dim_add(n, k), 1)
-    lhs = reshape(a, [1, batch, n])
-    rhs = reshape(hlo.reverse(v, ir.DenseI64ArrayAttr.get([1])), [batch, 1, k])  # XLA correlates
-    numbers = hlo.ConvDimensionNumbers.get(**_NCW)
-    out_type = result_type([1, batch, length], compute)
+    batch, *ns = shape_of(a)
+    ks = shape_of(v)[1:]
+    lengths = [dim_sub(dim_add(n, k), 1) for n, k in zip(ns, ks)]
+    lhs = reshape(a, [1, batch, *ns])
+    flipped = hlo.reverse(v, ir.DenseI64ArrayAttr.get(list(range(1, 1 + len(ks)))))  # XLA correlates
+    rhs = reshape(flipped, [batch, 1, *ks])
+    numbers = _dimension_numbers(len(ns))
+    out_type = result_type([1, batch, *lengths], compute)
     highest = ir.ArrayAttr.get([hlo.PrecisionAttr.get("HIGHEST")] * 2)
-    if isinstance(k, int):
-        pad = ir.DenseIntElementsAttr.get(np.array([[k - 1, k - 1]], dtype=np.int64))
+    if is_static(ks):
+        pad = ir.DenseIntElementsAttr.get(np.array([[k - 1, k - 1] for k in ks], dtype=np.int64))
         out = hlo.convolution(out_type, lhs, rhs, numbers, batch, 1, padding=pad, precision_config=highest)
     else:
-        edge = reshape(dim_sub(k, 1), [1, 1])
-        out = hlo.dynamic_conv(out_type, lhs, rhs, hlo.concatenate([edge, edge], 1), numbers, batch, 1,
-                               precision_config=highest)
-    return convert(reshape(out, [batch, length]), dtype), n, k, length
+        edges = [reshape(dim_sub(k, 1), [1, 1]) for k in ks]
+        pad = hlo.concatenate([hlo.concatenate([e, e], 1) for e in edges], 0)
+        out = hlo.dynamic_conv(out_type, lhs, rhs, pad, numbers, batch, 1, precision_config=highest)
+    return convert(reshape(out, [batch, *lengths]), dtype), ns, ks, lengths
 
 
-def _convolve(node, a, v, full_mode, full_mode_var, batch_dims):
-    """Convolve1d over `batch_dims` leading dims (flattened into feature groups, so
-    their product must be static)."""
+def _convolve(ctx, node, a, v, full_mode, batch_dims):
+    """Convolve1d/Convolve2d over `batch_dims` leading dims (flattened into feature
+    groups, so their product must be static)."""
     dtype = node.outputs[0].type.dtype
+    rank = len(shape_of(a)) - len(batch_dims)
     batch = dim_product(batch_dims)
-    rows_a = reshape(a, [batch, dim_size(a, len(batch_dims))])
-    rows_v = reshape(v, [batch, dim_size(v, len(batch_dims))])
-    full, n, k, length = full_convolution(rows_a, rows_v, dtype)
-    valid_start, valid_end = dim_sub(dim_min(n, k), 1), dim_max(n, k)
-    flag = _constant_flag(full_mode_var)
-    if flag is not None:
-        start, end = (0, length) if flag else (valid_start, valid_end)
-    else:
-        start = select(full_mode, ir_constant(np.int64(0)), dim_value(valid_start))
-        end = select(full_mode, dim_value(length), dim_value(valid_end))
-    return reshape(slice_axis(full, 1, start, end), [*batch_dims, dim_sub(end, start)])
+    rows_a = reshape(a, [batch, *shape_of(a)[len(batch_dims):]])
+    rows_v = reshape(v, [batch, *shape_of(v)[len(batch_dims):]])
+    if ctx.can_raise():
+        rows_a, rows_v = _refuse_empty(ctx, rows_a, rows_v, rank)
+    full, ns, ks, lengths = full_convolution(rows_a, rows_v, dtype)
+    flag = _constant_flag(node.inputs[2])
+    if rank > 1 and flag is not True and ctx.can_raise():
+        _refuse_undominated(ctx, ns, ks, full_mode if flag is None else None)
+    out_dims = []
+    for axis, (n, k, length) in enumerate(zip(ns, ks, lengths), start=1):
+        valid_start, valid_end = dim_sub(dim_min(n, k), 1), dim_max(n, k)
+        if flag is not None:
+            start, end = (0, length) if flag else (valid_start, valid_end)
+        else:
+            start = select(full_mode, ir_constant(np.int64(0)), dim_value(valid_start))
+            end = select(full_mode, dim_value(length), dim_value(valid_end))
+        full = slice_axis(full, axis, start, end)
+        out_dims.append(dim_sub(end, start))
+    return reshape(full, [*batch_dims, *out_dims])
+
+
+_EMPTY = {1: ("a cannot be empty", "v cannot be empty"), 2: ("in1 is empty", "in2 is empty")}
+
+
+def _refuse_empty(ctx, a, v, rank):
+    """np.convolve's errors for an empty `a` or `v` (checked in that order; scipy's
+    for Convolve2d vary with the shapes, so the input is named), then each padded to at
+    least one entry per axis so that the convolution stays valid IR."""
+    zero = ir_constant(np.int64(0))
+    a_empty, v_empty = (
+        any_of(*[compare(dim_value(d), zero, "EQ") for d in shape_of(x)[1:]]) for x in (a, v)
+    )
+    a_message, v_message = _EMPTY[rank]
+    ctx.runtime_check(a_empty, ValueError, a_message)
+    ctx.runtime_check(hlo.and_(v_empty, hlo.not_(a_empty)), ValueError, v_message)
+    return _at_least_one(a), _at_least_one(v)
+
+
+def _at_least_one(x):
+    """`x` with a zero entry appended along each spatial axis whose length may be 0."""
+    for axis, length in enumerate(shape_of(x)[1:], start=1):
+        if not (isinstance(length, int) and length > 0):
+            x = slice_axis(with_scratch(x, [axis]), axis, 0, dim_max(length, 1))
+    return x
+
+
+def _refuse_undominated(ctx, ns, ks, full_mode):
+    """scipy's "valid" needs one input at least as large as the other along every axis
+    (`full_mode`: the run-time flag, when the mode is known only then)."""
+    a_larger = all_of(*[compare(dim_value(n), dim_value(k), "GE") for n, k in zip(ns, ks)])
+    v_larger = all_of(*[compare(dim_value(k), dim_value(n), "GE") for n, k in zip(ns, ks)])
+    failed = hlo.not_(hlo.or_(a_larger, v_larger))
+    if full_mode is not None:
+        failed = hlo.and_(failed, hlo.not_(full_mode))
+    ctx.runtime_check(
+        failed, ValueError, "For 'valid' mode, one must be at least as large as the other in every dimension"
+    )
 
 
 def _constant_flag(var):
@@ -89,16 +150,34 @@ def _constant_flag(var):
         return None
 
 
-@register_lowering(Convolve1d)
-def lower_convolve1d(ctx, node, a, v, full_mode):
-    return _convolve(node, a, v, full_mode, node.inputs[2], [])
+@register_lowering(Convolve1d, Convolve2d)
+def lower_convolve(ctx, node, a, v, full_mode):
+    return _convolve(ctx, node, a, v, full_mode, [])
 
 
-@register_batched(Convolve1d)
-def lower_batched_convolve1d(ctx, node, batch_ndim, a, v, full_mode):
-    """One grouped convolution where the batch size is static and every entry has the
-    same mode; else (a feature group count is an attribute) one convolution per entry."""
+@register_batched(Convolve1d, Convolve2d)
+def lower_batched_convolve(ctx, node, batch_ndim, a, v, full_mode):
+    """One grouped convolution where the batch size is static; else (a feature group
+    count is an attribute) one convolution per entry. A mode known only at run time
+    (the gradient's, computed from shapes) must be the same for every entry."""
     batch_dims = list(shape_of(a))[:batch_ndim]
-    if not is_static(batch_dims) or _constant_flag(node.inputs[2]) is None:
+    run_time_mode = _constant_flag(node.inputs[2]) is None
+    if not is_static(batch_dims) or (run_time_mode and not ctx.can_raise()):
         return lower_per_entry(ctx, node, [a, v, full_mode])
-    return _convolve(node, a, v, full_mode, node.inputs[2], batch_dims)
+    if run_time_mode:
+        full_mode = _one_mode(ctx, full_mode, dim_product(batch_dims))
+    return _convolve(ctx, node, a, v, full_mode, batch_dims)
+
+
+def _one_mode(ctx, flags, count):
+    """The entries' run-time mode flag, refused unless they agree (their results would
+    differ in length)."""
+    if count == 0:
+        return ir_constant(True)
+    flags = reshape(flags, [count])
+    first = reshape(static_slice(flags, [0], [1]), ())
+    ctx.runtime_check(
+        any_true(compare(flags, broadcast_in_dim(first, [count], []), "NE")), ValueError,
+        "batch entries with different modes: their results would differ in length",
+    )
+    return first

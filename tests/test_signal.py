@@ -4,13 +4,14 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from pytensor.tensor.signal import convolve1d
+import scipy.signal
+from pytensor.tensor.signal import convolve1d, convolve2d
 from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.signal.conv import Convolve1d
 
-from lowering import UnsupportedParameterError, lower
-from tests.helpers import RAW_MODE, compare_with_py
+from lowering import lower
+from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
 from tests.values import ALL_DTYPES
 
 
@@ -64,9 +65,76 @@ def test_a_batch_of_unknown_size_is_convolved_entry_by_entry(dtype):
         fn(_values(dtype, (1, 2), 6), _values(dtype, (3, 5), 7))
 
 
-def test_a_batch_with_a_mode_per_entry_is_refused_by_name():
-    # Each entry's length would depend on its mode: no loop can size the output.
+def test_a_mode_per_entry_must_agree():
+    """A run-time mode per entry (as the gradient builds it) is one grouped convolution
+    when the entries agree; otherwise their lengths would differ: refused by name (it was
+    refused when lowering)."""
     a, v, full = pt.matrix("a", shape=(2, 5)), pt.matrix("v", shape=(2, 3)), pt.vector("full", dtype="bool", shape=(2,))
     out = Blockwise(Convolve1d())(a, v, full)
-    with pytest.raises(UnsupportedParameterError, match=r"values of input 2 \(full\)"):
-        pytensor.function([a, v, full], out, mode=RAW_MODE)
+    values = [_values("float64", (2, 5), 12), _values("float64", (2, 3), 13)]
+    for flag in (True, False):
+        compare_with_py([a, v, full], [out], [*values, np.array([flag, flag])], modes=(RAW_MODE,))
+    fn = pytensor.function([a, v, full], out, mode=RAW_MODE)
+    with pytest.raises(ValueError, match="batch entries with different modes"):
+        fn(*values, np.array([True, False]))
+
+
+@pytest.mark.parametrize("mode", ["full", "valid"])
+@pytest.mark.parametrize("batch", [(), (2,)], ids=["vectors", "rows"])
+def test_empty_inputs_raise_numpys_errors(mode, batch):
+    """np.convolve's "a cannot be empty" / "v cannot be empty", checked in that order;
+    "full" used to return [0., 0.] for an empty a, other cases failed to specialize."""
+    a, v = pt.tensor("a", shape=(None,) * (1 + len(batch))), pt.dvector("v")
+    out = convolve1d(a, v, mode=mode)
+    functions = [pytensor.function([a, v], out, mode=m) for m in (PY_MODE, "STABLEHLO", RAW_MODE)]
+    for n, k, message in [(0, 3, "a cannot be empty"), (3, 0, "v cannot be empty"), (0, 0, "a cannot be empty")]:
+        for fn in functions:
+            with pytest.raises(ValueError, match=message):
+                fn(np.ones((*batch, n)), np.ones(k))
+    compare_with_py([a, v], out, [np.ones((*batch, 1)), np.arange(3.0)])
+
+
+@pytest.mark.parametrize("static", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "int64", "uint16", "complex128"])
+def test_convolve2d_every_mode(dtype, static):
+    """scipy.signal.convolve in two dims ("same" and the boundaries are PyTensor's own
+    padding around "valid"), either input the larger one, as one convolution."""
+    for n, k in [((5, 6), (2, 3)), ((2, 3), (5, 6)), ((1, 1), (3, 2)), ((4, 4), (4, 4))]:
+        a = pt.tensor("a", dtype=dtype, shape=n if static else (None, None))
+        v = pt.tensor("v", dtype=dtype, shape=k if static else (None, None))
+        outputs = [convolve2d(a, v, mode=mode) for mode in ("full", "valid", "same")]
+        outputs.append(convolve2d(a, v, mode="full", boundary="wrap"))
+        compare_with_py([a, v], outputs, [_values(dtype, n, 8), _values(dtype, k, 9)])
+
+
+def test_batched_convolve2d_and_its_gradient():
+    a, v = pt.tensor("a", shape=(3, 4, 5)), pt.tensor("v", shape=(3, 2, 2))
+    out = convolve2d(a, v, mode="valid")
+    grads = pytensor.grad(out.sum(), [a, v])
+    compare_with_py([a, v], [out, *grads], [_values("float64", (3, 4, 5), 10), _values("float64", (3, 2, 2), 11)])
+
+
+def test_convolve2d_valid_needs_one_input_larger_along_every_axis():
+    a, v = pt.dmatrix("a"), pt.dmatrix("v")
+    for fn in (pytensor.function([a, v], convolve2d(a, v, mode="valid"), mode=m) for m in (PY_MODE, "STABLEHLO")):
+        with pytest.raises(ValueError, match="one must be at least as large as the other in every dimension"):
+            fn(np.ones((3, 1)), np.ones((1, 3)))
+    # scipy's errors for an empty input vary with the shapes; ours names the input
+    f = pytensor.function([a, v], convolve2d(a, v), mode="STABLEHLO")
+    with pytest.raises(ValueError, match="in2 is empty"):
+        f(np.ones((3, 3)), np.ones((0, 2)))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "float16"])
+def test_convolve2d_of_dtypes_scipy_refuses(dtype):
+    """scipy raises "Unsupported type" (README); bool is any of the products, float16 the
+    float64 convolution rounded."""
+    a, v = pt.matrix("a", dtype=dtype), pt.matrix("v", dtype=dtype)
+    av, vv = _values(dtype, (4, 5), 14), _values(dtype, (2, 3), 15)
+    got = pytensor.function([a, v], convolve2d(a, v), mode="STABLEHLO")(av, vv)
+    expected = scipy.signal.convolve(av.astype("float64"), vv.astype("float64"))
+    assert got.dtype == dtype
+    if dtype == "bool":
+        np.testing.assert_array_equal(got, expected != 0)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-2, atol=1e-2)
