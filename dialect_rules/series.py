@@ -586,15 +586,16 @@ def _inverse_incomplete_gamma(a, p, q):
     (t,) = converge([t0], hlo.and_(regular, hlo.not_(huge)), step, _INVERSE_STEPS)
     x = select(huge, hlo.multiply(safe_a, hlo.multiply(hlo.multiply(base, base), base)), hlo.exponential(t))
     x = select(regular, x, zero)
-    # scipy's edges: p = 0 -> 0, p = 1 -> inf, also for a = 0 (where P(0, x) = 1 for
-    # every x > 0, so no p strictly between has an inverse); NaN for a < 0, p outside
-    # [0, 1], NaN in.
+    # scipy's edges: p = 0 -> 0, p = 1 -> inf, also for a = 0 and a = inf (where P(a, x)
+    # is 1 or 0 for every finite x > 0, so no p strictly between has an inverse); NaN for
+    # a < 0, p outside [0, 1], NaN in.
     x = select(compare(p, zero, "EQ"), zero, x)
     x = select(compare(q, zero, "EQ"), _c(a, np.inf), x)
     inside = hlo.and_(compare(p, zero, "GT"), compare(q, zero, "GT"))
-    invalid = hlo.or_(compare(a, zero, "LT"), hlo.and_(compare(a, zero, "EQ"), inside))
+    degenerate = hlo.or_(compare(a, zero, "EQ"), is_inf(a))
+    invalid = hlo.or_(compare(a, zero, "LT"), hlo.and_(degenerate, inside))
     invalid = hlo.or_(invalid, hlo.or_(compare(p, zero, "LT"), compare(q, zero, "LT")))
-    invalid = hlo.or_(invalid, hlo.or_(is_inf(a), hlo.or_(compare(a, a, "NE"), compare(p, p, "NE"))))
+    invalid = hlo.or_(invalid, hlo.or_(compare(a, a, "NE"), compare(p, p, "NE")))
     return select(invalid, _c(a, np.nan), x)
 
 
@@ -705,11 +706,18 @@ def _inverse_incomplete_beta(a, b, y):
 
     (t,) = converge([t0], regular, step, _INVERSE_STEPS)
     x = select(regular, hlo.exponential(log_sigmoid(t)), zero)
-    # scipy's edges: y = 0 -> 0, y = 1 -> 1; NaN for a, b <= 0 or infinite, y outside [0, 1].
+    # scipy's edges: y = 0 -> 0, y = 1 -> 1 (for infinite a or b too); between, its closed
+    # forms y**(1/a) at b = 1 and 1 - (1 - y)**(1/b) at a = 1 give 1 for a = inf, 0 for
+    # b = inf; NaN for other infinite a or b, a, b <= 0, y outside [0, 1].
+    a_inf, b_inf = is_inf(a), is_inf(b)
+    x = select(hlo.and_(a_inf, compare(b, one, "EQ")), one, x)
+    x = select(hlo.and_(b_inf, compare(a, one, "EQ")), zero, x)
     x = select(compare(y, zero, "EQ"), zero, select(compare(y, one, "EQ"), one, x))
     invalid = hlo.or_(compare(a, zero, "LE"), compare(b, zero, "LE"))
     invalid = hlo.or_(invalid, hlo.or_(compare(y, zero, "LT"), compare(y, one, "GT")))
-    invalid = hlo.or_(invalid, hlo.or_(is_inf(a), is_inf(b)))
+    inside = hlo.and_(compare(y, zero, "GT"), compare(y, one, "LT"))
+    closed_form = hlo.or_(compare(a, one, "EQ"), compare(b, one, "EQ"))
+    invalid = hlo.or_(invalid, all_of(hlo.or_(a_inf, b_inf), inside, hlo.not_(closed_form)))
     for v in (a, b, y):
         invalid = hlo.or_(invalid, compare(v, v, "NE"))
     return select(invalid, _c(a, np.nan), x)

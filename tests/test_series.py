@@ -3,6 +3,8 @@ PyTensor's Python mode, on grids that include the hard regions."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -101,8 +103,9 @@ def test_inverse_incomplete_gamma_matches_scipy(name):
     # Results below float64's smallest normal are flushed to zero by XLA (README); tiny a
     # amplifies p's rounding by 1/a (x ~ (p Gamma(a + 1))**(1/a)): scipy differs by ~1e-12.
     np.testing.assert_allclose(got, expected, rtol=5e-11, atol=3e-308)
-    edges_a = np.array([2.0, 2.0, 0.0, -1.0, 2.0, 2.0, np.inf, np.nan, 2.0, 0.0, 0.0, -1.0, -1.0])
-    edges_p = np.array([0.0, 1.0, 0.5, 0.5, -0.1, 1.1, 0.5, 0.5, np.nan, 0.0, 1.0, 0.0, 1.0])
+    # p = 0 and 1 have inverses for a = 0 and a = inf too (NaN before for a = inf)
+    edges_a = np.array([2.0, 2.0, 0.0, -1.0, 2.0, 2.0, np.inf, np.nan, 2.0, 0.0, 0.0, -1.0, -1.0, np.inf, np.inf])
+    edges_p = np.array([0.0, 1.0, 0.5, 0.5, -0.1, 1.1, 0.5, 0.5, np.nan, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0])
     f = pytensor.function([ta, tp], getattr(pt, name)(ta, tp), mode="STABLEHLO")
     np.testing.assert_array_equal(f(edges_a, edges_p), getattr(sp, name)(edges_a, edges_p))
 
@@ -136,9 +139,12 @@ def test_inverse_incomplete_beta_matches_scipy():
     a_tail, b_tail = 10 ** rng.uniform(0, 2, size=300), 10 ** rng.uniform(0, 2, size=300)
     x = f(a_tail, b_tail, y_tail)
     np.testing.assert_allclose(sp.betainc(a_tail, b_tail, x), y_tail, rtol=1e-8)
-    edges = [np.array(v) for v in ([2.0, 2, 0, -1, 2, 2, np.inf, np.nan], [3.0, 3, 3, 3, 3, 3, 3, 3],
-                                   [0.0, 1, 0.5, 0.5, -0.1, 1.1, 0.5, 0.5])]
-    np.testing.assert_array_equal(f(*edges), sp.betaincinv(*edges))
+    # every pair of parameters in {0, 1e-3, 1, 2, 1e10, inf, NaN, -1} with y at 0, 0.3, 1,
+    # NaN, -0.1, 1.1: y = 0, 1 with an infinite parameter and the closed forms at a = 1 or
+    # b = 1 with the other infinite were NaN
+    values, ys = [0.0, 1e-3, 1.0, 2.0, 1e10, np.inf, np.nan, -1.0], [0.0, 0.3, 1.0, np.nan, -0.1, 1.1]
+    edges = np.array(list(itertools.product(values, values, ys))).T
+    np.testing.assert_allclose(f(*edges), sp.betaincinv(*edges), rtol=1e-10, atol=3e-308)  # scipy floors at the smallest normal
     af = pt.fvector("a")
     compare_with_py([af], [pt.betaincinv(af, af, af * 0.5)], [np.array([0.5, 1.5, 1.9], dtype="float32")])
 
