@@ -2,8 +2,10 @@
 and the batched Dot that `Blockwise` (matmul) applies.
 
 All go through `builders.dot_general`: numpy's arithmetic, highest precision.
-Gemm/Gemv ignore `z`/`y` when `beta == 0`, as BLAS does and PyTensor relies on
-(a NaN there does not leak into the result).
+Gemm, Gemv and Ger keep the special cases of their `perform` (numpy for Gemm, scipy's
+BLAS for Gemv and Ger) as selects on the run-time scalars: they differ from the plain
+formula beyond rounding when a value is infinite or NaN, e.g. `z`/`y` ignored when
+`beta == 0`, and for complex `(1 + 0j) * (inf + 0j)` is `inf + nan j`.
 """
 
 from __future__ import annotations
@@ -57,13 +59,32 @@ def lower_dot22_scalar(ctx, node, x, y, a):
     return hlo.multiply(splat(a, product), product)
 
 
-def _scaled_update(product, alpha, beta, acc):
-    """beta * acc + alpha * product, with acc ignored when beta == 0 (BLAS semantics)."""
-    scaled = hlo.multiply(splat(alpha, product), product)
-    beta = convert(beta, value_dtype(product))
-    updated = hlo.add(hlo.multiply(splat(beta, acc), acc), scaled)
-    # A 0-d predicate selects whole tensors.
-    return select(compare(beta, full_like(beta, 0), "EQ"), scaled, updated)
+def _equals(scalar, number):
+    """`scalar == number`, a 0-d predicate (it selects whole tensors)."""
+    return compare(scalar, full_like(scalar, number), "EQ")
+
+
+def _scale(scalar, x):
+    """scalar * x, the scalar cast to x's dtype (as scipy's BLAS wrappers cast it)."""
+    return hlo.multiply(splat(convert(scalar, value_dtype(x)), x), x)
+
+
+def _gemm_update(z, alpha, product, beta):
+    """Gemm.perform: beta * z + alpha * product with its branches on beta in {0, 1} and,
+    inside them, alpha in {1, -1} (the product unscaled or negated)."""
+    alpha, beta = convert(alpha, value_dtype(z)), convert(beta, value_dtype(z))
+    scaled = _scale(alpha, product)
+    signed = select(_equals(alpha, 1), product, select(_equals(alpha, -1), hlo.negate(product), scaled))
+    general = hlo.add(_scale(beta, z), scaled)
+    return select(_equals(beta, 0), signed, select(_equals(beta, 1), hlo.add(z, signed), general))
+
+
+def _gemv_update(y, alpha, product, beta):
+    """What scipy's gemv gives: y ignored when beta == 0 and unscaled when beta == 1, the
+    product unscaled when alpha == 1 (alpha == 0 still reads A and x)."""
+    alpha, beta = convert(alpha, value_dtype(y)), convert(beta, value_dtype(y))
+    kept = select(_equals(beta, 1), y, select(_equals(beta, 0), full_like(y, 0), _scale(beta, y)))
+    return hlo.add(kept, select(_equals(alpha, 1), product, _scale(alpha, product)))
 
 
 @register_lowering(Gemm)
@@ -75,21 +96,23 @@ def lower_gemm(ctx, node, z, a, x, y, b):
     out_dims = [dims[i] if z_static[i] == 1 else dim_size(z, i) for i in range(2)]
     z = broadcast_to(z, out_dims)
     product = broadcast_to(product, out_dims)
-    return _scaled_update(product, a, b, z)
+    return _gemm_update(z, a, product, b)
 
 
 @register_lowering(Gemv)
 def lower_gemv(ctx, node, y, alpha, a, x, beta):
     product = dot_general(a, x, ((1,), (0,)), dtype=_out_dtype(node))
-    return _scaled_update(product, alpha, beta, y)
+    return _gemv_update(y, alpha, product, beta)
 
 
 @register_lowering(Ger)
 def lower_ger(ctx, node, a, alpha, x, y):
+    # scipy's ger returns A untouched when alpha == 0 (an inf or NaN in x, y is not read),
+    # and scales x before the outer product, as it does for the C-ordered A it is given.
     rows, cols = shape_of(a)
     dtype = _out_dtype(node)
+    x = _scale(alpha, convert(x, dtype))
     outer = hlo.multiply(
-        broadcast_in_dim(convert(x, dtype), (rows, cols), (0,)),
-        broadcast_in_dim(convert(y, dtype), (rows, cols), (1,)),
+        broadcast_in_dim(x, (rows, cols), (0,)), broadcast_in_dim(convert(y, dtype), (rows, cols), (1,))
     )
-    return hlo.add(a, hlo.multiply(splat(alpha, outer), outer))
+    return select(_equals(convert(alpha, dtype), 0), a, hlo.add(a, outer))

@@ -1,6 +1,9 @@
 """Sparse products (`pytensor.sparse`): a sparse constant (observed data, a design
 matrix) times a dense tensor, as a gather of the dense rows the nonzeros read and a
 scatter-add of their products: O(nnz) work and memory, the matrix never densified.
+The gather would clamp the rows of a dense operand of the wrong size, so its size is
+checked at call time (a ValueError, as scipy's); unchecked only in a region body, which
+cannot raise and holds no sparse product (Scan and IfElse bodies are functions).
 
 Sparse values computed in the graph, or passed as inputs, have no dense layout here:
 those nodes are refused by name.
@@ -16,16 +19,33 @@ from pytensor.sparse.math import Dot as SparseDot
 from pytensor.sparse.math import StructuredDot
 from pytensor.sparse.type import SparseTensorType
 
-from lowering.builders import broadcast_in_dim, convert, full, gather_indexed, reshape, shape_of, transpose
+from lowering.builders import (
+    broadcast_in_dim,
+    compare,
+    convert,
+    dim_size,
+    dim_value,
+    full,
+    gather_indexed,
+    ir_constant,
+    reshape,
+    shape_of,
+    transpose,
+)
 from lowering.errors import UnsupportedParameterError
 from lowering.regions import scatter
 from lowering.registry import register_lowering
 
 
-def _sparse_times_dense(ctx, matrix, y, dtype):
-    """matrix @ y for a scipy sparse constant (m, n) and y (n,) or (n, k)."""
+def _sparse_times_dense(ctx, node, matrix, y, dtype, transposed=False):
+    """matrix @ y for a scipy sparse constant (m, n) and y (n,) or (n, k).
+
+    `transposed`: the node computes x @ S as (S.T @ x.T).T, so matrix is S.T and y is x.T
+    (its error message names S and x).
+    """
     coo = scipy.sparse.coo_matrix(matrix)
-    m = coo.shape[0]
+    m, n = coo.shape
+    _check_size(ctx, node, y, coo.shape, transposed)
     vector = len(y.type.shape) == 1
     if vector:
         y = reshape(y, [shape_of(y)[0], 1])
@@ -45,6 +65,22 @@ def _sparse_times_dense(ctx, matrix, y, dtype):
         )
         out = scatter(full(0, [m, k], dtype), rows, products, numbers, hlo.add)
     return reshape(out, [m]) if vector else out
+
+
+def _check_size(ctx, node, y, shape, transposed) -> None:
+    """ValueError unless y's dim 0 (the dense operand's matching dim) is the matrix's n."""
+    n = shape[1]
+    size = dim_size(y, 0)
+    if size == n or not ctx.can_raise():
+        return
+    if isinstance(node.op, StructuredDot):
+        message = "shape mismatch in StructuredDot.perform"
+    else:
+        needed = (f"a vector of length {n}" if len(y.type.shape) == 1
+                  else f"a matrix with {n} {'columns' if transposed else 'rows'}")
+        shown = shape[::-1] if transposed else shape
+        message = f"matmul: dimension mismatch: the sparse {shown} matrix needs {needed}"
+    ctx.runtime_check(compare(dim_value(size), ir_constant(np.int64(n)), "NE"), ValueError, message)
 
 
 def _sparse(node, var, value):
@@ -72,8 +108,9 @@ def lower_sparse_dot(ctx, node, x, y):
     if left is not None and right is not None:
         return ctx.constant(np.asarray((left @ right).todense(), dtype=dtype))
     if left is not None:
-        return _sparse_times_dense(ctx, left, y, dtype)
+        return _sparse_times_dense(ctx, node, left, y, dtype)
     # x @ S = (S.T @ x.T).T
     if len(node.inputs[0].type.shape) == 1:
-        return _sparse_times_dense(ctx, right.T, x, dtype)
-    return transpose(_sparse_times_dense(ctx, right.T, transpose(x, [1, 0]), dtype), [1, 0])
+        return _sparse_times_dense(ctx, node, right.T, x, dtype, transposed=True)
+    product = _sparse_times_dense(ctx, node, right.T, transpose(x, [1, 0]), dtype, transposed=True)
+    return transpose(product, [1, 0])

@@ -21,7 +21,7 @@ try:  # pytensor >= 2.32 moved them; the old names still work in 2.38 with a war
 except ImportError:  # pragma: no cover
     from pytensor.graph.basic import ancestors, io_toposort
 
-from lowering.errors import LoweringError, UnsupportedOpsError
+from lowering.errors import LoweringError, UnsupportedOpsError, UnsupportedTypeError
 from lowering.registry import lookup_rule
 from lowering.types import to_ir_type
 
@@ -76,6 +76,7 @@ def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> fun
     try:
         with ir.InsertionPoint(block):
             results = lower_graph(ctx, inputs, outputs, list(block.arguments))
+            _refuse_sparse(outputs)
             # Error flags: a private function returns each (its caller re-raises them);
             # @main returns one i1 vector, read back once per call by the runtime.
             if not public:
@@ -90,6 +91,17 @@ def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> fun
         ir.FunctionType.get([a.type for a in block.arguments], [r.type for r in results])
     )
     return fn
+
+
+def _refuse_sparse(outputs) -> None:
+    """A sparse result is a scipy matrix to the rules (constants only), no MLIR value."""
+    for i, var in enumerate(outputs):
+        if isinstance(var.type, SparseTensorType):
+            what = var.name or (node_label(var.owner) if var.owner else var)
+            raise UnsupportedTypeError(
+                f"output {i} ({what}): sparse results are not supported ({var.type}): "
+                "return it dense (pytensor.sparse.dense_from_sparse)"
+            )
 
 
 def _pack_flags(flags: list[ir.Value]) -> ir.Value:

@@ -10,7 +10,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.math import Dot
 
 from lowering import UnsupportedOpsError, lower, unsupported_ops
-from tests.helpers import RAW_MODE, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_with_py
 from tests.test_core import NoRuleA
 from tests.values import ALL_DTYPES
 
@@ -107,6 +107,50 @@ def test_gemm_and_gemv_ignore_the_accumulator_when_beta_is_zero():
               np.asarray(0.0), np.full(2, np.inf), np.ones(3)]
     got = compare_with_py([z, x, y, a, b, u, w], outputs, values, modes=(RAW_MODE,))
     assert np.isfinite(got[0]).all() and np.isfinite(got[1]).all()
+
+
+def _compare_calls(inputs, output, calls):
+    """One function per mode (the raw graph), called on each tuple of values in `calls`."""
+    py = pytensor.function(inputs, output, mode=PY_MODE)
+    ours = pytensor.function(inputs, output, mode=RAW_MODE)
+    for values in calls:
+        expected = py(*[np.copy(v) for v in values])
+        assert_same(ours(*values), expected, label=", ".join(map(str, values)))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_AND_COMPLEX)
+def test_gemm_and_gemv_special_cases_of_alpha_and_beta(dtype):
+    """Gemm.perform branches on beta in {0, 1} and alpha in {1, -1}; scipy's gemv (Gemv)
+    on beta in {0, 1} and alpha == 1. With an infinite accumulator or product they give
+    other values than the plain formula: (1 + 0j) * (inf + 0j) is inf + nan j."""
+    complex_ = dtype.startswith("complex")
+    z, x, y = (pt.matrix(n, dtype=dtype) for n in "zxy")
+    a, b = pt.scalar("a", dtype=dtype), pt.scalar("b", dtype=dtype)
+    u, w = pt.vector("u", dtype=dtype), pt.vector("w", dtype=dtype)
+    specials = [np.inf, -np.inf, np.nan, 1.5] + ([complex(0, np.inf), complex(np.inf, np.inf)] if complex_ else [])
+    zv = np.array(specials, dtype).reshape(-1, 1)
+    # A product of one column, k = 1 and a real y: numpy's complex dot and XLA's agree on
+    # its infinities there (on wider products numpy's BLAS gives nan + nan j).
+    xv = np.array(specials[:-1] + [-2.0], dtype).reshape(-1, 1)[::-1]
+    yv = np.array([[-2]], dtype)
+    scalars = [0, 1, -1, 2] + ([1j, -1j] if complex_ else [])
+    pairs = [(np.asarray(al, dtype), np.asarray(be, dtype)) for al in scalars for be in scalars]
+    _compare_calls([z, a, x, y, b], Gemm(inplace=False)(z, a, x, y, b),
+                   [(zv, al, xv, yv, be) for al, be in pairs])
+    _compare_calls([u, a, x, w, b], Gemv(inplace=False)(u, a, x, w, b),
+                   [(zv[:, 0], al, xv, yv[0, :1], be) for al, be in pairs])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ger_with_alpha_zero_is_a(dtype):
+    """scipy's ger returns A untouched when alpha == 0: an inf or NaN in x or y is not read."""
+    a_, x, y = pt.matrix("A", dtype=dtype), pt.vector("x", dtype=dtype), pt.vector("y", dtype=dtype)
+    alpha = pt.scalar("alpha", dtype=dtype)
+    av = np.arange(6, dtype=dtype).reshape(2, 3)
+    vectors = [(np.array([np.inf, 1], dtype), np.array([1, np.nan, 0], dtype)),
+               (np.array([2, -1], dtype), np.array([1, 0.5, -np.inf], dtype))]
+    _compare_calls([a_, alpha, x, y], Ger(destructive=False)(a_, alpha, x, y),
+                   [(av, np.asarray(al, dtype), xv, yv) for al in (0, -0.0, 2) for xv, yv in vectors])
 
 
 def test_gemm_broadcasts_z():
