@@ -23,6 +23,8 @@ import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random import basic as rv
 
 from lowering.builders import (
@@ -32,10 +34,12 @@ from lowering.builders import (
     convert,
     dim_product,
     dim_size,
+    dim_value,
     divide,
     full,
     full_like,
     iota,
+    is_static,
     ir_constant,
     reshape,
     select,
@@ -309,10 +313,12 @@ Sampler = Callable[..., ir.Value]
 
 def batch_dims(node, size, params) -> list[Dim]:
     """The batch dims of the draws: `size` where given, else the broadcast of the
-    parameters' batch dims (PyTensor broadcasts only static 1s)."""
+    parameters' batch dims (`_param_dim`). Static dims that cannot broadcast raise
+    numpy's ValueError when the function is built (`_check_static_broadcast`)."""
     op = node.op
     out_shape = node.outputs[1].type.shape
     n = op.batch_ndim(node)
+    _check_static_broadcast(node, out_shape[:n] if size is not None else None, params, n)
     dims: list[Dim] = []
     for d in range(n):
         if out_shape[d] is not None:
@@ -321,7 +327,57 @@ def batch_dims(node, size, params) -> list[Dim]:
             dims.append(vector_element(size, d))
         else:
             dims.append(_param_dim(node, params, d, n))
+    if size is not None and _size_from_array(node):
+        dims = _measured_dims(dims)
     return dims
+
+
+def _check_static_broadcast(node, size_dims, params, n: int) -> None:
+    """numpy's "shape mismatch" for a parameter whose static batch dims do not fit
+    `size` (or, without one, another parameter's): raised when the function is built,
+    since a broadcast between such static dims is not valid IR."""
+    shapes = [] if size_dims is None else [("size", tuple(size_dims))]
+    for i, (p, core) in enumerate(zip(params, node.op.ndims_params)):
+        shape = static_shape(p.type)
+        shapes.append((f"parameter {i}", tuple(shape[:len(shape) - core])))
+    for d in range(1, n + 1):
+        fixed = None  # (what, shape) giving axis -d a size other than 1, or size's own
+        for what, shape in shapes:
+            dim = shape[-d] if d <= len(shape) else 1
+            if dim is None or (dim == 1 and what != "size"):
+                continue
+            if fixed is None:
+                fixed = (what, shape)
+            elif dim != fixed[1][-d]:
+                raise ValueError(
+                    "shape mismatch: objects cannot be broadcast to a single shape. Mismatch is "
+                    f"between {fixed[0]} with shape {_shape_text(fixed[1])} and {what} with "
+                    f"batch shape {_shape_text(shape)}"
+                )
+
+
+def _shape_text(shape) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + (",)" if len(shape) == 1 else ")")
+
+
+def _size_from_array(node) -> bool:
+    """Whether `size` is computed from an input with dims (a vector of sizes): the
+    runtime specializes on the values of 0-d inputs only, so such a size is measured
+    at run time (`_measured_dims`)."""
+    roots = graph_inputs([node.inputs[1]])
+    return any(getattr(r.type, "ndim", 0) > 0 for r in roots if not isinstance(r, Constant))
+
+
+def _measured_dims(dims: Sequence[Dim]) -> list[Dim]:
+    """`dims` read back from one tensor of that shape. The runtime measures the shape
+    operands of such top-level dynamic ops and binds them as constants, which makes
+    that tensor static and these reads constants; the dims themselves, used in a
+    rejection loop's body, would stay values computed from the input there."""
+    if is_static(dims):
+        return list(dims)
+    anchor = full(0, dims, "int8")
+    return [d if isinstance(d, int) else convert(hlo.get_dimension_size(anchor, i), "int64")
+            for i, d in enumerate(dims)]
 
 
 def param_batch_dims(node, params) -> list[Dim]:
@@ -331,12 +387,24 @@ def param_batch_dims(node, params) -> list[Dim]:
 
 
 def _param_dim(node, params, d: int, n: int) -> Dim:
+    """numpy's broadcast of the parameters' sizes along batch axis d: a static size
+    other than 1 where one is known, else the first of the run-time sizes that is not
+    1 (a parameter of size 1 at run time broadcasts, as in numpy), else 1."""
+    sizes = []
     for p, core in zip(params, node.op.ndims_params):
         batch = len(static_shape(p.type)) - core
         axis = d - (n - batch)
         if axis >= 0 and static_shape(p.type)[axis] != 1:
-            return dim_size(p, axis)
-    return 1
+            size = dim_size(p, axis)
+            if isinstance(size, int):
+                if size != 1:
+                    return size
+            else:
+                sizes.append(size)
+    if not sizes:
+        return 1
+    one = dim_value(1)
+    return functools.reduce(lambda dim, size: select(compare(dim, one, "EQ"), size, dim), sizes)
 
 
 def broadcast_param(p: ir.Value, batch: Sequence[Dim], core: int) -> ir.Value:
@@ -364,7 +432,7 @@ def scipy_domain_error(name: str) -> str:
     )
 
 
-def register_sampler(*op_classes, checks: Callable | None = None):
+def register_sampler(*op_classes, checks: Callable | None = None, checks_see_draws: bool = False):
     """Register `sampler(key, dims, *params)` for the RandomVariable classes.
 
     The sampler gets the key for its draws, the output's batch dims and the
@@ -374,7 +442,9 @@ def register_sampler(*op_classes, checks: Callable | None = None):
     `checks(ctx, node, *params)` adds numpy's parameter checks; it sees the parameters
     as given, in float64 (int64 for integer ones of integer draws), broadcast to each
     other only: numpy checks them before drawing `size` numbers (and XLA would fold
-    checks of constant parameters over the whole output otherwise).
+    checks of constant parameters over the whole output otherwise). With
+    `checks_see_draws` it also gets `drawing=`, a 0-d bool: whether there is any draw
+    (numpy's `integers` checks nothing when `size` has a 0).
     """
     def decorate(sampler: Sampler) -> Sampler:
         def rule(ctx, node, key, size, *params):
@@ -383,14 +453,17 @@ def register_sampler(*op_classes, checks: Callable | None = None):
             real = np.dtype(out_dtype).kind == "f"
             dtype = work_dtype(out_dtype) if real else "float64"
             cores = node.op.ndims_params
+            batch = batch_dims(node, size, params)
             if checks is not None:  # in float64 (or int64): numpy checks before any cast
                 own = param_batch_dims(node, params)
+                extra = {}
+                if checks_see_draws:
+                    extra["drawing"] = compare(dim_value(dim_product(batch)), dim_value(0), "NE")
                 checks(ctx, node, *(
                     broadcast_param(convert(p, "float64" if real or _is_float(p) else "int64"), own, core)
                     for p, core in zip(params, cores)
-                ))
+                ), **extra)
             params = [convert(_opaque(p), dtype if real or _is_float(p) else "int64") for p in params]
-            batch = batch_dims(node, size, params)
             params = [broadcast_param(p, batch, core) for p, core in zip(params, cores)]
             return next_key, convert(sampler(draw_key, batch, *params), out_dtype)
 
@@ -436,8 +509,14 @@ def _scale_checks(ctx, node, *params):
 
 
 def _uniform_checks(ctx, node, low, high):
-    span = hlo.subtract(high, low)  # in float64, as numpy
-    require(ctx, hlo.not_(hlo.is_finite(span)), "high - low range exceeds valid bounds", OverflowError)
+    """numpy's checks of high - low (in float64): finite, then not negative on the sign
+    bit (-0.0 - 0.0 fails). numpy words the first "high - low range exceeds valid
+    bounds" when both bounds are 0-d, "Range exceeds valid bounds" for arrays."""
+    span = hlo.subtract(high, low)
+    scalar = all(p.type.ndim == 0 for p in node.op.dist_params(node))
+    overflow = "high - low range exceeds valid bounds" if scalar else "Range exceeds valid bounds"
+    require(ctx, hlo.not_(hlo.is_finite(span)), overflow, OverflowError)
+    require(ctx, negative(span), "high - low < 0")
 
 
 @register_sampler(rv.UniformRV, checks=_uniform_checks)

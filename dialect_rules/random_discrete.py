@@ -396,17 +396,17 @@ def _count_partial_sums_below(p: ir.Value, u: ir.Value) -> ir.Value:
 # --- the rules: numpy's checks, then the samplers ------------------------------------------------
 
 
-def _sampler(*op_classes, checks=None, counts=()):
+def _sampler(*op_classes, checks=None, counts=(), checks_see_draws=False):
     """`register_sampler` whose checks first refuse counts (the parameters at positions
     `counts`) that numpy would not cast to int64 with the 'safe' rule: a float or
     uint64 one raises its TypeError at every call."""
-    def all_checks(ctx, node, *params):
+    def all_checks(ctx, node, *params, **drawing):
         for i in counts:
             _count_type_check(ctx, node, node.inputs[2 + i].type)
         if checks is not None:
-            checks(ctx, node, *(convert(p, I64) if i in counts else p for i, p in enumerate(params)))
+            checks(ctx, node, *(convert(p, I64) if i in counts else p for i, p in enumerate(params)), **drawing)
 
-    return register_sampler(*op_classes, checks=all_checks)
+    return register_sampler(*op_classes, checks=all_checks, checks_see_draws=checks_see_draws)
 
 
 def _count_type_check(ctx, node, t):
@@ -618,15 +618,16 @@ def _multinomial(key, dims, n, p):
     return slice_axis(out, last, 0, categories)
 
 
-def _integers_checks(ctx, node, low, high):
+def _integers_checks(ctx, node, low, high, drawing):
+    """numpy's: an empty range refused, unless nothing is drawn (`size` with a 0)."""
     low, high = (convert(x, I64) for x in (low, high))
-    empty = any_true(compare(low, high, "GE"))
+    empty = hlo.and_(any_true(compare(low, high, "GE")), drawing)
     all_zero = _not(any_true(compare(low, _c(low, 0), "NE")))
     require(ctx, hlo.and_(empty, all_zero), "high <= 0")
     require(ctx, hlo.and_(empty, _not(all_zero)), "low >= high")
 
 
-@_sampler(rv.IntegersRV, checks=_integers_checks)
+@_sampler(rv.IntegersRV, checks=_integers_checks, checks_see_draws=True)
 def _integers(key, dims, low, high):
     """Uniform on [low, high): `bounded_integers` (float bounds truncate, as numpy's cast)."""
     return bounded_integers(key, convert(low, I64), convert(high, I64))

@@ -50,6 +50,10 @@ DEFAULT_PIPELINE = (
 # cannot see through.
 LEGALIZE_CHLO = "builtin.module(check-shape-assertions,func.func(chlo-legalize-to-stablehlo))"
 
+# A module whose CHLO was expanded on `?` shapes (dims a program measures at run time):
+# its `shape` ops as StableHLO, which refinement can fold once the dims are bound.
+SHAPE_TO_STABLEHLO = "builtin.module(func.func(shape-legalize-to-stablehlo),canonicalize)"
+
 # A portable artifact keeps `?` shapes: CHLO is expanded there anyway, the `shape` ops of
 # the expansion are rewritten into StableHLO, and canonicalize drops the casts left between.
 PORTABLE_CHLO = (

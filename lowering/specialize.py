@@ -17,7 +17,14 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering.builders import dense_attr, symbol_name
 from lowering.errors import PassPipelineError
-from lowering.passes import FOLD_AND_REFINE, LEGALIZE_CHLO, ops_named, run_pipeline, specialize_pipeline
+from lowering.passes import (
+    FOLD_AND_REFINE,
+    LEGALIZE_CHLO,
+    SHAPE_TO_STABLEHLO,
+    ops_named,
+    run_pipeline,
+    specialize_pipeline,
+)
 from lowering.types import tensor_type
 
 _DYNAMIC_TYPE = re.compile(r"tensor<[^>]*\?")
@@ -154,6 +161,7 @@ def bind_runtime_dims(dims: RuntimeDims, context: ir.Context, measured) -> ir.Mo
             op = ops[n]
             with ir.InsertionPoint(op):
                 op.operands[k] = hlo.constant(dense_attr(np.asarray(value)))
+        run_pipeline(module, SHAPE_TO_STABLEHLO)
         for _ in range(_MAX_FOLD_ROUNDS):
             run_pipeline(module, FOLD_AND_REFINE)
             if is_fully_static(module):

@@ -274,13 +274,79 @@ def test_pymc_prior_predictive_matches_numba_moments():
     assert not np.array_equal(draws["mu"][: n // 2], draws["mu"][n // 2:])
 
 
-def test_uniform_range_must_be_finite_as_in_numpy():
+def _same_outcome(inputs, out, *values):
+    """The Python mode's draws' shape and dtype, or its error's type and words."""
+    results = []
+    for mode in (PY_MODE, "STABLEHLO"):
+        try:
+            results.append(pytensor.function(inputs, out, mode=mode)(*values))
+        except Exception as error:  # noqa: BLE001  (the error is what is compared)
+            results.append(error)
+    theirs, ours = results
+    if isinstance(theirs, Exception):
+        assert type(ours) is type(theirs), ours
+        assert str(ours).split(" (node: ")[0] == str(theirs).split("\n")[0]
+        return ours
+    assert not isinstance(ours, Exception), ours
+    assert (ours.shape, ours.dtype) == (theirs.shape, theirs.dtype)
+    return ours
+
+
+@pytest.mark.parametrize("size", [(), (2,)], ids=["0-d bounds", "bounds with a dim"])
+def test_uniform_range_checks_as_in_numpy(size):
+    """numpy refuses a range that is not finite, in words that depend on whether the
+    bounds it gets are 0-d (no `size`) or arrays (`size` expands them), then high < low
+    (on the sign bit: -0.0 - 0.0 is refused)."""
     low, high = pt.dscalar("low"), pt.dscalar("high")
-    f = pytensor.function([low, high], pt.random.uniform(low, high, size=2), mode="STABLEHLO")
-    assert ((f(1.0, -1.0) > -1.0) & (f(1.0, -1.0) <= 1.0)).all()  # numpy allows low > high
-    for bad in [(0.0, np.inf), (0.0, np.nan), (-1e308, 1e308)]:
-        with pytest.raises(OverflowError, match="high - low range exceeds valid bounds"):
-            f(*bad)
+    x = pt.random.uniform(low, high, size=size or None)
+    for bad in [(0.0, np.inf), (0.0, np.nan), (-1e308, 1e308), (np.inf, -np.inf), (1.0, -1.0), (0.0, -0.0)]:
+        _same_outcome([low, high], x, *bad)
+    assert (_same_outcome([low, high], x, -0.0, 0.0) == 0.0).all()
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: pt.random.poisson(3.0, size=s),  # a rejection loop, whose body reads the dims
+    lambda s: pt.random.poisson(30.0, size=(s[0], s[1])),
+    lambda s: pt.random.binomial(50, 0.4, size=s),
+    lambda s: pt.random.integers(0, 9, size=s),
+    lambda s: pt.random.categorical(np.full(3, 1 / 3), size=s),
+    lambda s: pt.random.multinomial(10, np.full(3, 1 / 3), size=s),
+    lambda s: pt.random.uniform(np.zeros(3), 1.0, size=(s[0], 3)),
+    lambda s: pt.random.normal(0.0, 1.0, size=s),  # CHLO (erf_inv) expanded before the dims are measured
+    lambda s: pt.random.gamma(2.0, 1.0, size=s),
+], ids=["poisson", "poisson ptrs", "binomial", "integers", "categorical", "multinomial", "uniform", "normal", "gamma"])
+def test_size_from_a_vector_input(make):
+    s = pt.tensor("s", dtype="int64", shape=(2,))
+    x = make(s)
+    for value in ([2, 3], [4, 0]):
+        _same_outcome([s], x, np.array(value))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: pt.random.normal(np.zeros(3), 1.0, size=(2, 4)),
+    lambda: pt.random.poisson(np.ones(3), size=(2,)),
+    lambda: pt.random.categorical(np.full((2, 3), 1 / 3), size=(4,)),
+    lambda: pt.random.multivariate_normal(np.zeros((3, 2)), np.eye(2), size=(4,)),
+], ids=["normal", "poisson", "categorical", "multivariate_normal"])
+def test_constant_parameters_that_do_not_fit_size_raise_numpys_value_error(make):
+    """Ours when the function is built, naming both shapes (and in a note, the node)."""
+    x = make()
+    with pytest.raises(ValueError, match="could not be broadcast|cannot be broadcast"):
+        pytensor.function([], x, mode=PY_MODE)()
+    with pytest.raises(ValueError, match="shape mismatch: objects cannot be broadcast to a single shape") as got:
+        pytensor.function([], x, mode="STABLEHLO")
+    assert type(got.value) is ValueError and "with shape (" in str(got.value)
+    assert any("while lowering" in note for note in got.value.__notes__)
+
+
+def test_parameters_of_size_1_at_run_time_broadcast_as_in_numpy():
+    v, w = pt.dvectors("v", "w")
+    m = pt.dmatrix("m")
+    for a, b in [(np.zeros(3), np.full(1, 1e-9)), (np.zeros(1), np.full(3, 1e-9)), (np.zeros(0), np.ones(1))]:
+        x = _same_outcome([v, w], pt.random.normal(v, w), a, b)
+        np.testing.assert_allclose(x, np.broadcast_to(a, x.shape), atol=1e-7)
+    x = _same_outcome([m, v], pt.random.normal(m, v), np.arange(2.0).reshape(2, 1), np.full(3, 1e-9))
+    np.testing.assert_allclose(x, np.broadcast_to(np.arange(2.0).reshape(2, 1), (2, 3)), atol=1e-7)
 
 
 def test_a_generator_output_from_either_of_two_inputs_is_seeded_from_the_key():

@@ -368,6 +368,20 @@ def test_integers_errors(low, high):
     _same_error("integers", np.array(low), np.array(high))
 
 
+@pytest.mark.parametrize("low, high", [([5] * 6, [5] * 6), ([0] * 6, [0] * 6)])
+def test_integers_check_nothing_when_nothing_is_drawn(low, high):
+    """numpy's `integers` returns an empty array for a `size` with a 0 before any check
+    (so `choice(0, size=0)` is empty too); the other samplers check all the same."""
+    ours, python = _functions("integers")
+    x, expected = ours(0, np.array(low), np.array(high)), python(0, np.array(low), np.array(high))
+    assert x.dtype == expected.dtype and x.shape == expected.shape == (0, 6)
+    for size in [0, (3, 0)]:
+        for x in [pt.random.choice(0, size=size), pt.random.integers(5, 5, size=size)]:
+            ours, python = (pytensor.function([], x, mode=mode)() for mode in ("STABLEHLO", PY_MODE))
+            assert ours.dtype == python.dtype and ours.shape == python.shape
+    _same_error("integers", np.array(low), np.array(high))
+
+
 # --- shapes, dtypes, scalar parameters -------------------------------------------------
 
 
