@@ -499,8 +499,8 @@ def _first_kind(v, x):
     at_zero = select(hlo.or_(compare(v, zero, "GT"), integer), zero, select(gamma_negative, hlo.negate(inf), inf))
     at_zero = select(compare(v, zero, "EQ"), one, at_zero)
     edge = select(compare(x, zero, "EQ"), at_zero, nan)  # x = +-inf: scipy's NaN
-    # infinite order: 0 for finite x >= 0
-    edge = select(hlo.and_(is_inf(v), hlo.and_(hlo.not_(is_inf(x)), compare(x, zero, "GE"))), zero, edge)
+    # infinite order: scipy's 0 for 0 <= x <= 2 (its power series), NaN elsewhere
+    edge = select(hlo.and_(is_inf(v), hlo.and_(compare(x, zero, "GE"), compare(x, _c(x, 2.0), "LE"))), zero, edge)
     edge = select(hlo.or_(is_nan(v), is_nan(x)), nan, edge)
     return select(regular, value, edge)
 

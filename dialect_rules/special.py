@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - pytensor >= 3
     XlogX = XlogY0 = None
 
 from lowering.builders import (
+    all_of,
     compare,
     convert,
     copysign,
@@ -30,7 +31,9 @@ from lowering.builders import (
     is_complex,
     is_inf,
     is_nan,
+    multiply_all,
     numpy_order,
+    polynomial,
     remainder,
     select,
     sinpi,
@@ -121,8 +124,57 @@ def _trigamma(x):
     )
     pole = hlo.and_(compare(x, zero, "LE"), compare(hlo.floor(x), x, "EQ"))
     value = select(compare(x, zero, "LT"), reflected, direct)
-    value = select(compare(x, full_like(x, math.inf), "EQ"), zero, value)  # XLA: NaN
+    value = _polygamma_far_out(one, x, value)
     return select(pole, full_like(x, math.inf), value)
+
+
+_FACTORIAL_EXACT = 17  # (n-1)! up to here is an integer that exp(lgamma(n)) rounds to
+_STIRLING = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188)  # B_2k / (2k (2k - 1))
+# B_2k / (2k)!, k = 1..4: the asymptotic series' coefficients
+_POLYGAMMA_SERIES = (1 / 12, -1 / 720, 1 / 30240, -1 / 1209600)
+
+
+def _polygamma_far_out(n, x, value):
+    """psi^(n)(x) = (-1)^(n+1) (n-1)!/x^n (1 + n/(2x) + sum_k B_2k/(2k)! n(n+1)...(n+2k-1)/x^2k)
+    where x >= max(100, 10 (n + 5)), so that the terms after k = 4 are below an ulp,
+    for orders 1 to 170 (scipy's gamma(n + 1) overflows beyond: NaN, as XLA's `value`,
+    kept there). XLA's polygamma underflows long before its result does (0 for
+    1/x^2 at x = 1e154, for 59!/x^60 at x = 1e4); (n-1)!/x^h1/x^h2, h1 + h2 = n,
+    underflows only with the result, and is 0 with (-1)^(n+1)'s sign at +inf.
+    (n-1)! is exp(lgamma(n)), rounded where it is an integer below 2^53 (n <= 17)
+    and 1e-14 off beyond."""
+    one = full_like(x, 1.0)
+    small = hlo.round_nearest_even(hlo.exponential(chlo.lgamma(n)))
+    # Stirling: (n-1)! = sqrt(2 pi/n) n^(n/2) e^-n n^(n/2) e^(series), 2 ulps from n = 18
+    # (exp(lgamma(n)) keeps lgamma's absolute error: 100 ulps at n = 30)
+    m = hlo.subtract(n, hlo.floor(hlo.multiply(n, full_like(n, 0.5))))
+    stirling = multiply_all(
+        hlo.sqrt(divide(full_like(n, 2 * math.pi), n)),
+        hlo.multiply(hlo.power(n, m), hlo.exponential(hlo.negate(n))),
+        hlo.power(n, hlo.subtract(n, m)),
+        hlo.exponential(hlo.multiply(divide(one, n), polynomial(divide(one, hlo.multiply(n, n)), _STIRLING))),
+    )
+    factorial = select(compare(n, full_like(n, _FACTORIAL_EXACT), "LE"), small, stirling)
+    h1 = hlo.floor(hlo.multiply(n, full_like(n, 0.5)))
+    leading = divide(divide(factorial, hlo.power(x, h1)), hlo.power(x, hlo.subtract(n, h1)))
+    r = divide(one, x)
+    r2 = hlo.multiply(r, r)
+    rising, tail = n, full_like(x, 0.0)
+    coefficients = []
+    for k, b in enumerate(_POLYGAMMA_SERIES, start=1):
+        for j in (2 * k - 1, 2 * k - 2):
+            if j:
+                rising = hlo.multiply(rising, hlo.add(n, full_like(n, float(j))))
+        coefficients.append(hlo.multiply(rising, full_like(n, b)))
+    for c in reversed(coefficients):
+        tail = hlo.add(c, hlo.multiply(r2, tail))
+    series = hlo.add(one, hlo.add(hlo.multiply(r, hlo.multiply(n, full_like(n, 0.5))), hlo.multiply(r2, tail)))
+    far = hlo.multiply(leading, series)
+    odd = compare(remainder(n, full_like(n, 2)), one, "EQ")
+    far = select(odd, far, hlo.negate(far))
+    start = hlo.maximum(full_like(x, 100.0), hlo.multiply(hlo.add(n, full_like(n, 5.0)), full_like(n, 10.0)))
+    use = all_of(compare(x, start, "GE"), compare(n, one, "GE"), compare(n, full_like(n, 170.0), "LE"))
+    return select(use, far, value)
 
 
 def _gamma(x):
@@ -147,7 +199,11 @@ def _sigmoid(x):
 
 
 def _softplus(x):
-    """PyTensor's piecewise softplus (Softplus.impl), which Elemwise.perform runs."""
+    """PyTensor's piecewise softplus (Softplus.impl), which Elemwise.perform runs on
+    Python floats, in double: a float16 x is computed in float32, where exp(x) below
+    the last branch (x < 18) does not overflow (in float16 it does from 11.1 on)."""
+    if value_dtype(x) == "float16":
+        return convert(_softplus(convert(x, "float32")), "float16")
     exp_x = hlo.exponential(x)
     return select(
         compare(x, full_like(x, -37.0), "LT"), exp_x,
@@ -228,10 +284,52 @@ def erfc_inverse_of_log(log_q):
     return select(compare(log_q, full_like(log_q, math.log(0.5)), "LT"), y, central)
 
 
+# Cephes' lgam on [2, 3): lgamma(2 + t) = t B(t) / C(t), 0 <= t < 1 (scipy's own).
+_LGAMMA_B = (-8.53555664245765465627e5, -1.72173700820839662146e6, -1.16237097492762307383e6,
+             -3.31612992738871184744e5, -3.88016315134637840924e4, -1.37825152569120859100e3)
+_LGAMMA_C = (-2.01889141433532773231e6, -2.53252307177582951285e6, -1.13933444367982507207e6,
+             -2.20528590553854454839e5, -1.70642106651881159223e4, -3.51815701436523470549e2, 1.0)
+# lgamma(2 + t) = (1 - euler) t + sum_k>=2 (-1)^k (zeta(k) - 1) t^k / k: the terms
+# shrink like (t/2)^k, 22 of them reach an ulp at |t| = 0.3.
+_LGAMMA_NEAR_2 = (
+    0.42278433509846713, 0.3224670334241132, -0.0673523010531981,
+    0.020580808427784546, -0.007385551028673986, 0.0028905103307415234,
+    -0.001192753911703261, 0.0005096695247430425, -0.00022315475845357939,
+    9.945751278180853e-05, -4.492623673813314e-05, 2.050721277567069e-05,
+    -9.439488275268397e-06, 4.374866789907488e-06, -2.039215753801366e-06,
+    9.55141213040742e-07, -4.492469198764566e-07, 2.1207184805554665e-07,
+    -1.0043224823968099e-07, 4.7698101693639804e-08, -2.2711094608943164e-08,
+    1.0838659214896955e-08,
+)
+_NEAR_ROOT = 0.3
+
+
 def _gammaln(x):
+    """scipy's gammaln. XLA's lgamma is 10 to 250 ulps off on [0.5, 4) and keeps only
+    its absolute error (1e-15) at the roots 1 and 2, where the value goes to 0. There:
+    within 0.3 of 2 the Taylor series in t = x - 2; within 0.3 of 1 the same series
+    in t = x - 1 less log1p(t), lgamma(x) = lgamma(x + 1) - log(x); elsewhere on
+    [0.5, 4) Cephes' rational on [2, 3) shifted by one recurrence step, the log's
+    argument 1 + s with s exact (x - 1, x - 2) or nearly (x^2 + (x - 1) for x(x + 1)).
+    Each t and s is exact (Sterbenz), so the result keeps its relative precision
+    (about 3 ulps, 7 near 1.6; scipy's own is 1e5 ulps next to 1 and 2)."""
+    one, two, three = full_like(x, 1.0), full_like(x, 2.0), full_like(x, 3.0)
+    x1, x2 = hlo.subtract(x, one), hlo.subtract(x, two)
+    near1 = compare(hlo.abs(x1), full_like(x, _NEAR_ROOT), "LE")
+    near2 = compare(hlo.abs(x2), full_like(x, _NEAR_ROOT), "LE")
+    below1, below2, below3 = (compare(x, c, "LT") for c in (one, two, three))
+    series = hlo.multiply(polynomial(select(near1, x1, x2), _LGAMMA_NEAR_2), select(near1, x1, x2))
+    t = select(below1, x, select(below2, x1, select(below3, x2, hlo.subtract(x, three))))
+    rational = divide(hlo.multiply(t, polynomial(t, _LGAMMA_B)), polynomial(t, _LGAMMA_C))
+    s = select(below1, hlo.add(hlo.multiply(x, x), x1), select(below2, x1, select(below3, full_like(x, 0.0), x2)))
+    log = hlo.log_plus_one(select(near1, x1, s))
+    log = select(below3, hlo.negate(log), log)
+    near = select(hlo.or_(near1, near2), series, rational)
+    shifted = select(near2, near, hlo.add(near, log))
+    band = hlo.and_(compare(x, full_like(x, 0.5), "GE"), compare(x, full_like(x, 4.0), "LT"))
     # scipy's gammaln(-inf) is -inf (C's lgamma gives +inf); found by tests/test_fuzz.py.
     minus_inf = full_like(x, -np.inf)
-    return select(compare(x, minus_inf, "EQ"), minus_inf, chlo.lgamma(x))
+    return select(band, shifted, select(compare(x, minus_inf, "EQ"), minus_inf, chlo.lgamma(x)))
 
 
 def _exp_of_square(x):
@@ -623,7 +721,9 @@ def lower_polygamma(ctx, node, n, x):
     from dialect_rules.scalar import raise_if_any
 
     dtype = node.outputs[0].type.dtype
-    n, x = convert(n, dtype), convert(x, dtype)
+    # scipy's polygamma computes in double for every input dtype (n + 1 is an int64).
+    work = "float64" if dtype.startswith("float") else dtype
+    n, x = convert(n, work), convert(x, work)
     zero, one = full_like(x, 0), full_like(x, 1)
     negative = compare(x, zero, "LT")
     # XLA's polygamma is wrong for x below about -8; orders 0 and 1 have exact
@@ -635,10 +735,10 @@ def lower_polygamma(ctx, node, n, x):
     # At 0 (either sign) scipy gives the pole's sign: +inf for odd orders, -inf for even.
     odd = compare(remainder(n, full_like(n, 2)), one, "EQ")
     pole = select(odd, full_like(x, math.inf), full_like(x, -math.inf))
-    general = select(compare(x, zero, "EQ"), pole, chlo.polygamma(n, x))
+    general = select(compare(x, zero, "EQ"), pole, _polygamma_far_out(n, x, chlo.polygamma(n, x)))
     order0 = compare(n, zero, "EQ")
     order1 = compare(n, one, "EQ")
-    return select(order0, _digamma(x), select(order1, _trigamma(x), general))
+    return convert(select(order0, _digamma(x), select(order1, _trigamma(x), general)), dtype)
 
 
 def lower_xlogx(ctx, node, x):

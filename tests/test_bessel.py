@@ -181,3 +181,13 @@ def test_rice_logp_and_gradient_as_the_python_mode():
     # (far out, at 40, the unrewritten graph underflows to log(0): NaN in the Python mode)
     values = [np.array([0.1, 0.5, 2.0, 7.0, 12.0]), np.array(3.0), np.array(0.7)]
     compare_with_py([value, nu, sigma], [logp, *grads], values, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_jv_of_infinite_order_is_scipy_nan_past_two(dtype):
+    """scipy's jv(+-inf, x) is 0 for 0 <= x <= 2 and NaN for x > 2 (and x < 0); we gave
+    0 for every finite x >= 0."""
+    v, x = pt.vector("v", dtype=dtype), pt.vector("x", dtype=dtype)
+    xs = np.array([0.0, -0.0, 1e-30, 1.0, 2.0, np.nextafter(2, 3, dtype=dtype), 2.5, 10.0, 100.0, 1e30, -1.0, np.inf, np.nan])
+    orders = np.repeat([np.inf, -np.inf], xs.size).astype(dtype)
+    compare_with_py([v, x], pt.jv(v, x), [orders, np.tile(xs, 2).astype(dtype)])

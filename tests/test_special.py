@@ -6,6 +6,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+import scipy.special as sp
 from pytensor.tensor.xlogx import xlogx, xlogy0
 
 from dialect_rules.special import XlogX
@@ -243,6 +244,63 @@ def test_softplus_and_log1mexp_branches():
     values = np.array([-800.0, -40.0, -37.0, -36.9, -1.0, -np.log(2), -0.6, -1e-10, 0.0, 17.9, 18.0, 25.0, 33.3, 40.0])
     compare_with_py([x], [pt.softplus(x), pt.sigmoid(x)], [values])
     compare_with_py([x], [pt.log1mexp(x)], [values[values <= 0]])
+
+
+def test_softplus_in_float16_does_not_overflow():
+    """Softplus.impl runs on Python floats (in double); exp(x) overflowed float16 from
+    x = 11.1 on, below the branch at 18 (softplus(12) came out inf)."""
+    x = pt.vector("x", dtype="float16")
+    values = np.array([-40, -5, 0, 5, 11, 11.1, 12, 15, 17.9, 18, 25, 40], dtype="float16")
+    got = compare_with_py([x], pt.softplus(x), [values])
+    assert np.isfinite(got).all()
+
+
+# lgamma(x) to 40 digits (mpmath), where scipy's own value has lost digits (log(1/x)
+# plus a rational cancel next to 1, and below 2): up to 1e5 ulps.
+_LGAMMA_NEAR_ROOTS = {
+    0.75: 0.20328095143129538, 0.9999999: 5.772157468444193e-08, 1.0000001: -5.772155829918507e-08,
+    1.6: -0.11259176569675577, 1.9999999: -4.2278430309861296e-08, 2.0000001: 4.227843666532498e-08,
+    0.9999999999999997: 1.9225143640440027e-16, 1.9999999999999998: -9.387698065543117e-17,
+    2.0000000000000004: 1.8775396131086244e-16, 1.0000000000000002: -1.2816762426960008e-16,
+}
+
+
+def test_gammaln_keeps_its_relative_precision_near_its_roots():
+    """XLA's lgamma keeps only its absolute error (1e-15) where lgamma goes to 0 at 1
+    and 2 (1.8e-15 for 3.8e-16 at 2 + 1e-15), and is 10 to 250 ulps off on [0.5, 4):
+    the Taylor series at 2, lgamma(x + 1) - log(x) at 1, Cephes' rational between."""
+    x = pt.dvector("x")
+    # where scipy (Cephes on [2, 3), its rational in x - 2) is exact to an ulp or two
+    values = np.array([2 + 2**-51, 2.000000000000001, 2.0000001, 2.001, 1.000000000000001, 2.3, 2.5, 2.99, 3.5, 3.99])
+    compare_with_py([x], pt.gammaln(x), [values], rtol=2e-15, atol=0)
+    f = pytensor.function([x], pt.gammaln(x), mode="STABLEHLO")
+    points = np.array(list(_LGAMMA_NEAR_ROOTS))
+    np.testing.assert_allclose(f(points), list(_LGAMMA_NEAR_ROOTS.values()), rtol=1e-15, atol=0)
+    assert f(np.array([1.0, 2.0])).tolist() == [0.0, 0.0]
+
+
+def test_trigamma_and_polygamma_far_out_and_at_infinity():
+    """XLA's polygamma underflowed long before its result (trigamma(1e154) = 0 for
+    1e-154; polygamma(3, 1e100) = 0 for 2e-300) and was NaN at +inf; the asymptotic
+    series in 1/x from x = max(100, 10 (n + 5)) on, 0 with scipy's sign at +inf."""
+    x = pt.dvector("x")
+    values = np.array([150.0, 1e8, 1e150, 1e154, 1e155, 1e300, np.inf])
+    compare_with_py([x], [pt.tri_gamma(x), pt.polygamma(1, x)], [values], rtol=4e-16, atol=0)
+    n = pt.vector("n", dtype="int64")
+    orders = np.array([3, 3, 30, 2, 2, 3, 4, 5, 2, 10, 17, 1])
+    points = np.array([1e50, 1e100, 1e10, np.inf, 1e150, np.inf, np.inf, 1e20, 120.0, 1e5, 1e3, 1e200])
+    got = compare_with_py([n, x], pt.polygamma(n, x), [orders, points], rtol=1e-15, atol=0)
+    expected = sp.polygamma(orders, points)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))  # -0.0 at +inf for even n
+
+
+def test_float32_polygamma_is_scipy_double_rounded_once():
+    """scipy's polygamma computes in double for float32 x: results far below float32's
+    1e-6 atol (-6.8e-14 for order 30 at 30) were 0 in float32."""
+    n, x = pt.vector("n", dtype="int64"), pt.vector("x", dtype="float32")
+    orders = np.array([30, 30, 3, 1, 2, 0, 1, 2])
+    values = np.array([30, 50, 1e10, 1e30, 1e17, 7.3, 0.3, 2.5], dtype="float32")
+    compare_with_py([n, x], pt.polygamma(n, x), [orders, values], rtol=1.2e-7, atol=0)
 
 
 def test_gammaln_edge_values_found_by_fuzzing():
