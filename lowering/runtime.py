@@ -9,6 +9,7 @@ the results into the outputs (`_Executable.finish`).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 
@@ -17,6 +18,7 @@ import numpy as np
 from jax import Array
 from jax.errors import JaxRuntimeError
 from jax.sharding import SingleDeviceSharding
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.scalar import ScalarType
 
 from lowering._jax_internal import (
@@ -80,7 +82,8 @@ class Compiled:
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
         self._scalar_args = scalar_arguments(self._in_types)
         self._resident = lowered.resident_inputs
-        self._held = dict.fromkeys(self._resident)  # input -> (its array, the device copy)
+        # input -> (its array, the device copy, the set_value count it was taken at)
+        self._held = dict.fromkeys(self._resident)
         self._maybe_large = tuple(
             i for i, t in enumerate(self._in_types) if _may_be_large(t) and i not in self._held
         )
@@ -159,18 +162,18 @@ class Compiled:
 
     def _prepared(self, args) -> list:
         """The arguments as XLA reads them fastest: a shared variable's array as its
-        device copy, kept while the same array comes back (PyTensor leaves in-place
-        changes to a borrowed value undefined); a large array XLA cannot read in place
-        as an aligned copy."""
+        device copy, kept while the same array comes back and no `set_value` was called
+        (PyTensor leaves in-place changes to a borrowed value undefined until then); a
+        large array XLA cannot read in place as an aligned copy."""
         args = list(args)
         for i in self._resident:
             arg = args[i]
             held = self._held[i]
-            if held is not None and held[0] is arg:
+            if held is not None and held[0] is arg and held[2] == _SET_VALUES[0]:
                 args[i] = held[1]
             elif type(arg) is np.ndarray and arg.dtype == self._dtypes[i]:
                 buffer = self._put(arg if _in_place(arg) else _aligned_copy(arg), arg.dtype)
-                self._held[i] = (arg, buffer)
+                self._held[i] = (arg, buffer, _SET_VALUES[0])
                 args[i] = buffer
         for i in self._maybe_large:
             arg = args[i]
@@ -533,6 +536,30 @@ def _runtime_error(exc: JaxRuntimeError, shapes) -> Exception:
     if "RESOURCE_EXHAUSTED" in message:
         return MemoryError(f"{where}: XLA ran out of memory ({message})")
     return RuntimeError(f"{where}: XLA execution failed ({message})")
+
+
+# How many times `SharedVariable.set_value` was called in this process. PyTensor's way
+# to change a shared array in place is `s.set_value(f(s.get_value(borrow=True)),
+# borrow=True)`: the same array object comes back changed, so a device copy held for
+# it is refreshed whenever any set_value has happened since it was taken.
+_SET_VALUES = [0]
+
+
+def _count_set_values() -> None:
+    original = SharedVariable.set_value
+    if getattr(original, "counted_by_stablehlo", False):
+        return
+
+    @functools.wraps(original)
+    def set_value(self, new_value, borrow=False):
+        original(self, new_value, borrow=borrow)
+        _SET_VALUES[0] += 1
+
+    set_value.counted_by_stablehlo = True
+    SharedVariable.set_value = set_value
+
+
+_count_set_values()
 
 
 def _first_diagnostic(message: str) -> str:

@@ -602,6 +602,12 @@ def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch
     np.testing.assert_allclose(f(1.0), second.sum(), rtol=1e-12)
     np.testing.assert_allclose(f(3.0), 3 * second.sum(), rtol=1e-12)
     assert total.get_value() == 10.0
+    # PyTensor's way to change it in place: the same array, changed, given back with
+    # borrow=True (its old device copy was used before)
+    inside = data.get_value(borrow=True)
+    inside *= 10
+    data.set_value(inside, borrow=True)
+    np.testing.assert_allclose(f(1.0), 10 * second.sum(), rtol=1e-12)
 
 
 _DISK_CACHE_CHILD = """
