@@ -750,6 +750,13 @@ def lower_advanced_inc_subtensor(ctx, node, x, y, *index_values):
 
 
 def _advanced_write(ctx, node, x, y, entries):
+    source = _masked_copy_source(ctx, node)
+    if source is not None:  # x[m] = s[m] (or +=): no compaction, which a loop body cannot size
+        dtype = node.outputs[0].type.dtype
+        mask, source = entries[0].value, convert(source, dtype)
+        if node.op.set_instead_of_inc:
+            return _output(node, select(mask, source, convert(x, dtype)))
+        return _output(node, _add(convert(x, dtype), select(mask, source, full_like(source, 0))))
     _check_masks(ctx, node, x, entries)
     op = node.op
     dtype = node.outputs[0].type.dtype
@@ -780,6 +787,23 @@ def _advanced_write(ctx, node, x, y, entries):
     if plan.expanded:
         out = reshape(out, shape_of(x))
     return _output(node, out)
+
+
+def _masked_copy_source(ctx, node):
+    """s's value where the node writes `s[m]` through the same whole-array boolean mask m
+    (`x[m] = s[m]`, PyMC's rejection loops), s, m and x of one shape: then the write is
+    a select, elementwise, and s[m]'s own compaction is dead code. Shapes that differ
+    at run time fail as the call is specialized (numpy: IndexError)."""
+    x, y, *indices = node.inputs
+    if len(indices) != 1 or indices[0].type.dtype != "bool" or indices[0].type.ndim != x.type.ndim:
+        return None
+    if y.owner is None or not isinstance(y.owner.op, AdvancedSubtensor) or y.owner.inputs[1:] != indices:
+        return None
+    source = y.owner.inputs[0]
+    if source.type.ndim != x.type.ndim or any(a is not None and b is not None and a != b
+                                              for a, b in zip(source.type.shape, x.type.shape)):
+        return None
+    return ctx.envs[-1].get(source)
 
 
 def _masked_write(ctx, node, view, mask, axis, y, dtype):

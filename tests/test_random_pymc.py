@@ -400,3 +400,15 @@ def test_car_shapes_and_errors():
     h = pytensor.function([], pm.CAR.dist(mu=np.zeros(5), W=asymmetric, alpha=0.5, tau=1.0), mode="STABLEHLO")
     with pytest.raises(ValueError, match="W must be a valid adjacency matrix"):
         h()
+
+
+def test_truncated_discrete_draws_by_rejection_in_a_scan():
+    """pm.Truncated of a discrete distribution redraws `x[reject] = new[reject]` in a
+    while-Scan: a compaction no loop body can size, so the write is a select (no draw
+    worked before)."""
+    z = pm.Truncated.dist(pm.Poisson.dist(3.0), lower=1, upper=10, shape=N_DRAWS)
+    x = pm.draw(z, random_seed=1, mode="STABLEHLO")
+    assert x.dtype == np.int64 and x.min() >= 1 and x.max() <= 10
+    support = np.arange(1, 11)
+    truncated = st.rv_discrete(values=(support, st.poisson(3.0).pmf(support) / st.poisson(3.0).pmf(support).sum()))
+    assert_distribution(x, truncated, discrete=True)

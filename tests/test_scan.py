@@ -356,3 +356,21 @@ def test_a_while_scan_length_inside_another_scan_is_a_clear_error():
     f = pytensor.function([x0], out, mode="STABLEHLO")
     with pytest.raises(ValueError, match="nor measured at run time"):
         f(np.ones(2))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int8"])
+@pytest.mark.parametrize("inc", [False, True], ids=["set", "inc"])
+def test_masked_copy_in_a_step(dtype, inc):
+    """`x[m] = s[m]` (PyMC's rejection loops): s[m] has a size no loop body can know;
+    written as a select it needs none. Also at the top level, and with the mask's shape
+    only known at run time."""
+    x0 = pt.vector("x0", dtype=dtype)
+    write = pt.inc_subtensor if inc else pt.set_subtensor
+
+    def step(x):
+        bad = x > 1
+        return write(x[bad], (x // 2)[bad])
+
+    out = pytensor.scan(step, outputs_info=[x0], n_steps=3, return_updates=False)
+    values = np.array([0, 3, 9, 1, 40], dtype=dtype)
+    compare_with_py([x0], [out, step(x0)], [values])
