@@ -9,6 +9,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.math import Argmax
 from pytensor.tensor.special import LogSoftmax, Softmax
+from pytensor.tensor.subtensor import AdvancedSubtensor
 
 try:  # pytensor 3 builds the softmax gradient from other Ops
     from pytensor.tensor.special import SoftmaxGrad
@@ -35,7 +36,7 @@ from lowering.builders import (
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import lower_node
-from lowering.regions import identity_value, reduce
+from lowering.regions import any_true, identity_value, reduce
 from lowering.registry import register_lowering
 
 
@@ -67,7 +68,15 @@ def lower_careduce(ctx, node, x):
         raise UnsupportedParameterError(
             node, f"scalar_op={op.scalar_op}", "reductions need an op with a known identity"
         )
-    if getattr(op.ufunc, "identity", 0) is None:
+    masked = _masked_source(ctx, node, axes)
+    if masked is not None:  # reduce(s[m]) over all of it: reduce(where(m, s, identity))
+        source, mask = masked
+        source = convert(source, acc_dtype)
+        x, axes = select(mask, source, full_like(source, identity)), tuple(range(len(shape_of(source))))
+        if getattr(op.ufunc, "identity", 0) is None and ctx.can_raise():
+            empty = hlo.not_(any_true(mask))
+            ctx.runtime_check(empty, ValueError, f"zero-size array to reduction operation {op.scalar_op} which has no identity")
+    elif getattr(op.ufunc, "identity", 0) is None:
         _check_nonempty(ctx, x, axes, str(op.scalar_op))
     scalar_node = scalar_apply(op.scalar_op, [acc_dtype, acc_dtype], [acc_dtype])
 
@@ -76,6 +85,22 @@ def lower_careduce(ctx, node, x):
 
     (out,) = reduce([convert(x, acc_dtype)], [ir_constant(identity, acc_dtype)], axes, body)
     return convert(out, out_dtype)
+
+
+def _masked_source(ctx, node, axes):
+    """(s, m) where the node reduces the whole of `s[m]`, m a boolean mask over all of
+    s: the compaction has a size no loop body can know (a rejection loop's count of
+    what is left), the masked reduction needs none."""
+    var = node.inputs[0]
+    if var.owner is None or not isinstance(var.owner.op, AdvancedSubtensor) or axes != (0,):
+        return None
+    source, *indices = var.owner.inputs
+    if len(indices) != 1 or indices[0].type.dtype != "bool" or indices[0].type.ndim != source.type.ndim:
+        return None
+    env = ctx.envs[-1]
+    if source not in env or indices[0] not in env:
+        return None
+    return env[source], env[indices[0]]
 
 
 def _argmax_body(dtype):

@@ -374,3 +374,17 @@ def test_masked_copy_in_a_step(dtype, inc):
     out = pytensor.scan(step, outputs_info=[x0], n_steps=3, return_updates=False)
     values = np.array([0, 3, 9, 1, 40], dtype=dtype)
     compare_with_py([x0], [out, step(x0)], [values])
+
+
+@pytest.mark.parametrize("reduce", [pt.sum, pt.prod, pt.max], ids=["sum", "prod", "max"])
+def test_reduction_of_a_masked_selection_in_a_step(reduce):
+    """reduce(x[m]) over all of it, as reduce(where(m, x, identity)): x[m] alone has a
+    size no loop body can know. max of an empty selection raises numpy's error. (A
+    reduction of an expression of x[m], as min's max(-x[m]), still needs the size.)"""
+    x0 = pt.dvector("x0")
+    out = pytensor.scan(lambda x: x / 2 + reduce(x[x > 1.0]), outputs_info=[x0], n_steps=2, return_updates=False)
+    compare_with_py([x0], [out, reduce(x0[x0 > 1.0])], [np.array([0.5, 3.0, 9.0])])
+    if reduce is pt.max:
+        fn = pytensor.function([x0], reduce(x0[x0 > 1.0]), mode="STABLEHLO")
+        with pytest.raises(ValueError, match="zero-size array to reduction operation"):
+            fn(np.array([0.5, 0.25]))
