@@ -359,8 +359,74 @@ def _log_beta(a, b):
     return select(compare(large, _c(a, _STIRLING_BETA_FROM), "GE"), lopsided, direct)
 
 
-def _beta_series(a, b, x, active):
-    """I_x(a, b) by its power series (b x <= 1, x <= 0.95), Cephes' `pseries`."""
+# For b <= max(a, 1) / 1000, with x past 0.95 and within 1/a of 1, I_x(a, b) = O(b) comes
+# from the power series of 1 - I_{1-x}(b, a) with its 1 taken out exactly (`_beta_small_b`):
+# there Cephes' flip cancels to eps / I (4e-7 at b = 1e-10), and just below the mean, 1 - x
+# under 1e-7, its continued fraction runs out of steps (47% off at 1 - x = 1e-15).
+_SMALL_B = 1e-3
+_SMALL_B_BELOW = 0.05
+
+
+# lgamma(a + b) - lgamma(a) takes Stirling's series from here on; below, the recurrence
+# raises a to it. Stirling's phi(z) = sum c_k z**(1 - 2k), to z**-9: the next term's
+# difference is under 1e-17 of b past z = 20.
+_GAMMA_STEP_FROM = 20
+_STIRLING_PHI = [1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188]
+
+
+def _log_gamma_step(a, b):
+    """lgamma(a + b) - lgamma(a) for a > 0, 0 < b <= max(a, 1) / 1000, to b's relative
+    digits (two lgammas keep eps |lgamma(a)| of it, none for b = 1e-20). With a raised
+    to z >= 20 by lgamma(a + b) - lgamma(a) = that at a + n less log prod (1 + b / (a + k)),
+    the product kept less 1, Stirling's series with u = b / z:
+    z (log1p(u) - u) - log1p(u) / 2 + b log(z + b) + phi(z + b) - phi(z),
+    where (z + b)**-m - z**-m = z**-m ((1 + u)**-m - 1), the last by recurrence."""
+    one = _c(a, 1.0)
+    # prod (a + k + b) - prod (a + k) and prod (a + k), k < n: their ratio is the excess
+    z, gap, product = a, _c(a, 0.0), one
+    for _ in range(_GAMMA_STEP_FROM):
+        low = compare(z, _c(a, float(_GAMMA_STEP_FROM)), "LT")
+        gap = select(low, hlo.add(hlo.multiply(gap, hlo.add(z, b)), hlo.multiply(product, b)), gap)
+        product = select(low, hlo.multiply(product, z), product)
+        z = select(low, hlo.add(z, one), z)
+    excess = divide(gap, product)
+    u = divide(b, z)
+    log1p_u = hlo.log_plus_one(u)
+    value = hlo.subtract(hlo.multiply(z, hlo.subtract(log1p_u, u)), hlo.multiply(_c(a, 0.5), log1p_u))
+    value = hlo.add(value, hlo.multiply(b, hlo.log(hlo.add(z, b))))
+    # ((1 + u)**-m - 1) / u for m = 1, 3, 5, ... (over u: the terms of b = 1e-300 would
+    # be subnormal), and z**-m
+    first = hlo.negate(divide(one, hlo.add(one, u)))
+    inverse = divide(one, z)
+    inverse2 = hlo.multiply(inverse, inverse)
+    power, ratio, phi = inverse, first, _c(a, 0.0)
+    for c in _STIRLING_PHI:
+        phi = hlo.add(phi, hlo.multiply(_c(a, c), hlo.multiply(power, ratio)))
+        power = hlo.multiply(power, inverse2)
+        for _ in range(2):
+            ratio = hlo.add(ratio, hlo.multiply(first, hlo.add(one, hlo.multiply(u, ratio))))
+    value = hlo.add(value, hlo.multiply(u, phi))
+    return hlo.subtract(value, hlo.log_plus_one(excess))
+
+
+def _log_scaled_beta(s, l):
+    """log(s B(s, l)) for 0 < s <= l. For s <= max(l, 1) / 1000 as lgamma(1 + s) -
+    (lgamma(l + s) - lgamma(l)), where log B(s, l) ~ -log s and lgamma(l) would cost eps
+    times their size (1.2e-13 of I_x(1e-10, 100) near x = 0, 1.1e-13 at s = 1e-232)."""
+    tiny = compare(s, hlo.multiply(_c(s, _SMALL_B), hlo.maximum(l, _c(s, 1.0))), "LE")
+    value = hlo.add(_log_beta(s, l), hlo.log(s))
+    # Only where some element needs it: it cost a fifth more where none does.
+    (value,) = if_else(
+        any_true(tiny), [value.type],
+        lambda: [select(tiny, hlo.subtract(_lgamma1p(s), _log_gamma_step(l, s)), value)],
+        lambda: [value],
+    )
+    return value
+
+
+def _beta_series(a, b, x, active, log_scaled_beta):
+    """I_x(a, b) by its power series (b x <= 1, x <= 0.95), Cephes' `pseries`;
+    `log_scaled_beta` is log(s B(a, b)), s the smaller of a, b."""
     one = _c(a, 1.0)
     u = hlo.multiply(hlo.subtract(one, b), x)
     first = divide(u, hlo.add(a, one))
@@ -374,9 +440,11 @@ def _beta_series(a, b, x, active):
 
     start_active = hlo.and_(active, compare(hlo.abs(first), limit, "GT"))
     _, _, total, _ = converge([_c(a, 2.0), u, _c(a, 0.0), first], start_active, step, _MAX_STEPS)
-    total = hlo.add(hlo.add(total, first), divide(one, a))
-    log_value = hlo.add(hlo.subtract(hlo.multiply(a, hlo.log(x)), _log_beta(a, b)), hlo.log(total))
-    return hlo.exponential(log_value)
+    # x**a (1 + a sum) / (a B(a, b)) as (s / a) x**a (1 + a sum) / (s B(a, b)): log B(a, b)
+    # ~ -log s would cost eps |log s| of it (1.2e-13 at s = 1e-290).
+    log_total = hlo.log_plus_one(hlo.multiply(a, hlo.add(total, first)))
+    log_value = hlo.add(hlo.subtract(hlo.multiply(a, hlo.log(x)), log_scaled_beta), log_total)
+    return hlo.multiply(hlo.exponential(log_value), divide(hlo.minimum(a, b), a))
 
 
 def _beta_fraction(a, b, x, active, second: bool, max_steps: int):
@@ -418,6 +486,30 @@ def _beta_fraction(a, b, x, active, second: bool, max_steps: int):
     return converge(init, active, step, max_steps)[-1]
 
 
+def _beta_small_b(a, b, w, active, log_scaled_beta):
+    """I_x(a, b) for b <= max(a, 1) / 1000 and w = 1 - x <= min(0.05, 1/a), given
+    log(b B(a, b)) (`_log_scaled_beta`, to b's digits): 1 - I_w(b, a), with I_w(b, a) =
+    e**L (1 + b S) (Cephes' power series), L = b log w - log(b B(a, b)) and
+    S = sum_{n >= 1} (1 - a)_n w**n / (n! (n + b)), as -expm1(L) - e**L b S. S's terms
+    fall by w (n - a) / n: with a w <= 1 no more than e of them cancel."""
+    one = _c(a, 1.0)
+    first = hlo.multiply(hlo.subtract(one, a), w)
+
+    def step(state):
+        n, t, total = state
+        n = hlo.add(n, one)
+        t = hlo.multiply(t, divide(hlo.multiply(hlo.subtract(n, a), w), n))
+        v = divide(t, hlo.add(n, b))
+        total = hlo.add(total, v)
+        return [n, t, total], compare(hlo.abs(v), hlo.multiply(hlo.abs(total), _c(a, _EPS)), "LE")
+
+    _, _, total = converge([one, first, divide(first, hlo.add(one, b))], active, step, _MAX_STEPS)
+    log_power = hlo.subtract(hlo.multiply(b, hlo.log(w)), log_scaled_beta)
+    # Divided by b, for b near 1e-300 leaves b S (the terms of which) among the subnormals.
+    head = divide(hlo.negate(hlo.exponential_minus_one(log_power)), b)
+    return hlo.multiply(b, hlo.subtract(head, hlo.multiply(hlo.exponential(log_power), total)))
+
+
 def _incomplete_beta(a, b, x, w=None, max_steps: int = _BETA_MAX_STEPS):
     """I_x(a, b) as Cephes' `incbet`, with scipy's (Boost's) values at the edges; `w`,
     when given, is 1 - x to more digits than x holds (betaincinv's logit steps)."""
@@ -438,9 +530,15 @@ def _incomplete_beta(a, b, x, w=None, max_steps: int = _BETA_MAX_STEPS):
         flip, hlo.and_(compare(hlo.multiply(pb, px), one, "LE"), compare(px, _c(a, 0.95), "LE"))
     )
     series = hlo.or_(direct_series, flipped_series)
-    fractions = hlo.and_(regular, hlo.not_(series))
+    small_b = hlo.and_(regular, compare(b_, hlo.multiply(_c(a, _SMALL_B), hlo.maximum(a_, one)), "LE"))
+    small_b = hlo.and_(small_b, compare(w, _c(a, _SMALL_B_BELOW), "LE"))
+    small_b = hlo.and_(small_b, compare(hlo.multiply(a_, w), one, "LE"))
+    others = hlo.and_(regular, hlo.not_(small_b))
+    fractions = hlo.and_(others, hlo.not_(series))
     first = compare(hlo.subtract(hlo.multiply(px, hlo.subtract(hlo.add(pa, pb), _c(a, 2.0))), hlo.subtract(pa, one)), zero, "LT")
-    s = _beta_series(pa, pb, px, hlo.and_(regular, series))
+    small = hlo.minimum(a_, b_)
+    log_scaled_beta = _log_scaled_beta(small, hlo.maximum(a_, b_))  # log(small B(a, b))
+    s = _beta_series(pa, pb, px, hlo.and_(others, series), log_scaled_beta)
     cf1 = _beta_fraction(pa, pb, px, hlo.and_(fractions, first), second=False, max_steps=max_steps)
     cf2 = _beta_fraction(pa, pb, px, hlo.and_(fractions, hlo.not_(first)), second=True, max_steps=max_steps)
     cf2 = divide(cf2, pxc)
@@ -451,10 +549,17 @@ def _incomplete_beta(a, b, x, w=None, max_steps: int = _BETA_MAX_STEPS):
     log_px = select(compare(px, _c(a, 0.5), "GT"), hlo.log_plus_one(hlo.negate(pxc)), hlo.log(px))
     log_pxc = select(compare(pxc, _c(a, 0.5), "GT"), hlo.log_plus_one(hlo.negate(px)), hlo.log(pxc))
     log_factor = hlo.add(hlo.multiply(pa, log_px), hlo.multiply(pb, log_pxc))
-    log_factor = hlo.add(hlo.subtract(log_factor, _log_beta(pa, pb)), hlo.log(divide(w_cf, pa)))
+    log_beta = hlo.subtract(log_scaled_beta, hlo.log(small))
+    log_factor = hlo.add(hlo.subtract(log_factor, log_beta), hlo.log(divide(w_cf, pa)))
     t = select(series, s, hlo.exponential(log_factor))
     eps = _c(a, _EPS)
     t = select(flip, select(compare(t, eps, "LE"), hlo.subtract(one, eps), hlo.subtract(one, t)), t)
+
+    def small_b_value():
+        log_b_beta = hlo.add(log_scaled_beta, hlo.log(divide(b_, small)))
+        return [select(small_b, _beta_small_b(a_, b_, w, small_b, log_b_beta), t)]
+
+    (t,) = if_else(any_true(small_b), [t.type], small_b_value, lambda: [t])
     nan = _c(a, np.nan)
     # scipy's edges: x = 0 -> 0, x = 1 -> 1; a = 0 -> 1, b = 0 -> 0 (not both); a = inf -> 0,
     # b = inf -> 1; negative parameters, x outside [0, 1] and NaN -> NaN.

@@ -222,6 +222,28 @@ def test_incomplete_beta_continued_fraction_near_the_mean_with_a_tiny_b():
                     [np.array([405.9, 2514.0, 1013.0]), np.array([0.001535, 0.00155, 0.002702]),
                      np.array([0.9999957667748606, 0.9999987565668189, 0.9999966526798649])], rtol=1e-9)
 
+def test_incomplete_beta_with_a_tiny_parameter_near_its_end():
+    """b from 1e-300 to 1e-3 with x = 1 - 10**-k, where I_x(a, b) = O(b): Cephes' flip
+    to 1 - I_{1-x}(b, a) cancelled (4e-7 of I at b = 1e-10), and just below the mean
+    (1 - x under 1e-7 and above b / a) its continued fraction ran out of steps:
+    I_x(1, 1e-10) at x = 1 - 1e-10 was 1.96e-9 for 1 - (1 - x)**b = 2.30e-9, 47% off
+    at 1 - x = 1e-15. The mirror, a tiny with x near 0, is I ~ 1, where log B(a, b) ~
+    -log a had cost 1.1e-13 of it. scipy (Boost) agrees with mpmath to 1e-15 here."""
+    a, b, k = (v.ravel() for v in np.meshgrid([0.1, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0],
+                                              10.0 ** -np.arange(3, 301), np.arange(1, 16), indexing="ij"))
+    ta, tb, tx = pt.dvector("a"), pt.dvector("b"), pt.dvector("x")
+    f = pytensor.function([ta, tb, tx], pt.betainc(ta, tb, tx), mode="STABLEHLO")
+    np.testing.assert_allclose(f(b, a, 10.0**-k), sp.betainc(b, a, 10.0**-k), rtol=3e-14)
+    # and with one parameter large (1e-10 off at a = 1e5, b = 2e-3)
+    extra = [(0.1, 1e-5, 1 - 1e-10), (1e3, 1e-4, 1 - 1e-7), (1e5, 2e-3, 1 - 1e-7), (406.0, 1e-12, 1 - 4e-6)]
+    a, b, x = (np.concatenate([v, e]) for v, e in zip((a, b, 1 - 10.0**-k), zip(*extra)))
+    np.testing.assert_allclose(f(a, b, x), sp.betainc(a, b, x), rtol=3e-14)
+    np.testing.assert_allclose(f(b, a, 1 - x), sp.betainc(b, a, 1 - x), rtol=3e-14)
+    one = np.ones(2)
+    tiny, near = np.array([1e-10, 1e-300]), np.full(2, 1 - 1e-10)
+    np.testing.assert_allclose(f(one, tiny, near), -np.expm1(tiny * np.log1p(-near)), rtol=1e-15)
+
+
 @pytest.mark.parametrize("name", ["gammainc", "gammaincc"])
 def test_incomplete_gamma_gradients_are_scalar_loops(name):
     """d/dk gammainc/gammaincc: PyTensor sums series in ScalarLoops (while loops);
