@@ -112,6 +112,9 @@ def _refuse_empty(ctx, a, v, rank):
     """np.convolve's errors for an empty `a` or `v` (checked in that order; scipy's
     for Convolve2d vary with the shapes, so the input is named), then each padded to at
     least one entry per axis so that the convolution stays valid IR."""
+    dims = [*shape_of(a)[1:], *shape_of(v)[1:]]
+    if all(isinstance(d, int) and d > 0 for d in dims):
+        return a, v
     zero = ir_constant(np.int64(0))
     a_empty, v_empty = (
         any_of(*[compare(dim_value(d), zero, "EQ") for d in shape_of(x)[1:]]) for x in (a, v)
@@ -133,6 +136,8 @@ def _at_least_one(x):
 def _refuse_undominated(ctx, ns, ks, full_mode):
     """scipy's "valid" needs one input at least as large as the other along every axis
     (`full_mode`: the run-time flag, when the mode is known only then)."""
+    if is_static([*ns, *ks]) and (all(n >= k for n, k in zip(ns, ks)) or all(k >= n for n, k in zip(ns, ks))):
+        return
     a_larger = all_of(*[compare(dim_value(n), dim_value(k), "GE") for n, k in zip(ns, ks)])
     v_larger = all_of(*[compare(dim_value(k), dim_value(n), "GE") for n, k in zip(ns, ks)])
     failed = hlo.not_(hlo.or_(a_larger, v_larger))

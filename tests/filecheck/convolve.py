@@ -27,10 +27,10 @@ b, w = pt.matrix("b", shape=(4, 6)), pt.matrix("w", shape=(4, 3))
 print_ir("batched", [b, w], [convolve1d(b, w, mode="full")])
 
 # A batch of unknown size cannot be a feature group count (an attribute): one convolution
-# of a single group per entry, in a loop over the batch.
+# of a single group per entry, in a loop over the batch (each entry's flags: a, v empty).
 # CHECK-LABEL: TEST: unknown_batch raw
 # CHECK: stablehlo.while
-# CHECK: func.call @Convolve1d_entry({{.*}}) : (tensor<?xf64>, tensor<?xf64>) -> tensor<?xf64>
+# CHECK: func.call @Convolve1d_entry({{.*}}) : (tensor<?xf64>, tensor<?xf64>) -> (tensor<?xf64>, tensor<i1>, tensor<i1>)
 # CHECK: func.func private @Convolve1d_entry
 # CHECK: stablehlo.dynamic_conv
 # CHECK-SAME: feature_group_count = 1 : i64
