@@ -15,6 +15,10 @@ EXCLUDED_REWRITES = (
     "fusion",  # Elemwise -> Composite fusion: XLA fuses elementwise ops itself
     "inplace",  # destructive Ops: XLA owns buffer reuse
     "scan_save_mem_prealloc",
+    # matmul -> BatchedDot ravels both operands' batch dims without checking they agree
+    # at run time: (2, 1, 1, 4) @ (1, 2, 4, 1) gave a wrong (2, 1, 1, 1) for numpy's
+    # error; the batched matmul rule takes N-d batches and checks them.
+    "specialize_matmul_to_batched_dot",
 )
 
 

@@ -196,3 +196,16 @@ def test_dot_is_one_dot_general():
     x, y = pt.matrix("x"), pt.matrix("y")
     text = lower(FunctionGraph([x, y], [Dot()(x, y)])).as_text()
     assert text.count("stablehlo.dot_general") == 1 and "HIGHEST" in text
+
+
+def test_matmul_batch_dims_of_one_at_run_time_are_refused():
+    """PyTensor's matmul -> BatchedDot rewrite ravels the batch dims unchecked (FAST_RUN
+    returns a wrong (2, 1, 1, 1)); the STABLEHLO mode leaves it out (README)."""
+    a, b = pt.tensor4("a"), pt.tensor4("b")
+    f = pytensor.function([a, b], a @ b, mode="STABLEHLO")
+    with pytest.raises(ValueError, match="Runtime broadcasting not allowed"):
+        pytensor.function([a, b], a @ b, mode=PY_MODE)(np.ones((2, 1, 1, 4)), np.ones((1, 2, 4, 1)))
+    with pytest.raises(ValueError, match=r"do not fit the graph: \"Matmul\(a, b\)\""):
+        f(np.ones((2, 1, 1, 4)), np.ones((1, 2, 4, 1)))
+    values = [np.arange(24.0).reshape(2, 3, 1, 4), np.arange(24.0).reshape(2, 3, 4, 1)]
+    compare_with_py([a, b], [a @ b], values)
