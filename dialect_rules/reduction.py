@@ -9,7 +9,6 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.elemwise import CAReduce
 from pytensor.tensor.math import Argmax
 from pytensor.tensor.special import LogSoftmax, Softmax
-from pytensor.tensor.subtensor import AdvancedSubtensor
 
 try:  # pytensor 3 builds the softmax gradient from other Ops
     from pytensor.tensor.special import SoftmaxGrad
@@ -17,6 +16,7 @@ except ImportError:  # pragma: no cover - pytensor >= 3
     SoftmaxGrad = None
 
 from dialect_rules.elemwise import scalar_apply
+from dialect_rules.subtensor import whole_mask_selection
 from lowering.builders import (
     broadcast_in_dim,
     compare,
@@ -88,19 +88,14 @@ def lower_careduce(ctx, node, x):
 
 
 def _masked_source(ctx, node, axes):
-    """(s, m) where the node reduces the whole of `s[m]`, m a boolean mask over all of
-    s: the compaction has a size no loop body can know (a rejection loop's count of
-    what is left), the masked reduction needs none."""
-    var = node.inputs[0]
-    if var.owner is None or not isinstance(var.owner.op, AdvancedSubtensor) or axes != (0,):
-        return None
-    source, *indices = var.owner.inputs
-    if len(indices) != 1 or indices[0].type.dtype != "bool" or indices[0].type.ndim != source.type.ndim:
+    """(s, m)'s values where the node reduces the whole of s[m] (`whole_mask_selection`)."""
+    selection = whole_mask_selection(node.inputs[0])
+    if selection is None or axes != (0,):
         return None
     env = ctx.envs[-1]
-    if source not in env or indices[0] not in env:
+    if any(v not in env for v in selection):
         return None
-    return env[source], env[indices[0]]
+    return tuple(env[v] for v in selection)
 
 
 def _argmax_body(dtype):

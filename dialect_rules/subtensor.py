@@ -789,17 +789,28 @@ def _advanced_write(ctx, node, x, y, entries):
     return _output(node, out)
 
 
+def whole_mask_selection(var):
+    """(s, m) where `var` is s[m] with m one boolean mask over all of s, else None: the
+    compaction whose size only the mask's values give. Rules that consume it whole
+    (`x[m] = s[m]`, reductions) can use m elementwise instead, which needs no size, as
+    a loop body cannot know one (PyMC's rejection loops)."""
+    if var.owner is None or not isinstance(var.owner.op, AdvancedSubtensor):
+        return None
+    source, *indices = var.owner.inputs
+    if len(indices) != 1 or indices[0].type.dtype != "bool" or indices[0].type.ndim != source.type.ndim:
+        return None
+    return source, indices[0]
+
+
 def _masked_copy_source(ctx, node):
-    """s's value where the node writes `s[m]` through the same whole-array boolean mask m
-    (`x[m] = s[m]`, PyMC's rejection loops), s, m and x of one shape: then the write is
-    a select, elementwise, and s[m]'s own compaction is dead code. Shapes that differ
-    at run time fail as the call is specialized (numpy: IndexError)."""
+    """s's value where the node writes `s[m]` through its own mask m (`x[m] = s[m]`),
+    s and x of one shape: then the write is a select, and s[m] is dead code. Shapes
+    that differ at run time fail as the call is specialized (numpy: IndexError)."""
     x, y, *indices = node.inputs
-    if len(indices) != 1 or indices[0].type.dtype != "bool" or indices[0].type.ndim != x.type.ndim:
+    selection = whole_mask_selection(y)
+    if selection is None or [selection[1]] != indices:
         return None
-    if y.owner is None or not isinstance(y.owner.op, AdvancedSubtensor) or y.owner.inputs[1:] != indices:
-        return None
-    source = y.owner.inputs[0]
+    source = selection[0]
     if source.type.ndim != x.type.ndim or any(a is not None and b is not None and a != b
                                               for a, b in zip(source.type.shape, x.type.shape)):
         return None
