@@ -65,8 +65,8 @@ def _equals(scalar, number):
 
 
 def _scale(scalar, x):
-    """scalar * x, the scalar cast to x's dtype (as scipy's BLAS wrappers cast it)."""
-    return hlo.multiply(splat(convert(scalar, value_dtype(x)), x), x)
+    """scalar * x, the scalar in x's dtype (as scipy's BLAS wrappers cast it)."""
+    return hlo.multiply(splat(scalar, x), x)
 
 
 def _gemm_update(z, alpha, product, beta):
