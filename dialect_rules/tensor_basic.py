@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from jax.extend.mlir.dialects import stablehlo as hlo
-from pytensor.compile.ops import DeepCopyOp
+from pytensor.compile.ops import DeepCopyOp, TypeCastingOp
 from pytensor.graph.basic import Constant
 from pytensor.tensor.shape import Shape_i
 from pytensor.tensor.basic import (
@@ -116,6 +116,13 @@ def lower_alloc_empty(ctx, node, *shape):
 @register_lowering(DeepCopyOp)
 def lower_deep_copy(ctx, node, x):
     return x  # every XLA result is a fresh buffer
+
+
+@register_lowering(TypeCastingOp)
+def lower_type_cast(ctx, node, x):
+    # ViewOp and its gradient markers (zero_grad, grad_clip, ...), OutputGuard, xtensor's
+    # casts to and from TensorType, PyMC's InitialPoint: the same buffer, another type.
+    return x
 
 
 @register_lowering(TensorFromScalar, ScalarFromTensor)

@@ -9,7 +9,7 @@ from lowering.graph import find_unsupported
 from lowering.registry import _BATCHED, _RULES, _RULES_BY_NAME, lookup_rule_for_class
 
 # Generic bases that PyTensor's JAX backend registers as fallbacks, not Ops a graph holds.
-_NOT_OPS = {"ScalarOp", "TypeCastingOp", "FunctionGraph", "JAXShapeTuple", "RandomVariable"}
+_NOT_OPS = {"ScalarOp", "FunctionGraph", "JAXShapeTuple", "RandomVariable"}
 
 
 def unsupported_ops(fgraph) -> dict[str, list]:

@@ -21,6 +21,9 @@ class UnsupportedOpsError(LoweringError, NotImplementedError):
             shown = "; ".join(str(n) for n in nodes[:3])
             more = f" (+{len(nodes) - 3} more)" if len(nodes) > 3 else ""
             lines.append(f"  {op_name}: used by {shown}{more}")
+        if any(type(n.op).__module__.startswith("pytensor.xtensor.") for nodes in missing.values() for n in nodes):
+            lines.append("  (xtensor Ops are rewritten into tensor Ops by PyTensor's `lower_xtensor` rewrites, which "
+                         "mode=\"STABLEHLO\" runs: lower the rewritten graph, e.g. f.maker.fgraph)")
         super().__init__("no StableHLO lowering for these Ops:\n" + "\n".join(lines))
 
 

@@ -41,6 +41,25 @@ def test_models_checking_positive_definiteness():
         _assert_nuts_function_matches_pytensor(model, scale=0.5)
 
 
+def test_pymc_dims_models():
+    """`pymc.dims` models (xtensor variables with named dims) reach the sampler with
+    casts between xtensor and tensor types in their logp graph."""
+    import pymc.dims as pmd
+
+    rng = np.random.default_rng(0)
+    with pm.Model(coords={"group": range(3), "obs": range(4)}) as model:
+        mu = pmd.Normal("mu", 0, 1, dims="group")
+        sigma = pmd.HalfNormal("sigma", 1)
+        x = pmd.Data("x", rng.normal(size=(3, 4)), dims=("group", "obs"))
+        pmd.Normal("y", mu + x / 2, sigma, dims=("group", "obs"),
+                   observed=pmd.as_xtensor(rng.normal(size=(3, 4)), dims=("group", "obs")))
+    _assert_nuts_function_matches_pytensor(model, scale=0.5)
+    with model:
+        prior = pm.sample_prior_predictive(4, random_seed=1, compile_kwargs={"mode": "STABLEHLO"})
+    assert prior.prior_predictive["y"].shape == (1, 4, 3, 4)
+    assert np.unique(prior.prior_predictive["y"].values).size == 48
+
+
 def test_pm_sample_runs_on_the_mode():
     with eight_schools_model():
         idata = pm.sample(draws=50, tune=50, chains=1, cores=1, random_seed=3,

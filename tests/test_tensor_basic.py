@@ -1,4 +1,4 @@
-"""Alloc, AllocEmpty, DeepCopyOp, TensorFromScalar, ScalarFromTensor, MakeVector."""
+"""Alloc, AllocEmpty, DeepCopyOp, TypeCastingOp, TensorFromScalar, ScalarFromTensor, MakeVector."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 import pytest
+from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor.basic import scalar_from_tensor, tensor_from_scalar
 
+from lowering import lower
+from lowering.errors import UnsupportedOpsError
 from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
 
@@ -41,6 +44,37 @@ def test_outputs_that_are_inputs_are_copies():
     out = f(value)[0]
     out[0] = 42.0
     assert value[0] == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint64", "float16", "float64", "complex64"])
+def test_type_casting_ops_pass_values_through(dtype):
+    """ViewOp and the gradient markers built on it are identities forward; the raw
+    graph keeps them (PyTensor's rewrites remove most)."""
+    from pytensor.compile.ops import view_op
+    from pytensor.gradient import disconnected_grad, grad_scale, zero_grad
+
+    x = pt.matrix("x", dtype=dtype)
+    outs = [view_op(x), zero_grad(x), disconnected_grad(x), grad_scale(x, 2.0)]
+    compare_with_py([x], outs, [finite_values(dtype, 6).reshape(2, 3)])
+
+
+def test_xtensor_graphs():
+    """xtensor's named-dim Ops become tensor Ops under PyTensor's rewrites; the casts
+    between the two types stay at the graph's edges."""
+    import pytensor.xtensor as ptx
+    from pytensor.compile.mode import Mode
+
+    x = ptx.xtensor("x", dims=("a", "b"), shape=(None, 3))
+    y = ptx.xtensor("y", dims=("b",), shape=(3,))
+    outs = [(ptx.math.exp(x) + y).sum("a"), x.transpose("b", "a") * 2, ptx.math.tanh(y)]
+    values = [np.arange(6.0).reshape(2, 3) / 4, np.array([0.5, -1.0, 2.0])]
+    expected = pytensor.function([x, y], outs, mode=Mode(linker="py", optimizer="fast_compile"))(*values)
+    got = pytensor.function([x, y], outs, mode="STABLEHLO")(*values)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+        assert g.shape == e.shape
+    with pytest.raises(UnsupportedOpsError, match="XReduce.*\n.*lower_xtensor"):
+        lower(FunctionGraph([x, y], outs))  # not rewritten yet
 
 
 def test_scalar_graph_inputs():
