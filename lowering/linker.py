@@ -36,7 +36,9 @@ class StableHLOLinker(JITLinker):
     def fgraph_convert(self, fgraph, input_storage, storage_map, **kwargs):
         from lowering.api import lower
 
-        return lower(fgraph).compile(self.platform, self.fp_contraction)
+        compiled = lower(fgraph).compile(self.platform, self.fp_contraction)
+        compiled.bind_storage([storage_map[v] for v in fgraph.inputs])
+        return compiled
 
     def jit_compile(self, fn):
         # PyTensor's containers already filtered every input to its type.
@@ -54,7 +56,8 @@ class _Trusted:
         self.call = compiled.call_trusted
 
     def __call__(self, *args):
-        return self.call(args)
+        results = self.call(args)
+        return results if results else None  # JITLinker's thunk wants None from no outputs
 
 
 def _register(name: str, **linker_options) -> Mode:

@@ -9,7 +9,6 @@ the results into the outputs (`_Executable.finish`).
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 
@@ -18,7 +17,6 @@ import numpy as np
 from jax import Array
 from jax.errors import JaxRuntimeError
 from jax.sharding import SingleDeviceSharding
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.scalar import ScalarType
 
 from lowering._jax_internal import (
@@ -82,8 +80,9 @@ class Compiled:
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
         self._scalar_args = scalar_arguments(self._in_types)
         self._resident = lowered.resident_inputs
-        # input -> (its array, the device copy, the set_value count it was taken at)
+        # input -> (its array, XLA's buffer of it); the storage cells `bind_storage` gave
         self._held = dict.fromkeys(self._resident)
+        self._cells: dict = {}
         self._maybe_large = tuple(
             i for i, t in enumerate(self._in_types) if _may_be_large(t) and i not in self._held
         )
@@ -160,21 +159,36 @@ class Compiled:
         except JaxRuntimeError as exc:  # XLA runs asynchronously: failures surface late
             raise _runtime_error(exc, [getattr(a, "shape", "?") for a in args]) from None
 
+    def bind_storage(self, cells) -> None:
+        """The storage cells (PyTensor containers' `storage` lists) the linker reads each
+        input from. A shared variable's array that XLA cannot read where it is gets
+        replaced there by an aligned copy, once: every later call reads that copy in
+        place, in-place updates by functions of other modes included."""
+        self._cells = {i: cells[i] for i in self._resident}
+
     def _prepared(self, args) -> list:
-        """The arguments as XLA reads them fastest: a shared variable's array as its
-        device copy, kept while the same array comes back and no `set_value` was called
-        (PyTensor leaves in-place changes to a borrowed value undefined until then); a
-        large array XLA cannot read in place as an aligned copy."""
+        """The arguments as XLA reads them fastest: a shared variable's array as XLA's
+        buffer of it, kept while the same array comes back (the buffer reads the array
+        in place, so changes made to it in place are seen); a large array XLA cannot
+        read in place as an aligned copy."""
         args = list(args)
         for i in self._resident:
             arg = args[i]
             held = self._held[i]
-            if held is not None and held[0] is arg and held[2] == _SET_VALUES[0]:
+            if held is not None and held[0] is arg:
                 args[i] = held[1]
-            elif type(arg) is np.ndarray and arg.dtype == self._dtypes[i]:
-                buffer = self._put(arg if _in_place(arg) else _aligned_copy(arg), arg.dtype)
-                self._held[i] = (arg, buffer, _SET_VALUES[0])
-                args[i] = buffer
+                continue
+            if type(arg) is not np.ndarray or arg.dtype != self._dtypes[i]:
+                continue
+            if not _in_place(arg):
+                cell = self._cells.get(i)
+                if cell is None or cell[0] is not arg:  # not ours to replace: copy at each call
+                    args[i] = _aligned_copy(arg)
+                    continue
+                arg = cell[0] = _aligned_copy(arg)
+            buffer = self._put(arg, arg.dtype)
+            self._held[i] = (arg, buffer)
+            args[i] = buffer
         for i in self._maybe_large:
             arg = args[i]
             if type(arg) is np.ndarray and arg.nbytes >= _ALIGN_FROM_BYTES and not _in_place(arg):
@@ -536,30 +550,6 @@ def _runtime_error(exc: JaxRuntimeError, shapes) -> Exception:
     if "RESOURCE_EXHAUSTED" in message:
         return MemoryError(f"{where}: XLA ran out of memory ({message})")
     return RuntimeError(f"{where}: XLA execution failed ({message})")
-
-
-# How many times `SharedVariable.set_value` was called in this process. PyTensor's way
-# to change a shared array in place is `s.set_value(f(s.get_value(borrow=True)),
-# borrow=True)`: the same array object comes back changed, so a device copy held for
-# it is refreshed whenever any set_value has happened since it was taken.
-_SET_VALUES = [0]
-
-
-def _count_set_values() -> None:
-    original = SharedVariable.set_value
-    if getattr(original, "counted_by_stablehlo", False):
-        return
-
-    @functools.wraps(original)
-    def set_value(self, new_value, borrow=False):
-        original(self, new_value, borrow=borrow)
-        _SET_VALUES[0] += 1
-
-    set_value.counted_by_stablehlo = True
-    SharedVariable.set_value = set_value
-
-
-_count_set_values()
 
 
 def _first_diagnostic(message: str) -> str:

@@ -577,25 +577,28 @@ def test_large_inputs_xla_cannot_read_in_place_are_copied_once_aligned():
 
 
 def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch):
-    """A shared variable the function does not update (observed data) is copied to the
-    device once and reused while the container holds the same array; `set_value` is
-    seen at the next call, and an updated shared variable is passed every call."""
+    """A shared variable the function does not update (observed data) is read where it
+    is: an array XLA cannot read in place is replaced in its container by an aligned
+    copy, once; `set_value` is seen at the next call, and an updated shared variable
+    is passed every call."""
     import lowering.runtime as runtime
 
     copies = []
     aligned_copy = runtime._aligned_copy
     monkeypatch.setattr(runtime, "_aligned_copy", lambda a: copies.append(a.shape) or aligned_copy(a))
     rng = np.random.default_rng(3)
-    first = rng.normal(size=50_000)
-    data = pytensor.shared(first, name="data")
+    first = rng.normal(size=50_001)[1:]  # 8 bytes past numpy's alignment: never in place
+    data = pytensor.shared(first, name="data", borrow=True)
     total = pytensor.shared(np.float64(0.0), name="total")
     w = pt.dscalar("w")
     f = pytensor.function([w], (data * w).sum(), updates=[(total, total + w)], mode="STABLEHLO")
     assert f.vm.jit_fn.compiled.lowered.resident_inputs == (1,)
     for step in range(3):
         np.testing.assert_allclose(f(2.0), 2 * first.sum(), rtol=1e-12)
+    assert copies == [first.shape]  # once
     held = data.get_value(borrow=True)
-    assert copies == ([] if runtime._in_place(held) else [first.shape])  # once, if at all
+    assert runtime._in_place(held) and held is not first
+    np.testing.assert_array_equal(held, first)
     assert total.get_value() == 6.0
     second = rng.normal(size=30_000)
     data.set_value(second)
@@ -603,11 +606,37 @@ def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch
     np.testing.assert_allclose(f(3.0), 3 * second.sum(), rtol=1e-12)
     assert total.get_value() == 10.0
     # PyTensor's way to change it in place: the same array, changed, given back with
-    # borrow=True (its old device copy was used before)
+    # borrow=True
     inside = data.get_value(borrow=True)
     inside *= 10
     data.set_value(inside, borrow=True)
     np.testing.assert_allclose(f(1.0), 10 * second.sum(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_shared_data_changed_in_place_by_a_function_of_another_mode(offset):
+    """Another mode's function that updates a shared variable in place (the C and Numba
+    backends write into its array) is seen by the next call, wherever the array sits."""
+    data = pytensor.shared(np.zeros(1003)[offset:offset + 1000], name="data", borrow=True)
+    in_place = pytensor.compile.mode.Mode(linker="py", optimizer="fast_run")  # Add{inplace}
+    increment = pytensor.function([], [], updates=[(data, data + 1)], mode=in_place)
+    read = pytensor.function([], data.sum(), mode="STABLEHLO")
+    read()
+    array = data.get_value(borrow=True)
+    for step in range(1, 4):
+        increment()
+        assert data.get_value(borrow=True) is array  # (changed in place)
+        assert read() == 1000.0 * step
+
+
+def test_functions_with_no_outputs():
+    x = pt.dvector("x")
+    counter = pytensor.shared(np.int64(0))
+    assert pytensor.function([], [], mode="STABLEHLO")() == []
+    assert pytensor.function([x], [], mode="STABLEHLO", on_unused_input="ignore")(np.ones(2)) == []
+    f = pytensor.function([], [], updates=[(counter, counter + 1)], mode="STABLEHLO")
+    assert f() == [] and f() == []
+    assert counter.get_value() == 2
 
 
 _DISK_CACHE_CHILD = """
