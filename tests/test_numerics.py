@@ -80,6 +80,18 @@ def test_float_to_int_casts_saturate():
     assert_same(int64, np.array([0, I64.max, I64.min, I64.max, I64.min, 300, -3, 3]))
 
 
+@pytest.mark.parametrize("source", ["int16", "int64", "uint32", "uint64"])
+def test_int_to_int_casts_keep_the_low_bits(source):
+    """The Python mode raises OverflowError for a value the target cannot hold; numpy's
+    astype and the C backend keep its low bits, as XLA's conversion does. Documented."""
+    x = pt.vector("x", dtype=source)
+    value = np.array([np.iinfo(source).max, np.iinfo(source).min, 300, 7], source)
+    targets = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+    got = pytensor.function([x], [pt.cast(x, t) for t in targets], mode="STABLEHLO")(value)
+    for g, t in zip(got, targets, strict=True):
+        assert_same(g, value.astype(t), label=f"{source} -> {t}")
+
+
 def test_max_min_propagate_nan_and_argmax_takes_the_first_nan_or_tie():
     x, y = pt.dvector("x"), pt.dvector("y")
     xs, ys = np.array([np.nan, 1.0, 2.0, -0.0]), np.array([1.0, np.nan, 2.0, 0.0])
