@@ -21,6 +21,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from lowering._jax_internal import register_passes
 from lowering.builders import ELEMENTWISE_OPS, constant_array, ir_constant, symbol_name
 from lowering.errors import PassPipelineError
+from lowering.types import dtype_of
 
 # The default pipeline, run by `lower()` on the shape-polymorphic module.
 DEFAULT_PIPELINE = (
@@ -34,6 +35,7 @@ DEFAULT_PIPELINE = (
     "symbol-dce,"
     # Shapes computed from constants become static first: MHLO's folder turns a
     # dynamically typed slice of a constant into an invalid `tensor<?x..>` constant.
+    "fold-shape-arithmetic,"
     "stablehlo-refine-shapes,"
     # StableHLO's own `canonicalize` folds nothing in this jaxlib; MHLO's does:
     # constant folding, x+0, x*1, identity transposes/reshapes, splat broadcasts.
@@ -78,7 +80,9 @@ def specialize_pipeline(arg_types: list[str]) -> str:
 # computed from bound scalar values become constants, then refines again.
 FOLD_AND_REFINE = (
     "builtin.module("
-    "fold-constant-reduce,fold-agreeing-if,"
+    "fold-constant-reduce,fold-agreeing-if,fold-shape-arithmetic,"
+    # (static before MHLO's folder sees them: see DEFAULT_PIPELINE)
+    "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism),"
     "stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo,"
     "static-elementwise-results,"
     "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism)"
@@ -192,6 +196,62 @@ def fold_agreeing_if(module_op: ir.Operation) -> None:
                     result.replace_all_uses_with(ir_constant(arrays[0]))
 
 
+# What `stablehlo-refine-shapes` does not evaluate (it does integer add, subtract,
+# multiply, divide, remainder, min, max, clamp, sign, compare, select): in integers and
+# float32/float64, numpy rounds each as XLA does (IEEE arithmetic, one rounding).
+_UNFOLDED = {
+    "stablehlo.negate": np.negative, "stablehlo.abs": np.abs,
+    "stablehlo.floor": np.floor, "stablehlo.ceil": np.ceil, "stablehlo.sqrt": np.sqrt,
+    "stablehlo.add": np.add, "stablehlo.subtract": np.subtract,
+    "stablehlo.multiply": np.multiply, "stablehlo.divide": np.true_divide,
+}
+_FOLD_MAX_ELEMENTS = 64  # shape arithmetic, not data
+
+
+def fold_shape_arithmetic(module_op: ir.Operation) -> None:
+    """Evaluate small integer and float ops of constants that `stablehlo-refine-shapes`
+    leaves (negate, abs, float math, conversions): sizes computed with them (`x[-n:]`,
+    arange's length) become constants, so refinement makes the ops they size static
+    before MHLO's folder runs. MHLO's folder, reaching a still `?`-typed slice of a
+    constant in the same run that folds its bounds, makes an invalid `tensor<?x..>`
+    constant of it."""
+    for op in ops_named(module_op, *_UNFOLDED, "stablehlo.convert"):
+        result = op.results[0]
+        if not ir.RankedTensorType(result.type).has_static_shape:
+            continue
+        values = [constant_array(v) for v in op.operands]
+        if any(v is None or v.size > _FOLD_MAX_ELEMENTS for v in values):
+            continue
+        dtype = np.dtype(dtype_of(result.type))
+        if dtype.kind not in "iu" and dtype not in (np.float32, np.float64):
+            continue
+        if op.name == "stablehlo.convert":
+            value = _converted(values[0], dtype)
+        elif dtype.kind in "iu" and op.name in ("stablehlo.divide", "stablehlo.sqrt", "stablehlo.floor",
+                                                "stablehlo.ceil"):
+            continue  # (refine-shapes divides integers, truncating; the rest take floats)
+        else:
+            with np.errstate(all="ignore"):
+                value = np.asarray(_UNFOLDED[op.name](*values)).astype(dtype)
+        if value is None:
+            continue
+        with ir.InsertionPoint(op), op.location:
+            result.replace_all_uses_with(ir_constant(value))
+        op.erase()
+
+
+def _converted(value: np.ndarray, dtype: np.dtype):
+    """`stablehlo.convert` of a constant, where numpy's conversion is XLA's; None for a
+    float that does not fit the integer type (XLA saturates; NaN, too, is left to it)."""
+    if value.dtype.kind == "f" and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not (np.all(value > float(info.min) - 1) and np.all(value < float(info.max) + 1)):
+            return None
+        value = np.trunc(value)
+    with np.errstate(all="ignore"):
+        return value.astype(dtype)
+
+
 _STABLEHLO_ELEMENTWISE = tuple(name for name in ELEMENTWISE_OPS if name.startswith("stablehlo."))
 
 
@@ -278,6 +338,7 @@ def _scalar_constant(value: ir.Value):
 PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "inline-private-calls": inline_private_calls,
     "fold-constant-reduce": fold_constant_reduce,
+    "fold-shape-arithmetic": fold_shape_arithmetic,
     "fold-agreeing-if": fold_agreeing_if,
     "static-elementwise-results": static_elementwise_results,
     "check-shape-assertions": check_shape_assertions,

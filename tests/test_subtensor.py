@@ -487,3 +487,17 @@ def test_blockwise_advanced_subtensor_is_one_batched_gather():
     rng = np.random.default_rng(0)
     values = [rng.normal(size=(3, 4, 5)), rng.integers(-4, 4, size=(3, 4)), rng.integers(0, 4, size=(3, 2, 4))]
     compare_with_py([bx, bi, bj], outputs, values)
+
+
+def test_slices_of_constants_with_bounds_computed_from_sizes():
+    """Bounds computed with ops shape refinement does not fold (negate, abs, float math)
+    make the slice of a constant static before MHLO's folder sees it, which would fold
+    a still `?`-typed slice into an invalid constant (pt.roll's gradient splits one)."""
+    x = pt.vector("x")
+    n = pt.lscalar("n")
+    c = pt.constant(np.arange(10.0))
+    compare_with_py([x], [c[-x.shape[0]:], c[:abs(x.shape[0] - 7)]], [np.zeros(5)])
+    compare_with_py([n], [c[:-(2 - n)], c[:-n], pt.split(c, [7 - n, n + 3], n_splits=2)[1],
+                          c[:pt.cast(pt.ceil(n / 2), "int64")], pt.arange(0.5, n * 1.5)[-n:]],
+                    [np.int64(3)])
+    compare_with_py([x], [pytensor.grad((pt.roll(x, 2) * np.arange(5.0)).sum(), x)], [np.arange(5.0)])
