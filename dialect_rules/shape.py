@@ -1,4 +1,4 @@
-"""DimShuffle, Reshape, JoinDims, SplitDims, Shape, Shape_i, SpecifyShape."""
+"""DimShuffle, Reshape (and Blockwise(Reshape)), JoinDims, SplitDims, Shape, Shape_i, SpecifyShape."""
 
 from __future__ import annotations
 
@@ -12,22 +12,26 @@ from lowering.builders import (
     add_all,
     all_of,
     any_of,
+    broadcast_in_dim,
     compare,
     convert,
     dim_product,
     dim_size,
     dim_value,
     divide,
+    full_like,
     ir_constant,
     multiply_all,
     reshape,
     select,
     shape_of,
     shape_tensor,
+    splat,
     transpose,
     vector_element,
 )
-from lowering.registry import register_lowering
+from lowering.regions import any_true, fold
+from lowering.registry import register_batched, register_lowering
 
 
 @register_lowering(DimShuffle)
@@ -46,19 +50,53 @@ def lower_dimshuffle(ctx, node, x):
 
 @register_lowering(Reshape)
 def lower_reshape(ctx, node, x, shape):
-    """np.reshape: a negative entry (one at most) is the size divided by the product of
-    the others. numpy's errors are checked at call time; where one fires, the dims
-    become (size, 1, ...), so that the runtime still has valid shapes to specialize."""
     static = node.outputs[0].type.shape
     if all(d is not None for d in static):
         return reshape(x, static)
-    ndim = node.op.ndim  # (the shape's length: make_node specifies it)
-    entries = [vector_element(shape, i) for i in range(ndim)]
+    entries = [vector_element(shape, i) for i in range(node.op.ndim)]  # (make_node fixes the length)
+    return reshape(x, _requested_dims(ctx, static, entries, dim_value(dim_product(shape_of(x)))))
+
+
+@register_batched(Reshape)
+def lower_batched_reshape(ctx, node, batch_ndim, x, shape):
+    """Blockwise(Reshape) (PyTensor's einsum builds them with one shape per batch entry):
+    a tensor has one core shape, so one reshape serves the whole batch once every entry
+    asks for the same shape; entries that differ raise (numpy could not stack their
+    results either). An empty batch asks for none: its core dims are (size, 1, ...)."""
+    dims = list(shape_of(x))
+    batch, core = dims[:batch_ndim], dims[batch_ndim:]
+    static = node.outputs[0].type.shape
+    if all(d is not None for d in static[batch_ndim:]):
+        return reshape(x, [*batch, *static[batch_ndim:]])
+    size = dim_value(dim_product(core))
+    # Each entry's request resolved (its -1 inferred) before the entries are compared.
+    unknown = compare(shape, full_like(shape, 0), "LT")
+    known = fold(select(unknown, full_like(shape, 1), shape), [batch_ndim], hlo.multiply, 1)
+    inferred = broadcast_in_dim(divide(splat(size, known), known), shape_of(shape), range(batch_ndim))
+    resolved = select(unknown, inferred, shape)
+    axes = range(batch_ndim)
+    lowest = fold(resolved, axes, hlo.minimum, np.iinfo(np.int64).max)
+    highest = fold(resolved, axes, hlo.maximum, np.iinfo(np.int64).min)
+    empty = compare(dim_value(dim_product(batch)), ir_constant(np.int64(0)), "EQ")
+    ctx.runtime_check(all_of(hlo.not_(empty), any_true(compare(lowest, highest, "NE"))), ValueError,
+                      "Reshape: the batch entries ask for different shapes")
+    # Per component, an entry's number where any gives one, else their -1 (numpy's
+    # errors about the request then come from `_requested_dims`).
+    request = fold(shape, axes, hlo.maximum, np.iinfo(np.int64).min)
+    entries = [select(empty, ir_constant(np.int64(-1 if i == 0 else 1)), vector_element(request, i))
+               for i in range(node.op.core_op.ndim)]
+    return reshape(x, [*batch, *_requested_dims(ctx, static[batch_ndim:], entries, size)])
+
+
+def _requested_dims(ctx, static, entries, size) -> list:
+    """np.reshape's dims for the requested `entries` (0-d i64) of an array of `size`
+    elements: a negative entry (one at most) is the size divided by the product of the
+    others. numpy's errors are checked at call time; where one fires, the dims become
+    (size, 1, ...), so that the runtime still has valid shapes to specialize."""
     zero, one = ir_constant(np.int64(0)), ir_constant(np.int64(1))
     unknown = [compare(e, zero, "LT") for e in entries]
     n_unknown = add_all(*[convert(u, "int64") for u in unknown])
     known = multiply_all(*[select(u, one, e) for u, e in zip(unknown, entries)])
-    size = dim_value(dim_product(shape_of(x)))
     inferred = divide(size, known)  # (known = 0: XLA's -1, and the check below fires)
     fits = select(
         compare(n_unknown, one, "EQ"),
@@ -70,12 +108,11 @@ def lower_reshape(ctx, node, x, shape):
     ctx.runtime_check(hlo.not_(any_of(fits, too_many)), ValueError,
                       "Reshape: cannot reshape the array into the requested shape (the sizes differ)")
     ok = all_of(fits, hlo.not_(too_many))
-    fallback = [size if i == 0 else one for i in range(ndim)]
-    dims = [
+    fallback = [size if i == 0 else one for i in range(len(entries))]
+    return [
         s if s is not None else select(ok, select(u, inferred, e), f)
         for s, e, u, f in zip(static, entries, unknown, fallback)
     ]
-    return reshape(x, dims)
 
 
 @register_lowering(JoinDims)

@@ -84,3 +84,28 @@ def test_core_shapes_from_entry_values_are_refused():
     out = vectorize_graph(pt.eye(n), {n: nb})
     with pytest.raises(UnsupportedParameterError, match=r"values of input \d \(nb\)"):
         lower(FunctionGraph([nb], [out]))
+
+
+def test_reshape_with_a_shape_per_entry():
+    """Blockwise(Reshape), as PyTensor's einsum builds it: one batched reshape once the
+    entries agree on a shape (after numpy's -1 is resolved), an error where they differ."""
+    core, shape = pt.dvector("core"), pt.lvector("shape", shape=(2,))
+    x, s = pt.dmatrix("x"), pt.lmatrix("s", shape=(None, 2))
+    out = vectorize_graph(core.reshape(shape, ndim=2), {core: x, shape: s})
+    assert isinstance(out.owner.op, Blockwise)
+    values = np.arange(12.0).reshape(2, 6)
+    for requests in ([[2, 3], [2, 3]], [[-1, 3], [2, -1]], [[6, -1], [6, 1]]):
+        compare_with_py([x, s], [out], [values, np.array(requests)])
+    f = pytensor.function([x, s], out, mode="STABLEHLO")
+    with pytest.raises(ValueError, match="batch entries ask for different shapes"):
+        f(values, np.array([[2, 3], [3, 2]]))
+    with pytest.raises(ValueError, match="sizes differ"):
+        f(values, np.array([[4, 3], [4, 3]]))
+    assert f(np.zeros((0, 6)), np.zeros((0, 2), "int64")).shape == (0, 6, 1)
+
+
+def test_einsum_with_an_index_shared_by_three_operands():
+    x, y, m = pt.dvector("x"), pt.dvector("y"), pt.dmatrix("m")
+    outs = [pt.einsum("i,j,i->ij", x, y, x), pt.einsum("ij,i->ij", m, x)]
+    compare_with_py([x, y, m], outs, [np.arange(3.0), np.arange(1.0, 3.0), np.arange(6.0).reshape(3, 2)])
+    compare_with_py([x, y], outs[:1], [np.zeros(0), np.arange(1.0, 3.0)])
