@@ -252,6 +252,8 @@ def cumulative(x, axis, combine, identity):
     n = static_shape(x.type)[axis]
     if n is None:
         return prefix_scan(x, axis, combine, identity)
+    if n == 0:
+        return x  # (nothing to scan; a window of size 0 is invalid)
     rank = len(static_shape(x.type))
     window = [n if i == axis else 1 for i in range(rank)]
     padding = [(n - 1, 0) if i == axis else (0, 0) for i in range(rank)]

@@ -37,6 +37,10 @@ def test_cumsum_of_empty_and_nan():
     assert [r.shape for r in fn(np.zeros(0))] == [(0,), (0,)]
     got = fn(np.array([1.0, np.nan, 2.0]))
     np.testing.assert_array_equal(got[0], [1.0, np.nan, np.nan])
+    # a static length-0 axis (xtensor's cumsum over an empty dim builds one)
+    empty = pt.tensor("empty", shape=(0, 3))
+    compare_with_py([empty], [pt.cumsum(empty, axis=0), pt.cumprod(empty, axis=0), pt.cumsum(empty)],
+                    [np.zeros((0, 3))])
 
 
 def test_searchsorted_both_sides_nan_and_sorter():
