@@ -138,15 +138,19 @@ def no_contraction_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ..
     so one variable can get two roundings and a comparison on it two answers (README,
     "Multiply-adds and FMA"). The instruction set is fixed per process
     (`XLA_FLAGS=--xla_cpu_max_isa`, read when the first XLA client starts); per
-    executable, only LLVM's optimization level 0 stops the contraction. So: nothing where
-    this process's XLA does not contract (a probe decides), optimization level 0 where
-    it does.
+    executable, only LLVM's optimization level 0 stops the contraction, and only in the
+    code it compiles: XLA's MLIR fusion emitters, which it uses for some fusions on some
+    hosts (float64 vectors of 5 or more on an AVX2 EPYC), contract whatever the level, so
+    they are turned off too. So: nothing where this process's XLA does not contract (a
+    probe decides), both options where it does.
     """
     if platform != "cpu":
         raise NotImplementedError(
             f"fp_contraction=False is implemented for the CPU only, not for {platform!r}"
         )
-    return (("xla_backend_optimization_level", "0"),) if _contracts(platform) else ()
+    if not _contracts(platform):
+        return ()
+    return (("xla_backend_optimization_level", "0"), ("xla_cpu_use_fusion_emitters", "False"))
 
 
 # a * b + c with c = -fl(a * b): exactly 0 when the product is rounded before the add,
