@@ -256,6 +256,20 @@ def test_the_no_fma_mode_rounds_every_product_before_the_add(dtype):
     assert not np.any(f(x, y, z)[0])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_no_fma_rounds_every_size_as_numpy(dtype):
+    """XLA compiles small and large vectors with different emitters (its MLIR fusion
+    emitters contract whatever LLVM's level): none of them may contract."""
+    from lowering import lower
+    from pytensor.graph.fg import FunctionGraph
+
+    a, b, c = (pt.vector(name, dtype=dtype) for name in "abc")
+    compiled = lower(FunctionGraph([a, b, c], [a * b + c])).compile(fp_contraction=False)
+    for n in (1, 2, 3, 5, 8, 17, 1000):
+        x, y = (np.arange(1, n + 1) * 0.1).astype(dtype), (np.arange(1, n + 1) * 0.3).astype(dtype)
+        assert not np.any(compiled(x, y, -(x * y))[0]), n
+
+
 def test_the_no_fma_option_is_refused_where_it_has_no_implementation():
     from lowering import lower
     from pytensor.graph.fg import FunctionGraph
