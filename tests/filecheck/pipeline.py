@@ -56,3 +56,14 @@ lowered = lower(FunctionGraph([m, row], [m + row]))
 print("TEST: specialize")
 print(lowered.as_text())
 print(lowered.specialize(np.ones((2, 3), "float32"), np.ones((1, 3), "float32")))
+
+# Sizes computed with ops shape refinement does not fold (here the negation in x[-n:])
+# are folded by fold-shape-arithmetic, so a slice of a constant is static before MHLO's
+# folder sees it (which would fold it into an invalid tensor<?xf64> constant).
+# CHECK-LABEL: TEST: slice_of_constant_specialized
+# CHECK: func.func public @main(%arg0: tensor<i64>) -> tensor<3xf64>
+# CHECK: stablehlo.constant dense<[7.000000e+00, 8.000000e+00, 9.000000e+00]> : tensor<3xf64>
+print("TEST: slice_of_constant_specialized")
+k = pt.lscalar("k")
+lowered = lower(FunctionGraph([k], [pt.constant(np.arange(10.0))[-k:]]))
+print(lowered.specialize(np.int64(3)))

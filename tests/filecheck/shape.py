@@ -1,6 +1,7 @@
 # RUN: %PYTHON %s | FileCheck %s
 # Shape ops: static ops where PyTensor knows the dims, dynamic ones otherwise.
 import pytensor.tensor as pt
+from pytensor.graph.replace import vectorize_graph
 
 from ir_printing import print_ir
 
@@ -25,3 +26,15 @@ print_ir("dimshuffle", [s], s.dimshuffle(1, "x", 0))
 # CHECK: stablehlo.get_dimension_size %arg0, dim = 0
 # CHECK: stablehlo.concatenate
 print_ir("shape", [x], x.shape, raw=True)
+
+# Blockwise(Reshape) with a shape per entry (einsum builds them): one reshape of the whole
+# batch, after the entries' requests (their -1 resolved) are compared; no loop.
+# CHECK-LABEL: TEST: reshape_per_entry opt
+# CHECK-NOT: stablehlo.while
+# CHECK: stablehlo.reduce({{.*}}) applies stablehlo.minimum across dimensions = [0] : (tensor<4x2xi64>, tensor<i64>) -> tensor<2xi64>
+# CHECK: stablehlo.reduce({{.*}}) applies stablehlo.maximum across dimensions = [0] : (tensor<4x2xi64>, tensor<i64>) -> tensor<2xi64>
+# CHECK: stablehlo.dynamic_reshape %arg0, %{{.*}} : (tensor<4x6xf64>, tensor<3xi64>) -> tensor<4x?x?xf64>
+# CHECK-NOT: stablehlo.while
+core, request = pt.dvector("core"), pt.lvector("request", shape=(2,))
+xb, sb = pt.matrix("xb", shape=(4, 6)), pt.lmatrix("sb", shape=(4, 2))
+print_ir("reshape_per_entry", [xb, sb], vectorize_graph(core.reshape(request, ndim=2), {core: xb, request: sb}))

@@ -41,3 +41,14 @@ print_ir("split", [xs], pt.split(xs, [1, 3], n_splits=2, axis=0))
 # CHECK-SAME: -> tensor<4x3xf64>
 xd = pt.tensor3("xd", shape=(3, 4, 5))
 print_ir("extract_diag", [xd], [pt.diagonal(xd, offset=1, axis1=0, axis2=2)])
+
+# TypeCastingOp (ViewOp, the gradient markers, xtensor's casts) passes its operand on.
+# CHECK-LABEL: TEST: view_op raw
+# CHECK: func.func public @main(%arg0: tensor<?xf64>)
+# CHECK: %[[TWO:.*]] = stablehlo.convert {{.*}} -> tensor<?xf64>
+# CHECK-NEXT: stablehlo.multiply %arg0, %[[TWO]]
+from pytensor.compile.ops import view_op  # noqa: E402
+from pytensor.gradient import zero_grad  # noqa: E402
+
+xv = pt.vector("xv")
+print_ir("view_op", [xv], zero_grad(view_op(xv)) * 2, raw=True)
