@@ -43,17 +43,19 @@ from lowering.errors import UnsupportedParameterError
 from lowering.registry import register_lowering
 
 
-def _unary(builder, work_dtype=None, complex_algorithm=None):
-    """Compute `builder(x)` in the output dtype (or in `work_dtype` for real outputs,
-    converted to the output dtype). `complex_algorithm` names what scipy computes for a
-    complex input where `builder` is real only: such an input is refused."""
+def _unary(builder, work_dtype=None, complex_algorithm=None, complex_work_dtype=None):
+    """Compute `builder(x)` in the output dtype (or in `work_dtype` for real outputs, or
+    `complex_work_dtype` for complex ones, converted to the output dtype).
+    `complex_algorithm` names what scipy computes for a complex input where `builder`
+    is real only: such an input is refused."""
 
     def rule(ctx, node, x):
         dtype = node.outputs[0].type.dtype
         if complex_algorithm is not None and dtype.startswith("complex"):
             raise UnsupportedParameterError(node, f"dtype={dtype}", f"no lowering of {complex_algorithm}")
-        if work_dtype is not None and dtype.startswith("float"):
-            return convert(builder(convert(x, work_dtype)), dtype)
+        wide = work_dtype if dtype.startswith("float") else complex_work_dtype if dtype.startswith("complex") else None
+        if wide is not None:
+            return convert(builder(convert(x, wide)), dtype)
         return builder(convert(x, dtype))
 
     return rule
@@ -710,8 +712,13 @@ _COMPLEX_IN_SCIPY = {
     psm.Psi: "scipy's complex digamma",
 }
 
+# PyTensor's log1mexp of a complex value runs on Python complex numbers (double): in
+# complex64, exp(x) would overflow from Re x = 88.7 on, where the result is finite.
+_COMPLEX_IN_DOUBLE = (psm.Log1mexp,)
+
 for _op, _builder in _UNARY.items():
-    register_lowering(_op)(_unary(_builder, "float64" if _op in _SCIPY_IN_DOUBLE else None, _COMPLEX_IN_SCIPY.get(_op)))
+    register_lowering(_op)(_unary(_builder, "float64" if _op in _SCIPY_IN_DOUBLE else None, _COMPLEX_IN_SCIPY.get(_op),
+                                  "complex128" if _op in _COMPLEX_IN_DOUBLE else None))
 
 register_lowering(ps.ArcTan2)(_binary(hlo.atan2))
 

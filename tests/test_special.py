@@ -134,6 +134,14 @@ def test_complex_exp2_expm1_log1mexp_at_infinities(dtype):
 
 
 
+
+def test_complex64_log1mexp_where_single_precision_exp_overflows():
+    """PyTensor's log1mexp of a complex value computes in Python complex (double), so
+    complex64 results stay finite past Re z = 88.7, where exp overflows in single."""
+    x = pt.vector("x", dtype="complex64")
+    values = np.array([89 + 1j, 88.9 + 0j, 100 + 0j, 300 - 2j, -3 + 2j, 0.1 - 0.2j], dtype="complex64")
+    compare_with_py([x], [pt.log1mexp(x)], [values])
+
 _ELEMENTARY = {"exp": pt.exp, "sin": pt.sin, "cos": pt.cos, "tan": pt.tan, "sinh": pt.sinh,
                "cosh": pt.cosh, "tanh": pt.tanh}
 
