@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from pytensor.compile.mode import Mode, predefined_linkers, predefined_modes, register_linker
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
@@ -54,10 +56,15 @@ class _Trusted:
     def __init__(self, compiled):
         self.compiled = compiled
         self.call = compiled.call_trusted
+        if not compiled.lowered.output_types:  # JITLinker's thunk wants None from no outputs
+            self.call = functools.partial(_run_for_none, compiled.call_trusted)
 
     def __call__(self, *args):
-        results = self.call(args)
-        return results if results else None  # JITLinker's thunk wants None from no outputs
+        return self.call(args)
+
+
+def _run_for_none(call, args) -> None:
+    call(args)
 
 
 def _register(name: str, **linker_options) -> Mode:

@@ -219,17 +219,17 @@ def fold_shape_arithmetic(module_op: ir.Operation) -> None:
         result = op.results[0]
         if not ir.RankedTensorType(result.type).has_static_shape:
             continue
-        values = [constant_array(v) for v in op.operands]
-        if any(v is None or v.size > _FOLD_MAX_ELEMENTS for v in values):
-            continue
         dtype = np.dtype(dtype_of(result.type))
         if dtype.kind not in "iu" and dtype not in (np.float32, np.float64):
             continue
+        if dtype.kind in "iu" and op.name in ("stablehlo.divide", "stablehlo.sqrt", "stablehlo.floor",
+                                              "stablehlo.ceil"):
+            continue  # (refine-shapes divides integers, truncating; the rest take floats)
+        values = [constant_array(v) for v in op.operands]  # (the costly part: last)
+        if any(v is None or v.size > _FOLD_MAX_ELEMENTS for v in values):
+            continue
         if op.name == "stablehlo.convert":
             value = _converted(values[0], dtype)
-        elif dtype.kind in "iu" and op.name in ("stablehlo.divide", "stablehlo.sqrt", "stablehlo.floor",
-                                                "stablehlo.ceil"):
-            continue  # (refine-shapes divides integers, truncating; the rest take floats)
         else:
             with np.errstate(all="ignore"):
                 value = np.asarray(_UNFOLDED[op.name](*values)).astype(dtype)
