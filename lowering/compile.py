@@ -16,7 +16,7 @@ import jax.extend.backend as xb
 import numpy as np
 from jax.extend.mlir import ir
 
-from lowering._jax_internal import DeviceList, make_ir_context
+from lowering._jax_internal import DeviceList, enable_x64, make_ir_context
 from lowering._jax_internal import xla_client as _xc
 
 
@@ -72,7 +72,13 @@ def get_backend(platform: str = "cpu"):
     calling thread (`_synchronous_cpu_client`)."""
     if platform == "cpu":
         return _synchronous_cpu_client()
-    return xb.get_backend(platform)
+    try:
+        return xb.get_backend(platform)
+    except RuntimeError as exc:  # jax: "Unknown backend cuda. Available backends are [...]"
+        raise RuntimeError(
+            f"no XLA backend for platform {platform!r} here ({exc}); on an NVIDIA GPU, "
+            "install jax's CUDA plugin (e.g. pip install 'jax[cuda13]')"
+        ) from None
 
 
 @functools.cache
@@ -150,31 +156,67 @@ def no_contraction_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ..
         )
     if not _contracts(platform):
         return ()
-    return (("xla_backend_optimization_level", "0"), ("xla_cpu_use_fusion_emitters", "False"))
+    # An XLA that no longer knows an option refuses the compile (jaxlib 0.11.2 has no
+    # xla_cpu_use_fusion_emitters): keep the ones this one takes, then check they do.
+    overrides = tuple(option for option in _NO_CONTRACTION if _takes_option(platform, option))
+    if _contracts(platform, overrides):
+        raise NotImplementedError(
+            "this XLA contracts multiply-adds into FMAs even with "
+            f"{', '.join(f'{k}={v}' for k, v in overrides) or 'no option it takes'}: "
+            "fp_contraction=False cannot round as numpy does here"
+        )
+    return overrides
 
+
+_NO_CONTRACTION = (("xla_backend_optimization_level", "0"), ("xla_cpu_use_fusion_emitters", "False"))
 
 # a * b + c with c = -fl(a * b): exactly 0 when the product is rounded before the add,
-# the product's rounding error when both are one FMA.
+# the product's rounding error when both are one FMA. 64 elements of each float type:
+# XLA picks its code generator by size and type.
 _CONTRACTION_PROBE = """
-func.func public @main(%a: tensor<8xf32>, %b: tensor<8xf32>, %c: tensor<8xf32>) -> tensor<8xf32> {
-  %0 = stablehlo.multiply %a, %b : tensor<8xf32>
-  %1 = stablehlo.add %0, %c : tensor<8xf32>
-  return %1 : tensor<8xf32>
+func.func public @main(%a: tensor<64xf32>, %b: tensor<64xf32>, %c: tensor<64xf32>,
+                       %x: tensor<64xf64>, %y: tensor<64xf64>, %z: tensor<64xf64>)
+    -> (tensor<64xf32>, tensor<64xf64>) {
+  %0 = stablehlo.multiply %a, %b : tensor<64xf32>
+  %1 = stablehlo.add %0, %c : tensor<64xf32>
+  %2 = stablehlo.multiply %x, %y : tensor<64xf64>
+  %3 = stablehlo.add %2, %z : tensor<64xf64>
+  return %1, %3 : tensor<64xf32>, tensor<64xf64>
 }
 """
 
 
-def _contracts(platform: str) -> bool:
-    """Whether XLA, as this process runs it, compiles `a * b + c` to an FMA."""
+def _probe(platform: str, overrides=()):
     backend = get_backend(platform)
-    device = backend.local_devices()[0]
     options = xb.get_compile_options(num_replicas=1, num_partitions=1)
-    exe = backend.compile_and_load(_CONTRACTION_PROBE, DeviceList((device,)), options)
-    a = np.arange(1, 9, dtype=np.float32) * np.float32(0.1)
-    b = np.arange(1, 9, dtype=np.float32) * np.float32(0.3)
-    args = [jax.device_put(v, device) for v in (a, b, -(a * b))]
-    (result,) = exe.execute_sharded(args).disassemble_into_single_device_arrays()
-    return bool(np.any(np.asarray(result[0]) != 0))
+    options.env_option_overrides = list(overrides)
+    return backend, backend.compile_and_load(_CONTRACTION_PROBE, DeviceList(tuple(backend.local_devices()[:1])), options)
+
+
+def _takes_option(platform: str, option) -> bool:
+    """Whether this XLA compiles with the override `option` (it refuses unknown ones)."""
+    try:
+        _probe(platform, (option,))
+    except Exception as exc:  # jaxlib's XlaRuntimeError: INVALID_ARGUMENT
+        if "No such compile option" in str(exc):
+            return False
+        raise
+    return True
+
+
+def _contracts(platform: str, overrides=()) -> bool:
+    """Whether XLA, as this process runs it, compiles `a * b + c` to an FMA."""
+    backend, exe = _probe(platform, overrides)
+    device = backend.local_devices()[0]
+    args = []
+    for dtype in (np.float32, np.float64):
+        a = np.arange(1, 65, dtype=dtype) * dtype(0.1)
+        b = np.arange(1, 65, dtype=dtype) * dtype(0.3)
+        args += [a, b, -(a * b)]
+    with enable_x64():  # or jax would put the float64 arrays as float32
+        buffers = [jax.device_put(v, device) for v in args]
+    results = exe.execute_sharded(buffers).disassemble_into_single_device_arrays()
+    return any(np.any(np.asarray(r[0]) != 0) for r in results)
 
 
 def _disk_path(key) -> Path | None:

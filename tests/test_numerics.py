@@ -280,6 +280,27 @@ def test_the_no_fma_option_is_refused_where_it_has_no_implementation():
         lowered.compile("cuda", fp_contraction=False)
 
 
+def test_no_fma_keeps_the_options_this_xla_takes_and_refuses_where_none_stop_contraction(monkeypatch):
+    # jaxlib 0.11.2 refuses every compile that names xla_cpu_use_fusion_emitters (seen on
+    # the GPU machine's jax): an option XLA does not know is left out, and where what is
+    # left does not stop contraction, the mode says so instead of returning FMA numbers.
+    from lowering import compile as comp
+
+    if not comp._contracts("cpu"):
+        pytest.skip("this host's XLA contracts nothing: no options are needed")
+    known = comp._NO_CONTRACTION
+    try:
+        comp.no_contraction_overrides.cache_clear()
+        monkeypatch.setattr(comp, "_NO_CONTRACTION", known + (("xla_no_such_option", "1"),))
+        assert comp.no_contraction_overrides("cpu") == known
+        comp.no_contraction_overrides.cache_clear()
+        monkeypatch.setattr(comp, "_NO_CONTRACTION", (("xla_no_such_option", "1"),))
+        with pytest.raises(NotImplementedError, match="contracts multiply-adds.*no option it takes"):
+            comp.no_contraction_overrides("cpu")
+    finally:
+        comp.no_contraction_overrides.cache_clear()
+
+
 def test_contracted_and_uncontracted_executables_are_cached_apart(tmp_path, monkeypatch):
     """The same module compiled both ways is two executables, in memory and on disk."""
     from lowering import compile as comp
