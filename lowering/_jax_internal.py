@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 
@@ -173,7 +174,7 @@ def make_jax_exported(artifact: bytes, in_avals, out_avals, platform: str):
 
     ins = tuple(core.ShapedArray(shape, dtype) for shape, dtype in in_avals)
     outs = tuple(core.ShapedArray(shape, dtype) for shape, dtype in out_avals)
-    return export.Exported(
+    fields = dict(
         fun_name="main",
         in_tree=tree_util.tree_structure((tuple(range(len(ins))), {})),
         in_avals=ins,
@@ -195,6 +196,11 @@ def make_jax_exported(artifact: bytes, in_avals, out_avals, platform: str):
         uses_global_constants=False,
         _get_vjp=None,
     )
+    # Sharding fields come and go between jax versions (jax 0.11.2 refuses
+    # `_has_named_shardings`); ours all say "unsharded", which is what a field a version
+    # lacks means too.
+    known = {f.name for f in dataclasses.fields(export.Exported)}
+    return export.Exported(**{k: v for k, v in fields.items() if k in known})
 
 
 @functools.cache
