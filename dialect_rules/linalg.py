@@ -1,7 +1,10 @@
 """Linear algebra (nlinalg, slinalg): LAPACK through the typed-FFI targets jaxlib
 registers with XLA's CPU client (triangular solves too: trsm was 2-4x faster than
 XLA's own `triangular_solve`), and small graphs between them. QZ, whose gges jaxlib
-lacks, is PyTensor's perform called back on the host.
+lacks, is PyTensor's perform called back on the host. Lowered for CUDA
+(`LoweringOptions.platform`), the calls are jaxlib's cuSOLVER handlers and XLA's
+`triangular_solve`, as JAX emits them there; what cuSOLVER lacks (gees, geqp3) and the
+host callback are refused for it.
 
 Every rule is batched: the plain Op is the `batch_ndim == 0` case of its Blockwise
 rule, and one LAPACK call factors the whole batch. LAPACK works on column-major
@@ -173,27 +176,58 @@ def _char(c: str) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(c))
 
 
-def lapack(routine: str, dtype, operands, results, aliases=None, identity=(), agree=(), **chars) -> list[ir.Value]:
-    """One batched LAPACK call; `chars` are its one-letter options (uplo="L", ...).
+def _on_gpu(ctx) -> bool:
+    return ctx.options.platform == "cuda"
 
-    The call runs only when it is safe: every operand non-empty (jaxlib's handlers
-    divide by the matrix size) and each pair of dims in `agree` equal (LAPACK reads
-    a square matrix's order from one dim and would run off the other). Otherwise its
-    results are zeros, or identity matrices for the results listed in `identity`
-    (numpy's U and Vh of an empty SVD, Q of an empty QR); the rules raise numpy's
-    error for mismatched shapes themselves. Conditions known only at run time become
-    a `stablehlo.if`, which folds away once the call's shapes are.
-    """
+
+def _cpu_only(ctx, node, routine: str) -> None:
+    """Refuse, naming the node, what only LAPACK does where the module is for a GPU."""
+    if _on_gpu(ctx):
+        raise UnsupportedParameterError(
+            node, f"platform {ctx.options.platform!r}",
+            f"cuSOLVER has no {routine}: lower it for platform 'cpu'",
+        )
+
+
+def lapack(routine: str, dtype, operands, results, aliases=None, identity=(), agree=(), **chars) -> list[ir.Value]:
+    """One batched LAPACK call (CPU); `chars` are its one-letter options (uplo="L", ...)."""
+    config = {k: _char(v) for k, v in chars.items()}
+    return _library_call(lapack_target(routine, dtype), operands, results, config, aliases, identity, agree)
+
+
+def cusolver(routine: str, operands, results, aliases=None, identity=(), agree=(), **attrs) -> list[ir.Value]:
+    """One batched call of jaxlib's cuSOLVER handler `cusolver_<routine>_ffi` (CUDA), the
+    target JAX emits; `attrs` typed as the handler reads them (bools, small enums as ui8)."""
+    u8 = ir.IntegerType.get_unsigned(8)
+    config = {k: ir.BoolAttr.get(v) if isinstance(v, bool) else ir.IntegerAttr.get(u8, v) for k, v in attrs.items()}
+    return _library_call(f"cusolver_{routine}_ffi", operands, results, config, aliases, identity, agree)
+
+
+def _library_call(target: str, operands, results, config, aliases, identity, agree) -> list[ir.Value]:
+    """A custom call with column-major matrices (batch dims slowest), run only where it is
+    safe (`_when_safe`)."""
     rank = max(len(static_shape(x.type)) for x in operands)
 
     def call():
         return custom_call(
-            lapack_target(routine, dtype), operands, results,
-            config={k: _char(v) for k, v in chars.items()},
+            target, operands, results, config=config,
             operand_layouts=[_layout(len(static_shape(x.type)), rank) for x in operands],
             result_layouts=[_layout(len(dims), rank) for dims, _ in results],
             aliases=aliases,
         )
+
+    return _when_safe(operands, results, call, identity, agree)
+
+
+def _when_safe(operands, results, call, identity=(), agree=()) -> list[ir.Value]:
+    """`call()`'s results where the library call is safe: every operand non-empty
+    (jaxlib's handlers divide by the matrix size) and each pair of dims in `agree`
+    equal (LAPACK reads a square matrix's order from one dim and would run off the
+    other). Otherwise zeros, or identity matrices for the results listed in
+    `identity` (numpy's U and Vh of an empty SVD, Q of an empty QR); the rules raise
+    numpy's error for mismatched shapes themselves. Conditions known only at run time
+    become a `stablehlo.if`, which folds away once the call's shapes are.
+    """
 
     def empty():
         return [_eye(dims, dt) if i in identity else full(0, dims, dt) for i, (dims, dt) in enumerate(results)]
@@ -358,7 +392,7 @@ def _matmul(a: ir.Value, b: ir.Value, batch_ndim: int) -> ir.Value:
     return dot_general(a, b, ((batch_ndim + 1,), (batch_ndim,)), (batch, batch))
 
 
-def _solve_triangular(a, b, *, lower, unit=False, transpose="NO_TRANSPOSE"):
+def _solve_triangular(ctx, a, b, *, lower, unit=False, transpose="NO_TRANSPOSE"):
     """op(a) x = b for (batched) matrices b; op is a, a.T or a.H.
 
     LAPACK's trsm, as JAX lowers it on CPU: XLA's own triangular_solve was 2-4x
@@ -368,15 +402,38 @@ def _solve_triangular(a, b, *, lower, unit=False, transpose="NO_TRANSPOSE"):
     triangle.
     """
     dtype = value_dtype(b)
-    b_t = _mT(b)
     n = _matrix_dims(a)
+    agree = [n, (n[0], _matrix_dims(b)[0])]
+    if _on_gpu(ctx):  # XLA's own op, cuBLAS's trsm on GPUs (what JAX emits there)
+        # Its shapes must agree to refine even where the call never runs.
+        rank, rows = len(static_shape(a.type)), _matrix_dims(b)[0]
+        square = _fit(_fit(a, rank - 2, rows), rank - 1, rows)
+
+        def call():
+            return [hlo.triangular_solve(square, b, True, bool(lower), bool(unit), hlo.TransposeAttr.get(transpose))]
+
+        [x] = _when_safe([a, b], [(shape_of(b), dtype)], call, agree=agree)
+        return x
+    b_t = _mT(b)
     [x_t] = lapack(
-        "trsm", dtype, [_mT(a), b_t], [(shape_of(b_t), dtype)], aliases={1: 0},
-        agree=[n, (n[0], _matrix_dims(b)[0])],
+        "trsm", dtype, [_mT(a), b_t], [(shape_of(b_t), dtype)], aliases={1: 0}, agree=agree,
         side="R", uplo="U" if lower else "L", diag="U" if unit else "N",
         trans_x={"NO_TRANSPOSE": "N", "TRANSPOSE": "T", "ADJOINT": "C"}[transpose],
     )
     return _mT(x_t)
+
+
+def _fit(x: ir.Value, axis: int, length: Dim) -> ir.Value:
+    """x's first `length` entries along `axis`, zero-padded: x itself where it has that
+    many. Where it has not, the rule raises numpy's error; this keeps the ops that
+    follow valid IR once shapes are refined."""
+    dims = shape_of(x)
+    if _dims_equal(dims[axis], length) is True:
+        return x
+    zeros = list(dims)
+    zeros[axis] = length
+    padded = hlo.concatenate([x, full(0, zeros, value_dtype(x))], axis)
+    return slice_axis(padded, axis, 0, length)
 
 
 def _as_matrix(b, b_ndim):
@@ -403,7 +460,7 @@ def _hermitian_from(a, lower: bool, conjugate: bool):
 # --- factorizations ---------------------------------------------------------------
 
 
-def _potrf(a, lower: bool):
+def _potrf(ctx, a, lower: bool):
     """Cholesky factor (other triangle zeroed) and whether each factorization worked.
 
     potrf is handed a.T (our row-major a read column-major, no copy) for the other
@@ -412,33 +469,41 @@ def _potrf(a, lower: bool):
     dtype = value_dtype(a)
     a_t = _mT(a)
     dims = shape_of(a_t)
-    factor_t, info = lapack("potrf", dtype, [a_t], [(dims, dtype), (dims[:-2], "int32")],
-                            aliases={0: 0}, agree=[_matrix_dims(a)], uplo="U" if lower else "L")
+    results = [(dims, dtype), (dims[:-2], "int32")]
+    if _on_gpu(ctx):
+        factor_t, info = cusolver("potrf", [a_t], results, aliases={0: 0}, agree=[_matrix_dims(a)],
+                                  lower=not lower)
+    else:
+        factor_t, info = lapack("potrf", dtype, [a_t], results, aliases={0: 0}, agree=[_matrix_dims(a)],
+                                uplo="U" if lower else "L")
     return _triangle(_mT(factor_t), lower), _info_ok(info)
 
 
-def _getrf(a):
+def _getrf(ctx, a):
     """LU factors in one matrix, 0-based pivots (int32) and LAPACK's info (> 0 where
     U has an exact zero on its diagonal)."""
     dtype = value_dtype(a)
     dims = shape_of(a)
     k = dim_min(dims[-2], dims[-1])
-    lu, pivots, info = lapack("getrf", dtype, [a], [(dims, dtype), ([*dims[:-2], k], "int32"),
-                                                    (dims[:-2], "int32")], aliases={0: 0})
+    results = [(dims, dtype), ([*dims[:-2], k], "int32"), (dims[:-2], "int32")]
+    if _on_gpu(ctx):
+        lu, pivots, info = cusolver("getrf", [a], results, aliases={0: 0})
+    else:
+        lu, pivots, info = lapack("getrf", dtype, [a], results, aliases={0: 0})
     return lu, hlo.subtract(pivots, full_like(pivots, 1)), info
 
 
-def _lu_solve_augmented(a, b):
+def _lu_solve_augmented(ctx, a, b):
     """Solve a x = b by eliminating [a | b]: LAPACK's row swaps and multipliers act on
     b's columns as on a's, so the right block ends up as L^-1 P^T b and no
     permutation is ever built. Returns x and whether a was nonsingular."""
     rank = len(static_shape(a.type))
     n = dim_size(a, rank - 1)
     width = dim_size(b, rank - 1)
-    lu, _, info = _getrf(hlo.concatenate([a, b], rank - 1))
+    lu, _, info = _getrf(ctx, hlo.concatenate([a, b], rank - 1))
     u = slice_axis(lu, rank - 1, 0, n)
     y = slice_axis(lu, rank - 1, n, dim_add(n, width))
-    return _solve_triangular(u, y, lower=False), _info_ok(info)
+    return _solve_triangular(ctx, u, y, lower=False), _info_ok(info)
 
 
 def _pivot_permutation(pivots, m) -> ir.Value:
@@ -489,7 +554,7 @@ def lower_cholesky(ctx, node, batch_ndim, x):
     empty = _dims_differ(dim_product(_matrix_dims(x)), 0)
     _require(ctx, [_matrix_dims(x)], ValueError, "Input array is expected to be square",
              unless=hlo.not_(empty) if not isinstance(empty, bool) else not empty)
-    factor, ok = _potrf(x, core_op(node).lower)
+    factor, ok = _potrf(ctx, x, core_op(node).lower)
     return _declared(node, _nan_unless(ok, factor), 0)
 
 
@@ -501,14 +566,14 @@ def lower_pos_def_matrix(ctx, node, x):
     x = convert(x, np.promote_types(node.inputs[0].type.dtype, np.float32).name)  # scipy's precision
     _require(ctx, [_matrix_dims(x)], ValueError, "Input array is expected to be square")
     ctx.runtime_check(hlo.not_(_all_finite(x)), ValueError, "array must not contain infs or NaNs")
-    _, ok = _potrf(x, lower=False)
+    _, ok = _potrf(ctx, x, lower=False)
     return ok
 
 
 @linalg_rule(LUFactor)
 def lower_lu_factor(ctx, node, batch_ndim, a):
     [a], _ = _in_precision(node, a)
-    lu, pivots, info = _getrf(a)
+    lu, pivots, info = _getrf(ctx, a)
     return _declared(node, _nan_unless(_info_ok(info), lu), 0), pivots
 
 
@@ -527,7 +592,7 @@ def lower_lu(ctx, node, batch_ndim, a):
     *batch, m, n = shape_of(a)
     rank = batch_ndim + 2
     k = dim_min(m, n)
-    lu, pivots, _ = _getrf(a)
+    lu, pivots, _ = _getrf(ctx, a)
     lower = hlo.add(slice_axis(_triangle(lu, True, -1), rank - 1, 0, k), _eye([*batch, m, k], dtype))
     upper = slice_axis(_triangle(lu, False), rank - 2, 0, k)
     perm = _pivot_permutation(pivots, m)
@@ -551,7 +616,7 @@ def lower_solve_triangular(ctx, node, batch_ndim, a, b):
     b, back = _as_matrix(b, op.b_ndim)
     _require(ctx, [_matrix_dims(a)], ValueError, "expected square matrix")
     _require(ctx, [(_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError, "shapes of a and b are incompatible")
-    x = _solve_triangular(a, b, lower=op.lower, unit=op.unit_diagonal)
+    x = _solve_triangular(ctx, a, b, lower=op.lower, unit=op.unit_diagonal)
     if not op.unit_diagonal:  # trtrs reports an exact zero on the diagonal: NaN
         diag = _diagonal(a)
         singular = fold(compare(diag, full_like(diag, 0), "EQ"), [batch_ndim], hlo.or_, False)
@@ -559,11 +624,11 @@ def lower_solve_triangular(ctx, node, batch_ndim, a, b):
     return _declared(node, back(x), 0)
 
 
-def _cho_solve(factor, b, lower: bool):
+def _cho_solve(ctx, factor, b, lower: bool):
     """x with (L L^H) x = b for a lower factor L, (U^H U) x = b for an upper one."""
     first, second = ("NO_TRANSPOSE", "ADJOINT") if lower else ("ADJOINT", "NO_TRANSPOSE")
-    y = _solve_triangular(factor, b, lower=lower, transpose=first)
-    return _solve_triangular(factor, y, lower=lower, transpose=second)
+    y = _solve_triangular(ctx, factor, b, lower=lower, transpose=first)
+    return _solve_triangular(ctx, factor, y, lower=lower, transpose=second)
 
 
 @linalg_rule(CholeskySolve)
@@ -574,7 +639,7 @@ def lower_cholesky_solve(ctx, node, batch_ndim, c, b):
     b, back = _as_matrix(b, op.b_ndim)
     _require(ctx, [_matrix_dims(c)], ValueError, "The factored matrix c is not square.")
     _require(ctx, [(_matrix_dims(c)[1], _matrix_dims(b)[0])], ValueError, "incompatible dimensions")
-    return _declared(node, back(_cho_solve(_triangle(c, op.lower), b, op.lower)), 0)
+    return _declared(node, back(_cho_solve(ctx, _triangle(c, op.lower), b, op.lower)), 0)
 
 
 @linalg_rule(Solve)
@@ -588,8 +653,8 @@ def lower_solve(ctx, node, batch_ndim, a, b):
     _require(ctx, [(_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError, "incompatible shapes of a and b")
     kind = op.assume_a
     if kind == "pos":
-        factor, ok = _potrf(a, op.lower)
-        x = _cho_solve(factor, b, op.lower)
+        factor, ok = _potrf(ctx, a, op.lower)
+        x = _cho_solve(ctx, factor, b, op.lower)
     else:
         if kind in ("sym", "her"):
             a = _hermitian_from(a, op.lower, conjugate=kind == "her")
@@ -597,7 +662,7 @@ def lower_solve(ctx, node, batch_ndim, a, b):
             a = _triangle(_triangle(a, True, 1), False, -1)
         elif kind not in ("gen", "banded"):
             raise UnsupportedParameterError(node, f"assume_a={kind!r}", "not a scipy.linalg.solve option")
-        x, ok = _lu_solve_augmented(a, b)
+        x, ok = _lu_solve_augmented(ctx, a, b)
     return _declared(node, back(_nan_unless(ok, x)), 0)
 
 
@@ -605,7 +670,7 @@ def lower_solve(ctx, node, batch_ndim, a, b):
 def lower_matrix_inverse(ctx, node, batch_ndim, x):
     [x], dtype = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
-    inverse, ok = _lu_solve_augmented(x, _eye(shape_of(x), dtype))
+    inverse, ok = _lu_solve_augmented(ctx, x, _eye(shape_of(x), dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
     return _declared(node, inverse, 0)
 
@@ -613,9 +678,9 @@ def lower_matrix_inverse(ctx, node, batch_ndim, x):
 # --- determinants -----------------------------------------------------------------
 
 
-def _lu_diagonal_and_parity(x, batch_ndim):
+def _lu_diagonal_and_parity(ctx, x, batch_ndim):
     """diag(U) of x's LU factors and whether the row swaps are an odd permutation."""
-    lu, pivots, _ = _getrf(x)
+    lu, pivots, _ = _getrf(ctx, x)
     steps = iota(shape_of(pivots), batch_ndim, "int32")
     swaps = _sum(convert(compare(pivots, steps, "NE"), "int32"), [batch_ndim])
     odd = compare(hlo.and_(swaps, full_like(swaps, 1)), full_like(swaps, 1), "EQ")
@@ -630,7 +695,7 @@ def _flip_if(odd, x):
 def lower_det(ctx, node, batch_ndim, x):
     [x], _ = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
-    diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
+    diag, odd = _lu_diagonal_and_parity(ctx, x, batch_ndim)
     return _declared(node, _flip_if(odd, fold(diag, [batch_ndim], hlo.multiply, 1)), 0)
 
 
@@ -640,7 +705,7 @@ def lower_slogdet(ctx, node, batch_ndim, x):
     and log|det|."""
     [x], _ = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
-    diag, odd = _lu_diagonal_and_parity(x, batch_ndim)
+    diag, odd = _lu_diagonal_and_parity(ctx, x, batch_ndim)
     magnitude = hlo.abs(diag)
     log_abs = _sum(hlo.log(magnitude), [batch_ndim])
     if is_complex(diag):
@@ -655,14 +720,17 @@ def lower_slogdet(ctx, node, batch_ndim, x):
 # --- eigen- and singular values ---------------------------------------------------
 
 
-def _syevd(a, lower: bool, vectors: bool):
+def _syevd(ctx, a, lower: bool, vectors: bool):
     dtype = value_dtype(a)
     dims = shape_of(a)
-    routine = "heevd" if is_complex(a) else "syevd"
-    v, w, info = lapack(routine, dtype, [a], [(dims, dtype), (dims[:-1], _real_dtype(dtype)),
-                                              (dims[:-2], "int32")],
-                        aliases={0: 0}, agree=[_matrix_dims(a)], mode="V" if vectors else "N",
-                        uplo="L" if lower else "U")
+    results = [(dims, dtype), (dims[:-1], _real_dtype(dtype)), (dims[:-2], "int32")]
+    if _on_gpu(ctx):  # always computes vectors; algorithm 0: Jacobi up to 32 x 32, else syevd
+        v, w, info = cusolver("syevd", [a], results, aliases={0: 0}, agree=[_matrix_dims(a)],
+                              lower=lower, algorithm=0)
+    else:
+        routine = "heevd" if is_complex(a) else "syevd"
+        v, w, info = lapack(routine, dtype, [a], results, aliases={0: 0}, agree=[_matrix_dims(a)],
+                            mode="V" if vectors else "N", uplo="L" if lower else "U")
     return w, v, _info_ok(info)
 
 
@@ -670,20 +738,20 @@ def _syevd(a, lower: bool, vectors: bool):
 def lower_eigh(ctx, node, batch_ndim, x):
     [x], _ = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
-    w, v, ok = _syevd(x, core_op(node).UPLO == "L", vectors=True)
+    w, v, ok = _syevd(ctx, x, core_op(node).UPLO == "L", vectors=True)
     w, v = _failed(ctx, ok, [w, v], "Eigenvalues did not converge")
     return _declared(node, w, 0), _declared(node, v, 1)
 
 
-def _generalized_to_standard(a, b, lower):
+def _generalized_to_standard(ctx, a, b, lower):
     """scipy's eigh(a, b): with b = L L^H, the eigenvalues of L^-1 A L^-H; returns that
     matrix and L (eigenvectors of the pair are L^-H times the standard ones)."""
     a = _hermitian_from(a, lower, conjugate=True)
-    factor, ok = _potrf(b, lower)
+    factor, ok = _potrf(ctx, b, lower)
     if not lower:
         factor = _mH(factor)
-    left = _solve_triangular(factor, a, lower=True)
-    standard = _mH(_solve_triangular(factor, _mH(left), lower=True))
+    left = _solve_triangular(ctx, factor, a, lower=True)
+    standard = _mH(_solve_triangular(ctx, factor, _mH(left), lower=True))
     return standard, factor, ok
 
 
@@ -693,13 +761,13 @@ def lower_eigvalsh(ctx, node, batch_ndim, a, b=None):
     _require(ctx, [_matrix_dims(a)], ValueError, 'expected square "a" matrix')
     if b is None:
         [a], _ = _in_precision(node, a)
-        w, _, ok = _syevd(a, lower, vectors=False)
+        w, _, ok = _syevd(ctx, a, lower, vectors=False)
     else:
         (a, b), _ = _in_precision(node, a, b)
         _require(ctx, [_matrix_dims(b), (_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError,
                  "wrong b dimensions, should be the same as a's")
-        standard, _, chol_ok = _generalized_to_standard(a, b, lower)
-        w, _, ok = _syevd(standard, True, vectors=False)
+        standard, _, chol_ok = _generalized_to_standard(ctx, a, b, lower)
+        w, _, ok = _syevd(ctx, standard, True, vectors=False)
         ok = hlo.and_(ok, chol_ok)
     [w] = _failed(ctx, ok, [w], "the eigenvalue problem did not converge or b is not positive definite")
     return _declared(node, w, 0)
@@ -736,9 +804,9 @@ def lower_eigvalsh_grad(ctx, node, batch_ndim, a, b, gw):
     lower = core_op(node).lower
     (a, b), dtype = _in_precision(node, a, b)
     gw = convert(gw, dtype)
-    standard, factor, _ = _generalized_to_standard(a, b, lower)
-    w, u, _ = _syevd(standard, True, vectors=True)
-    v = _solve_triangular(factor, u, lower=True, transpose="ADJOINT")
+    standard, factor, _ = _generalized_to_standard(ctx, a, b, lower)
+    w, u, _ = _syevd(ctx, standard, True, vectors=True)
+    v = _solve_triangular(ctx, factor, u, lower=True, transpose="ADJOINT")
     dims = shape_of(v)
     columns = [*range(batch_ndim), batch_ndim + 1]
 
@@ -750,13 +818,23 @@ def lower_eigvalsh_grad(ctx, node, batch_ndim, a, b, gw):
     return tuple(_declared(node, _fold_triangles(g, lower), i) for i, g in enumerate((grad_a, grad_b)))
 
 
-def _gesdd(x, mode: str):
-    """s, u, vt and ok of x = u diag(s) vt; mode "A" full, "S" reduced, "N" values only."""
+def _svd_parts(ctx, x, mode: str):
+    """s, u, vt and ok of x = u diag(s) vt; mode "A" full, "S" reduced, "N" values only.
+    LAPACK's gesdd on the CPU, cuSOLVER's Jacobi gesvdj on CUDA (JAX's choice up to
+    1024 x 1024; it also takes every shape, where cuSOLVER's gesvd wants m >= n)."""
     dtype = value_dtype(x)
     dims = shape_of(x)
     batch, (m, n) = list(dims[:-2]), dims[-2:]
     k = dim_min(m, n)
     u_cols, vt_rows = (m, n) if mode == "A" else (k, k)
+    if _on_gpu(ctx):  # v, not vt; U and V exist even for values only
+        _, s, u, v, info = cusolver(
+            "gesvdj", [x],
+            [(dims, dtype), ([*batch, k], _real_dtype(dtype)), ([*batch, m, u_cols], dtype),
+             ([*batch, n, vt_rows], dtype), (batch, "int32")],
+            aliases={0: 0}, identity=(2, 3), full_matrices=mode == "A", compute_uv=mode != "N",
+        )
+        return s, u, _mH(v), _info_ok(info)
     _, s, u, vt, info = lapack(
         "gesdd", dtype, [x],
         [(dims, dtype), ([*batch, k], _real_dtype(dtype)), ([*batch, m, u_cols], dtype),
@@ -771,7 +849,7 @@ def lower_svd(ctx, node, batch_ndim, x):
     op = core_op(node)
     [x], _ = _in_precision(node, x, double=True)
     mode = "N" if not op.compute_uv else ("A" if op.full_matrices else "S")
-    s, u, vt, ok = _gesdd(x, mode)
+    s, u, vt, ok = _svd_parts(ctx, x, mode)
     outs = [u, s, vt] if op.compute_uv else [s]
     outs = _failed(ctx, ok, outs, "SVD did not converge")
     return tuple(_declared(node, v, i) for i, v in enumerate(outs))
@@ -784,12 +862,12 @@ def lower_matrix_pinv(ctx, node, batch_ndim, x):
     [x], dtype = _in_precision(node, x, double=True)
     rank = batch_ndim + 2
     if core_op(node).hermitian:
-        w, u, ok = _syevd(x, True, vectors=True)
+        w, u, ok = _syevd(ctx, x, True, vectors=True)
         s = hlo.abs(w)
         signs = convert(hlo.sign(w), dtype)
         vh = _mH(hlo.multiply(u, broadcast_in_dim(signs, shape_of(u), [*range(batch_ndim), rank - 1])))
     else:
-        s, u, vh, ok = _gesdd(x, "S")
+        s, u, vh, ok = _svd_parts(ctx, x, "S")
     largest = fold(s, [batch_ndim], hlo.maximum, -np.inf)
     cutoff = hlo.multiply(broadcast_in_dim(largest, shape_of(s), range(batch_ndim)), full_like(s, 1e-15))
     kept = compare(s, cutoff, "GT")
@@ -810,16 +888,6 @@ def _all_finite(x: ir.Value, axes=None) -> ir.Value:
     axes = range(len(static_shape(x.type))) if axes is None else axes
     finite = hlo.and_(hlo.is_finite(hlo.real(x)), hlo.is_finite(hlo.imag(x))) if is_complex(x) else hlo.is_finite(x)
     return fold(finite, axes, hlo.and_, True)
-
-
-def _with_rows(b: ir.Value, m: Dim) -> ir.Value:
-    """b's first m rows, zero-padded: b itself where it has m rows. Where it has not,
-    the rule raises numpy's error; this keeps the products that follow valid IR."""
-    rows, cols = _matrix_dims(b)
-    if _dims_equal(m, rows) is True:
-        return b
-    padded = hlo.concatenate([b, full(0, [m, cols], value_dtype(b))], 0)
-    return slice_axis(padded, 0, 0, m)
 
 
 @register_lowering(Lstsq)
@@ -859,10 +927,10 @@ def lower_lstsq(ctx, node, a, b, rcond):
     m, n = _matrix_dims(a)
     nrhs = _matrix_dims(b)[1]
     _require(ctx, [(m, _matrix_dims(b)[0])], message="Incompatible dimensions")
-    b = _with_rows(b, m)
+    b = _fit(b, 0, m)
     finite = _all_finite(a)
     # gesdd never sees a non-finite matrix: the result is an error (or NaN) anyway.
-    s, u, vt, ok = _gesdd(select(broadcast_in_dim(finite, shape_of(a), []), a, full_like(a, 0)), "S")
+    s, u, vt, ok = _svd_parts(ctx, select(broadcast_in_dim(finite, shape_of(a), []), a, full_like(a, 0)), "S")
 
     rcond = convert(rcond, "float64")
     outside = hlo.or_(compare(rcond, full_like(rcond, 0.0), "LE"), compare(rcond, full_like(rcond, 1.0), "GE"))
@@ -903,6 +971,21 @@ def lower_lstsq(ctx, node, a, b, rcond):
     return tuple(_declared(node, v, i) for i, v in enumerate(outs))
 
 
+def _unpack_conjugate_pairs(w: ir.Value, vr: ir.Value) -> ir.Value:
+    """Real geev's eigenvectors as complex columns. A complex pair of eigenvalues comes
+    as two neighbours, the one with the positive imaginary part first; its vector is
+    column j + i column j+1, and its conjugate's is column j - i column j+1."""
+    rank = len(static_shape(vr.type))
+    dims = shape_of(vr)
+    along_columns = [*range(rank - 2), rank - 1]
+    imag = broadcast_in_dim(hlo.imag(w), dims, along_columns)
+    zero = full_like(imag, 0)
+    first, second = compare(imag, zero, "GT"), compare(imag, zero, "LT")
+    real = select(second, _shifted(vr, rank - 1, -1), vr)
+    imaginary = select(first, _shifted(vr, rank - 1, 1), select(second, hlo.negate(vr), full_like(vr, 0)))
+    return hlo.complex(real, imaginary)
+
+
 @linalg_rule(Eig)
 def lower_eig(ctx, node, batch_ndim, x):
     """numpy.linalg.eig: geev's eigenvalues and unit-norm right eigenvectors, complex."""
@@ -915,7 +998,13 @@ def lower_eig(ctx, node, batch_ndim, x):
     batch = list(dims[:-2])
     complex_dtype = _complex_dtype(dtype)
     vectors = [(dims, complex_dtype), (dims, complex_dtype), (batch, "int32")]
-    if is_complex(x):
+    if _on_gpu(ctx):  # cuSOLVER's Xgeev: vectors packed as real geev's for real x
+        _, w, _, vr, info = cusolver("geev", [x], [(dims, dtype), (dims[:-1], complex_dtype), (dims, dtype),
+                                                   (dims, dtype), (batch, "int32")],
+                                     agree=[_matrix_dims(x)], left=False, right=True)
+        if not is_complex(x):
+            vr = _unpack_conjugate_pairs(w, vr)
+    elif is_complex(x):
         w, _, vr, info = lapack("geev", dtype, [x], [(dims[:-1], dtype), *vectors],
                                 agree=[_matrix_dims(x)], compute_left="N", compute_right="V")
     else:
@@ -940,11 +1029,16 @@ def lower_qr(ctx, node, batch_ndim, x):
     rank = batch_ndim + 2
     if op.pivoting:
         jpvt = full(0, [*batch, n], "int32")
+        _cpu_only(ctx, node, "pivoted QR (geqp3)")
         qr, jpvt, tau = lapack("geqp3", dtype, [x, jpvt], [(dims, dtype), ([*batch, n], "int32"),
                                                            ([*batch, k], dtype)], aliases={0: 0, 1: 1})
         extra = [hlo.subtract(jpvt, full_like(jpvt, 1))]
     else:
-        qr, tau = lapack("geqrf", dtype, [x], [(dims, dtype), ([*batch, k], dtype)], aliases={0: 0})
+        results = [(dims, dtype), ([*batch, k], dtype)]
+        if _on_gpu(ctx):
+            qr, tau = cusolver("geqrf", [x], results, aliases={0: 0})
+        else:
+            qr, tau = lapack("geqrf", dtype, [x], results, aliases={0: 0})
         extra = []
     r_full = _triangle(qr, False)
     economic = op.mode in ("economic", "raw")
@@ -961,8 +1055,12 @@ def lower_qr(ctx, node, batch_ndim, x):
         if op.mode == "full":
             pad = dim_sub(m, dim_min(n, m))
             basis = hlo.concatenate([basis, full(0, [*batch, m, pad], dtype)], rank - 1)
-        routine = "ungqr" if is_complex(x) else "orgqr"
-        [q] = lapack(routine, dtype, [basis, tau], [([*batch, m, cols], dtype)], aliases={0: 0}, identity=(0,))
+        results = [([*batch, m, cols], dtype)]
+        if _on_gpu(ctx):
+            [q] = cusolver("orgqr", [basis, tau], results, aliases={0: 0}, identity=(0,))
+        else:
+            routine = "ungqr" if is_complex(x) else "orgqr"
+            [q] = lapack(routine, dtype, [basis, tau], results, aliases={0: 0}, identity=(0,))
         outs = [q, r]
     outs = [*outs, *extra]
     return tuple(_declared(node, v, i) for i, v in enumerate(outs))
@@ -1041,7 +1139,7 @@ def lower_expm(ctx, node, batch_ndim, a):
     else:
         u = matmul(a, combine([(b[7], a6), (b[5], a4), (b[3], a2), (b[1], eye)]))
         v = combine([(b[6], a6), (b[4], a4), (b[2], a2), (b[0], eye)])
-    r, _ = _lu_solve_augmented(hlo.subtract(v, u), hlo.add(v, u))
+    r, _ = _lu_solve_augmented(ctx, hlo.subtract(v, u), hlo.add(v, u))
     most = fold(squarings, range(batch_ndim), hlo.maximum, 0.0)
 
     def cond(values):
@@ -1066,6 +1164,7 @@ def lower_schur(ctx, node, batch_ndim, a):
     """scipy.linalg.schur with gees: a = Z T Z^H; NaN for a non-finite a or when gees
     fails, as PyTensor's perform. With `sort`, the selected eigenvalues lead T (see
     `_sorted_schur`: jaxlib's gees selects none, so the reordering is ours)."""
+    _cpu_only(ctx, node, "Schur decomposition (gees)")
     op = core_op(node)
     dtype = _lapack_dtype(node.outputs[0].type.dtype)
     a = _square(ctx, convert(a, dtype), ValueError, "expected square matrix")
@@ -1429,7 +1528,7 @@ def lower_trsyl(ctx, node, batch_ndim, a, b, c):
         system = hlo.concatenate([top, bottom], rank - 2)
         two_m = dim_add(m, m)
         rhs = reshape(hlo.concatenate([r0, r1], batch_ndim), [*batch, two_m, 1])
-        solved, _ = _lu_solve_augmented(system, rhs)
+        solved, _ = _lu_solve_augmented(ctx, system, rhs)
         x_k = slice_axis(reshape(solved, [*batch, two_m]), batch_ndim, 0, m)
         x = select(at(x, rank - 1, k), broadcast_in_dim(x_k, shape_of(x), [*range(batch_ndim), rank - 2]), x)
         return [k1, x]
@@ -1639,7 +1738,7 @@ def lower_tensor_inv(ctx, node, a):
     rows, cols = dim_product(dims[:ind]), dim_product(dims[ind:])
     _require(ctx, [(rows, cols)])
     square = reshape(a, [rows, cols])
-    inverse, ok = _lu_solve_augmented(square, _eye([rows, cols], dtype))
+    inverse, ok = _lu_solve_augmented(ctx, square, _eye([rows, cols], dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
     return _declared(node, reshape(inverse, [*dims[ind:], *dims[:ind]]), 0)
 
@@ -1662,6 +1761,6 @@ def lower_tensor_solve(ctx, node, a, b):
     rows = dim_product(shape_of(b))
     _require(ctx, [(rows, dim_product(q))], message="Input arrays must satisfy the requirement "
              "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
-    x, ok = _lu_solve_augmented(reshape(a, [rows, dim_product(q)]), reshape(b, [rows, 1]))
+    x, ok = _lu_solve_augmented(ctx, reshape(a, [rows, dim_product(q)]), reshape(b, [rows, 1]))
     [x] = _failed(ctx, ok, [x], "Singular matrix")
     return _declared(node, reshape(x, list(q)), 0)

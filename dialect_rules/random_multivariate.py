@@ -19,7 +19,7 @@ from dialect_rules.linalg import (
     _dims_differ,
     _eye,
     _failed,
-    _gesdd,
+    _svd_parts,
     _i1,
     _matmul,
     _matrix_dims,
@@ -129,15 +129,15 @@ def _mv_normal_factor(ctx, method: str, cov: ir.Value) -> ir.Value:
     triangle; LinAlgError where it fails), svd (U sqrt(s)) or eigh (V sqrt(w), NaN
     columns for negative eigenvalues); LAPACK through `dialect_rules.linalg`."""
     if method == "cholesky":
-        factor, ok = _potrf(cov, lower=True)
+        factor, ok = _potrf(ctx, cov, lower=True)
         [factor] = _failed(ctx, ok, [factor], "Matrix is not positive definite")
         return factor
     if method == "svd":
-        s, u, _, ok = _gesdd(cov, "S")
+        s, u, _, ok = _svd_parts(ctx, cov, "S")
         u, s = _failed(ctx, ok, [u, s], "SVD did not converge")
         scale, columns = s, u
     else:
-        w, v, ok = _syevd(cov, lower=True, vectors=True)
+        w, v, ok = _syevd(ctx, cov, lower=True, vectors=True)
         w, v = _failed(ctx, ok, [w, v], "Eigenvalues did not converge")
         scale, columns = w, v
     rank = len(static_shape(columns.type))
@@ -210,7 +210,7 @@ def _wishart(ctx, node, key, size, nu, v):
     df = convert(convert(nu, "int64"), dtype)  # int(): toward zero
     last = broadcast_in_dim(convert(dim_value(p), dtype), shape_of(df), [])
     require(ctx, compare(df, hlo.subtract(last, full_like(last, 1.0)), "LE"), _WISHART_DF)
-    chol, ok = _potrf(v, lower=True)
+    chol, ok = _potrf(ctx, v, lower=True)
     [chol] = _failed(ctx, ok, [chol], "the scale matrix V is not positive definite")
     chol, df = broadcast_param(chol, batch, 2), broadcast_param(df, batch, 0)
 
@@ -290,14 +290,14 @@ def _car(ctx, node, key, size, mu, w, alpha, tau, w_is_valid):
     d = hlo.multiply(_eye(dims, dtype), _along(fold(w, [0], hlo.add, 0.0), dims, 1))  # W's column sums
     spread = lambda x: broadcast_in_dim(x, dims, [])  # noqa: E731
     q = hlo.multiply(spread(tau), hlo.subtract(d, hlo.multiply(spread(alpha), w)))
-    factor, ok = _potrf(q, lower=True)
+    factor, ok = _potrf(ctx, q, lower=True)
     [factor] = _failed(ctx, ok, [factor], _CAR_PRECISION)
 
     m = out_shape[-1] if out_shape[-1] is not None else dims[-1]
     z = normal(draw_key, [*batch, m], dtype)
     # one factor for every draw: L^T X = Z for all draws at once, Z's columns the draws
     columns = transpose(reshape(z, [dim_product(batch), m]), [1, 0])
-    solved = _solve_triangular(factor, columns, lower=True, transpose="TRANSPOSE")
+    solved = _solve_triangular(ctx, factor, columns, lower=True, transpose="TRANSPOSE")
     x = reshape(transpose(solved, [1, 0]), [*batch, m])
     return next_key, convert(hlo.add(broadcast_param(mu, batch, 1), x), out_dtype)
 

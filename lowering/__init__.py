@@ -4,8 +4,9 @@
     compiled = lowered.compile()     # XLA executable per call signature
     compiled(*numpy_arrays)          # numpy in, numpy out
 
-Importing this package also registers the PyTensor modes "STABLEHLO" and
-"STABLEHLO_NO_FMA" (no multiply-add contracted into an FMA: numpy's rounding, slower).
+Importing this package also registers the PyTensor modes "STABLEHLO",
+"STABLEHLO_NO_FMA" (no multiply-add contracted into an FMA: numpy's rounding, slower)
+and "STABLEHLO_CUDA" (the first NVIDIA GPU, through jax's CUDA plugin).
 """
 
 from lowering.api import Lowered, lower

@@ -22,8 +22,11 @@ from lowering.types import KEY_SHAPE, is_rng_type, storage_dtype, to_ir_type
 class Lowered:
     """A StableHLO module for one PyTensor graph; unknown dims are `?`."""
 
-    def __init__(self, fgraph, context, module, raw_module, report, hoisted, checks=(), host_callbacks=()):
+    def __init__(self, fgraph, context, module, raw_module, report, hoisted, checks=(), host_callbacks=(),
+                 platform: str = "cpu"):
         self.fgraph = fgraph
+        # The platform its library calls are for (`LoweringOptions.platform`).
+        self.platform = platform
         self.context = context
         self.module = module
         self._raw_module = raw_module  # a copy of the module before any pass
@@ -90,24 +93,26 @@ class Lowered:
                 self._bytecode = module_bytecode(self.module)
             return self._bytecode
 
-    def compile(self, platform: str = "cpu", fp_contraction: bool = True):
-        """The executable form. `fp_contraction=False` keeps XLA from fusing a multiply
-        and an add into one FMA, so each rounds as in numpy (CPU only; slower, see the
-        README's "Multiply-adds and FMA")."""
+    def compile(self, platform: str | None = None, fp_contraction: bool = True):
+        """The executable form, for `platform` (default: the one it was lowered for).
+        `fp_contraction=False` keeps XLA from fusing a multiply and an add into one FMA,
+        so each rounds as in numpy (CPU only; slower, see the README's "Multiply-adds
+        and FMA")."""
         from lowering.runtime import Compiled
 
-        if platform != "cpu":
-            cpu_only = sorted(set(re.findall(r"custom_call @(lapack_\w+)", self.as_text())))
-            if cpu_only:
-                raise NotImplementedError(
-                    f"this module calls LAPACK through jaxlib's CPU targets ({', '.join(cpu_only)}); "
-                    f"no {platform} lowering of linear algebra yet: compile it for 'cpu'"
+        platform = platform or self.platform
+        if platform != self.platform:
+            library = sorted(set(re.findall(r"custom_call @((?:lapack|cusolver)_\w+)", self.as_text())))
+            if library:
+                raise ValueError(
+                    f"this module was lowered for {self.platform!r} and calls {', '.join(library)}; "
+                    f"lower the graph with LoweringOptions(platform={platform!r}) to compile it for {platform!r}"
                 )
-            if self.host_callbacks:
-                raise NotImplementedError(
-                    f"this module calls Python on the host through XLA's CPU callback "
-                    f"({', '.join(map(str, self.host_callbacks))}): compile it for 'cpu', not {platform!r}"
-                )
+        if platform != "cpu" and self.host_callbacks:
+            raise NotImplementedError(
+                f"this module calls Python on the host through XLA's CPU callback "
+                f"({', '.join(map(str, self.host_callbacks))}): compile it for 'cpu', not {platform!r}"
+            )
         return Compiled(self, platform, fp_contraction)
 
     def __str__(self) -> str:
@@ -217,5 +222,6 @@ def lower(
         else:
             report = PipelineReport("")
     return Lowered(
-        fgraph, context, module, raw_module, report, ctx.hoisted, ctx.checks, ctx.host_callbacks
+        fgraph, context, module, raw_module, report, ctx.hoisted, ctx.checks, ctx.host_callbacks,
+        options.platform,
     )

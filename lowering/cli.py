@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lowering.context import PLATFORMS
+
 PROG = "pytensor-stablehlo-opt"
 EMITS = ("stablehlo", "raw", "hlo", "bytecode", "portable", "jax-export", "none")
 # Binary formats are written self-contained: no constants hoisted into arguments.
@@ -76,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("-o", "--output", help="write the output to FILE instead of stdout")
     out.add_argument("--debug-info", action="store_true", help="print locations naming PyTensor nodes")
     out.add_argument("--target-version", help="StableHLO version of --emit=portable/jax-export")
+    out.add_argument("--platform", choices=PLATFORMS, default="cpu",
+                     help="lower for this XLA platform: library calls are LAPACK on cpu, cuSOLVER on "
+                          "cuda (compiling, --run and --emit=hlo then need an NVIDIA GPU)")
 
     passes = p.add_argument_group("passes")
     passes.add_argument("--pass-pipeline", help="replace the default pipeline: 'builtin.module(...)'")
@@ -304,7 +309,8 @@ def lower_graph(graph, args):
     if not (args.no_rewrite or graph.rewritten):
         rewrite_like_stablehlo_mode(fgraph)
     options = LoweringOptions(
-        hoist_constants_over=None if args.emit in BINARY_EMITS else LoweringOptions.hoist_constants_over
+        hoist_constants_over=None if args.emit in BINARY_EMITS else LoweringOptions.hoist_constants_over,
+        platform=args.platform,
     )
     lowered = lower(
         fgraph, options=options, pipeline=pipeline,
@@ -528,7 +534,9 @@ def emit(lowered, fgraph, values, args) -> None:
         return _write(export.export_portable(lowered, *args_for_shapes,
                                              target_version=args.target_version), args)
     if kind == "jax-export":
-        exported = export.jax_exported(lowered, *values, target_version=args.target_version)
+        exported = export.jax_exported(
+            lowered, *values, platform=lowered.platform, target_version=args.target_version
+        )
         try:
             blob = exported.serialize()
         except ImportError as exc:
@@ -562,7 +570,7 @@ def executable(lowered, values):
 
     module = lowered.specialize(*values)
     with lowered.lock:
-        return compile_bytecode(module_bytecode(module), host_callbacks=lowered.host_callbacks)
+        return compile_bytecode(module_bytecode(module), lowered.platform, host_callbacks=lowered.host_callbacks)
 
 
 # --- --run and --cost -------------------------------------------------------------------

@@ -15,11 +15,14 @@ from jax.extend.mlir.dialects import func
 from lowering.builders import (
     _is_uniform, cast_shape, custom_call, function_type, ir_constant, row_major, shape_of, symbol_name,
 )
+from lowering.errors import UnsupportedParameterError
 from lowering.types import static_shape, to_ir_type
 
 
 # XLA's CPU handler for Python callbacks; its `index` attribute picks the function.
 HOST_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
+# The platforms a module can be lowered for (`LoweringOptions.platform`).
+PLATFORMS = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,15 @@ class LoweringOptions:
     hoist_constants_over: int | None = 1024
     # Attach a location naming the PyTensor node to every op.
     debug_info: bool = True
+    # The XLA platform the module is for: "cpu", or "cuda" (NVIDIA GPUs). Library calls
+    # depend on it: LAPACK on the CPU, cuSOLVER on CUDA (the rest of a module is the same).
+    platform: str = "cpu"
+
+    def __post_init__(self):
+        if self.platform not in PLATFORMS:
+            raise ValueError(
+                f"LoweringOptions(platform={self.platform!r}): expected one of {', '.join(PLATFORMS)}"
+            )
 
 
 @dataclass
@@ -218,6 +230,11 @@ class LoweringContext:
         `results`. The executable holds `fn`; the module can be compiled for the CPU only,
         and neither exported nor cached on disk.
         """
+        if self.options.platform != "cpu":
+            raise UnsupportedParameterError(
+                self.node, f"platform {self.options.platform!r}",
+                "it runs on the host through XLA's CPU callback: lower it for platform 'cpu'",
+            )
         for index, known in enumerate(self.host_callbacks):
             if known is fn:
                 break

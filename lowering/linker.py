@@ -37,8 +37,10 @@ class StableHLOLinker(JITLinker):
 
     def fgraph_convert(self, fgraph, input_storage, storage_map, **kwargs):
         from lowering.api import lower
+        from lowering.context import LoweringOptions
 
-        compiled = lower(fgraph).compile(self.platform, self.fp_contraction)
+        options = LoweringOptions(platform=self.platform)
+        compiled = lower(fgraph, options=options).compile(self.platform, self.fp_contraction)
         compiled.bind_storage([storage_map[v] for v in fgraph.inputs])
         return compiled
 
@@ -82,3 +84,5 @@ STABLEHLO = _register("STABLEHLO")
 # Each multiply and add rounded on its own, as numpy does: slower on CPUs with FMA (the
 # README's "Multiply-adds and FMA" says when it matters and what it costs).
 STABLEHLO_NO_FMA = _register("STABLEHLO_NO_FMA", fp_contraction=False)
+# Compiled for the first NVIDIA GPU, linear algebra through cuSOLVER (needs jax's CUDA plugin).
+STABLEHLO_CUDA = _register("STABLEHLO_CUDA", platform="cuda")

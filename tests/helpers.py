@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -12,8 +14,12 @@ import lowering  # noqa: F401  (registers the STABLEHLO mode)
 from lowering.linker import StableHLOLinker
 
 PY_MODE = Mode(linker="py", optimizer=None)
+# The platform the differential tests run on: the CPU, or with
+# STABLEHLO_TEST_PLATFORM=cuda an NVIDIA GPU (test files that read MODE).
+PLATFORM = os.environ.get("STABLEHLO_TEST_PLATFORM", "cpu")
+MODE = {"cpu": "STABLEHLO", "cuda": "STABLEHLO_CUDA"}[PLATFORM]
 # The graph as written, no PyTensor rewrites: tests each rule on the Op itself.
-RAW_MODE = Mode(linker=StableHLOLinker(), optimizer=None)
+RAW_MODE = Mode(linker=StableHLOLinker(platform=PLATFORM), optimizer=None)
 
 # Default tolerances per dtype, for results of approximated functions.
 TOLERANCES = {
@@ -55,8 +61,9 @@ def assert_same(got, expected, *, rtol=None, atol=None, label="output"):
         np.testing.assert_array_equal(got, expected, err_msg=label)
 
 
-def compare_with_py(inputs, outputs, test_values, *, rtol=None, atol=None, modes=("STABLEHLO", RAW_MODE)):
-    """Compile `outputs` with STABLEHLO (rewritten and raw graph) and the Python mode; compare.
+def compare_with_py(inputs, outputs, test_values, *, rtol=None, atol=None, modes=(MODE, RAW_MODE)):
+    """Compile `outputs` with STABLEHLO (rewritten and raw graph, on `PLATFORM`) and the
+    Python mode; compare.
 
     Checks too that no test value was mutated. Returns the STABLEHLO results.
     """

@@ -17,10 +17,13 @@ from pytensor.tensor._linalg.solve import tridiagonal as tri
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.type_other import NoneConst
 
-from lowering import UnsupportedParameterError, lower, unsupported_ops
-from tests.helpers import PY_MODE, TOLERANCES, compare_with_py
+from lowering import LoweringOptions, UnsupportedParameterError, lower
+from tests.helpers import MODE, PLATFORM, PY_MODE, TOLERANCES, compare_with_py
 
 FLOATS = ["float32", "float64", "complex64", "complex128"]
+# What cuSOLVER lacks (Schur, pivoted QR) or runs on the host (QZ) lowers for the CPU
+# only; `test_lowering_for_cuda_refuses_what_cusolver_lacks` checks the refusal.
+LAPACK_ONLY = pytest.mark.skipif(PLATFORM != "cpu", reason="no cuSOLVER routine: lowered for the CPU only")
 # Results of a factorization are as accurate as the matrix's conditioning allows.
 LOOSE = {
     "float32": dict(rtol=2e-4, atol=2e-5), "complex64": dict(rtol=2e-4, atol=2e-5),
@@ -117,7 +120,7 @@ def test_solve_fails_to_nan(assume_a):
     # scipy raises LinAlgError (singular, not positive definite); PyTensor's perform
     # catches it and returns NaN.
     a, b = pt.matrix("a"), pt.matrix("b")
-    fn = pytensor.function([a, b], sl.solve(a, b, assume_a=assume_a), mode="STABLEHLO")
+    fn = pytensor.function([a, b], sl.solve(a, b, assume_a=assume_a), mode=MODE)
     assert np.isnan(fn(np.ones((3, 3)), np.eye(3))).all()
     np.testing.assert_allclose(fn(np.eye(3) * 2, np.eye(3)), np.eye(3) / 2)
 
@@ -149,7 +152,7 @@ def test_inverse_and_determinants(dtype):
     outputs = [nl.matrix_inverse(x), nl.det(x), *Blockwise(nl.SLogDet())(x)]
     if dtype.startswith("complex"):
         # PyTensor declares SLogDet's log|det| complex (numpy's is real): compare values.
-        got = pytensor.function([x], outputs, mode="STABLEHLO")(a)
+        got = pytensor.function([x], outputs, mode=MODE)(a)
         expected = [np.linalg.inv(a), np.linalg.det(a), *np.linalg.slogdet(a)]
         for g, e in zip(got, expected):
             np.testing.assert_allclose(g, e, **LOOSE[dtype])
@@ -162,7 +165,7 @@ def test_singular_matrix():
     singular = np.array([[1.0, 2.0], [2.0, 4.0]])
     got = compare_with_py([x], [nl.det(x), *Blockwise(nl.SLogDet())(x)], [singular])
     assert got[0] == 0 and got[1] == 0 and got[2] == -np.inf
-    fn = pytensor.function([x], nl.matrix_inverse(x), mode="STABLEHLO")
+    fn = pytensor.function([x], nl.matrix_inverse(x), mode=MODE)
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         fn(singular)  # as numpy.linalg.inv, which PyTensor's perform calls
     np.testing.assert_allclose(fn(np.eye(2) * 4), np.eye(2) / 4)  # and the function still works
@@ -171,7 +174,7 @@ def test_singular_matrix():
 def test_singular_matrix_inside_scan_raises_too():
     t = pt.tensor3("t")
     out = pytensor.scan(nl.matrix_inverse, sequences=[t], return_updates=False)
-    fn = pytensor.function([t], out, mode="STABLEHLO")
+    fn = pytensor.function([t], out, mode=MODE)
     np.testing.assert_allclose(fn(np.stack([np.eye(2) * 2, np.eye(2)])), np.stack([np.eye(2) / 2, np.eye(2)]))
     with pytest.raises(np.linalg.LinAlgError):
         fn(np.stack([np.eye(2), np.ones((2, 2))]))
@@ -221,7 +224,7 @@ def test_lu_factor_of_a_singular_matrix_is_nan():
 # --- QR, SVD, eigen ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pivoting", [False, True])
+@pytest.mark.parametrize("pivoting", [False, pytest.param(True, marks=LAPACK_ONLY)])
 @pytest.mark.parametrize("mode", ["full", "economic", "r", "raw"])
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4)])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])  # PyTensor types complex QR as real
@@ -240,7 +243,7 @@ def test_svd(dtype, shape, full_matrices):
     a = _general(np.random.default_rng(8), shape, dtype)
     x = _tensor("x", a)
     u, s, vt = nl.svd(x, full_matrices=full_matrices)
-    got = pytensor.function([x], [u, s, vt, nl.svd(x, compute_uv=False)], mode="STABLEHLO")(a)
+    got = pytensor.function([x], [u, s, vt, nl.svd(x, compute_uv=False)], mode=MODE)(a)
     eu, es, evt = np.linalg.svd(a, full_matrices=full_matrices)
     tol = LOOSE[dtype]
     k = min(shape)
@@ -264,7 +267,7 @@ def test_eigh(dtype, uplo):
     a = a.astype(dtype)
     x = _tensor("x", a)
     w, v = nl.eigh(x, UPLO=uplo)
-    got_w, got_v = pytensor.function([x], [w, v], mode="STABLEHLO")(a)
+    got_w, got_v = pytensor.function([x], [w, v], mode=MODE)(a)
     ew, ev = np.linalg.eigh(a, UPLO=uplo)
     assert got_w.dtype == ew.dtype and got_v.dtype == ev.dtype
     np.testing.assert_allclose(got_w, ew, **LOOSE[dtype])
@@ -285,7 +288,7 @@ def test_eigvalsh_standard_and_generalized(dtype):
 def test_eig(dtype):
     a = _general(np.random.default_rng(11), (5, 5), dtype) - 5 * np.eye(5).astype(dtype)
     x = _tensor("x", a)
-    w, v = pytensor.function([x], list(nl.eig(x)), mode="STABLEHLO")(a)
+    w, v = pytensor.function([x], list(nl.eig(x)), mode=MODE)(a)
     ew, ev = pytensor.function([x], list(nl.eig(x)), mode=PY_MODE)(a)
     assert w.dtype == ew.dtype and v.dtype == ev.dtype
     tol = LOOSE[dtype]
@@ -331,7 +334,7 @@ def test_kronecker_product():
 
 def _lstsq_function():
     a, b, rcond = pt.matrix("a"), pt.matrix("b"), pt.dscalar("rcond")
-    return pytensor.function([a, b, rcond], nl.lstsq(a, b, rcond), mode="STABLEHLO")
+    return pytensor.function([a, b, rcond], nl.lstsq(a, b, rcond), mode=MODE)
 
 
 def _expected_lstsq(a, b, rcond):
@@ -361,7 +364,7 @@ def test_lstsq_dtypes_and_a_vector_b(dtype, b_ndim):
     # (measured at run time) changes between calls.
     rng = np.random.default_rng(31)
     a, b, rcond = pt.matrix("a", dtype=dtype), pt.tensor("b", dtype=dtype, shape=(None,) * b_ndim), pt.dscalar("r")
-    fn = pytensor.function([a, b, rcond], nl.lstsq(a, b, rcond), mode="STABLEHLO")
+    fn = pytensor.function([a, b, rcond], nl.lstsq(a, b, rcond), mode=MODE)
     tol = dict(rtol=1e-6, atol=1e-7) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
     for value in [rng.normal(size=(6, 3)), _rank_deficient(rng, (6, 3), 2), rng.normal(size=(3, 5))]:
         rhs = rng.normal(size=(len(value), 2)[:b_ndim])
@@ -434,7 +437,7 @@ def test_tridiagonal_lu_factor_and_solve(dtype, static):
     y = pt.tensor3("b", dtype=dtype, shape=b.shape if static else (None,) * 3)
     factors = tri.tridiagonal_lu_factor(x)
     outputs = [*factors, *(tri.tridiagonal_lu_solve(factors, y, b_ndim=2, transposed=t) for t in (False, True))]
-    got = compare_with_py([x, y], outputs, [a, b], **LOOSE[dtype], modes=("STABLEHLO",))
+    got = compare_with_py([x, y], outputs, [a, b], **LOOSE[dtype], modes=(MODE,))
     pivots = got[4]
     assert (pivots != np.arange(1, 8)).any() and (pivots == np.arange(1, 8)).any()
     np.testing.assert_allclose(got[5], np.linalg.solve(a, b), **LOOSE[dtype])
@@ -452,7 +455,7 @@ def test_tridiagonal_lu_of_a_singular_matrix_and_small_orders():
     solved = compare_with_py(inputs, solves, [*got, np.ones(4)])
     assert not np.isfinite(solved[0]).all() and not np.isfinite(solved[1]).all()
     # scipy's wrapper refuses n <= 2 (an f2py size check); LAPACK's answer for them.
-    fn = pytensor.function([dl, d, du], factors, mode="STABLEHLO")
+    fn = pytensor.function([dl, d, du], factors, mode=MODE)
     for values, expected in [
         ((np.array([2.0]), np.array([1.0, 2.0]), np.array([1.0])), ([0.5], [2, 0], [2], [], [2, 2])),
         ((np.zeros(0), np.array([3.0]), np.zeros(0)), ([], [3], [], [], [1])),
@@ -512,7 +515,7 @@ def test_batch_sizes_known_at_run_time_only_are_checked(solve):
         "lu_solve": lambda: sl.lu_solve(sl.lu_factor(a), b, b_ndim=2),
         "solve_gen": lambda: sl.solve(a, b, b_ndim=2),
     }[solve]()
-    f = pytensor.function([a, b], x, mode="STABLEHLO")
+    f = pytensor.function([a, b], x, mode=MODE)
     py = pytensor.function([a, b], x, mode=PY_MODE)
     matrices = np.stack([np.eye(2) * (i + 2) for i in range(3)])
     rhs = np.stack([np.ones((2, 1)) * (i + 1) for i in range(3)])
@@ -556,7 +559,7 @@ def test_empty_rectangular_svd_and_qr_give_identity_bases(shape):
 
 def test_dynamic_shapes_reuse_one_lowering():
     x, y = pt.matrix("x"), pt.matrix("y")
-    fn = pytensor.function([x, y], [sl.cholesky(x), sl.solve(x, y), nl.det(x)], mode="STABLEHLO")
+    fn = pytensor.function([x, y], [sl.cholesky(x), sl.solve(x, y), nl.det(x)], mode=MODE)
     rng = np.random.default_rng(16)
     for n in (1, 4, 9):
         s, b = _spd(rng, (n, n), "float64"), rng.normal(size=(n, 2))
@@ -573,7 +576,7 @@ def test_ill_conditioned_hilbert_matrix():
     x, y = pt.matrix("x"), pt.matrix("y")
     b = np.eye(n)
     compare_with_py([x], [sl.cholesky(x), nl.det(x)], [hilbert], rtol=1e-6, atol=1e-9)
-    got = pytensor.function([x, y], sl.solve(x, y, assume_a="pos"), mode="STABLEHLO")(hilbert, b)
+    got = pytensor.function([x, y], sl.solve(x, y, assume_a="pos"), mode=MODE)(hilbert, b)
     residual = np.linalg.norm(hilbert @ got - b) / np.linalg.norm(b)
     assert residual < 1e-3
     np.testing.assert_allclose(got, np.linalg.solve(hilbert, b), rtol=1e-2)
@@ -602,7 +605,7 @@ def test_gradients_as_pytensor_builds_them():
         sl.qr(pt.specify_shape(y, (4, 4)))[1].sum(),
     ]
     outputs = [g for cost in costs for g in pytensor.grad(cost, [x, y, z], disconnected_inputs="ignore")]
-    compare_with_py([x, y, z], outputs, [s, a, b], rtol=1e-7, atol=1e-9, modes=("STABLEHLO",))
+    compare_with_py([x, y, z], outputs, [s, a, b], rtol=1e-7, atol=1e-9, modes=(MODE,))
 
 
 def test_pymc_mvnormal_logp_and_gradient():
@@ -616,7 +619,7 @@ def test_pymc_mvnormal_logp_and_gradient():
         pm.MvNormal("y", mu=mu, chol=chol, observed=observed)
     point = model.initial_point()
     expected = model.compile_logp(mode="FAST_COMPILE")(point), model.compile_dlogp(mode="FAST_COMPILE")(point)
-    got = model.compile_logp(mode="STABLEHLO")(point), model.compile_dlogp(mode="STABLEHLO")(point)
+    got = model.compile_logp(mode=MODE)(point), model.compile_dlogp(mode=MODE)(point)
     np.testing.assert_allclose(got[0], expected[0], **TOLERANCES["float64"])
     np.testing.assert_allclose(got[1], expected[1], rtol=1e-9, atol=1e-10)
 
@@ -630,7 +633,7 @@ def test_expm(dtype):
     rng = np.random.default_rng(19)
     x = pt.tensor("x", dtype=dtype, shape=(None, None, None))
     values = np.stack([_general(rng, (4, 4), dtype) * s / 4 for s in (1e-3, 0.5, 3, 40)]).astype(dtype)
-    got = pytensor.function([x], sl.expm(x), mode="STABLEHLO")(values)
+    got = pytensor.function([x], sl.expm(x), mode=MODE)(values)
     expected = pytensor.function([x], sl.expm(x), mode=PY_MODE)(values)
     assert got.dtype == expected.dtype
     # Relative to each result's largest entry. At norm 40 scipy itself is off by 3e-12
@@ -642,12 +645,13 @@ def test_expm(dtype):
 
 def test_expm_of_empty_and_non_finite_matrices():
     x = pt.matrix("x")
-    fn = pytensor.function([x], sl.expm(x), mode="STABLEHLO")
+    fn = pytensor.function([x], sl.expm(x), mode=MODE)
     assert fn(np.zeros((0, 0))).shape == (0, 0)
     assert np.isnan(fn(np.array([[np.inf, 0.0], [0.0, 1.0]]))).all()
     np.testing.assert_allclose(fn(np.zeros((3, 3))), np.eye(3))
 
 
+@LAPACK_ONLY
 @pytest.mark.parametrize("output", ["real", "complex"])
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_schur(dtype, output):
@@ -656,6 +660,7 @@ def test_schur(dtype, output):
     compare_with_py([x], list(sl.schur(x, output=output)), [a], **LOOSE[dtype])
 
 
+@LAPACK_ONLY
 def test_schur_of_non_finite_input_is_nan():
     x = pt.matrix("x")
     for sort in (None, "lhp"):
@@ -702,6 +707,7 @@ def _schur_sort_cases(rng, dtype):
     return np.stack([c.astype(dtype) for c in cases])
 
 
+@LAPACK_ONLY
 @pytest.mark.parametrize("sort", ["lhp", "rhp", "iuc", "ouc"])
 @pytest.mark.parametrize("output", ["real", "complex"])
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -710,7 +716,7 @@ def test_schur_sort(dtype, output, sort):
     values = _schur_sort_cases(np.random.default_rng(23), dtype)
     x = _tensor("x", values)
     outputs = sl.schur(x, output=output, sort=sort)
-    got = pytensor.function([x], outputs, mode="STABLEHLO")(values)
+    got = pytensor.function([x], outputs, mode=MODE)(values)
     expected = pytensor.function([x], outputs, mode=PY_MODE)(values)
     for g, e in zip(got, expected):
         assert g.dtype == e.dtype
@@ -718,19 +724,21 @@ def test_schur_sort(dtype, output, sort):
         _assert_same_schur_form(a, t, z, t_ref, z_ref, LOOSE[dtype])
 
 
+@LAPACK_ONLY
 @pytest.mark.parametrize("n", [0, 1, 2, 9])
 def test_schur_sort_of_every_size(n):
     rng = np.random.default_rng(n)
     a = rng.normal(size=(n, n))
     x = pt.matrix("x")
     outputs = sl.schur(x, sort="lhp")
-    got = pytensor.function([x], outputs, mode="STABLEHLO")(a)
+    got = pytensor.function([x], outputs, mode=MODE)(a)
     expected = pytensor.function([x], outputs, mode=PY_MODE)(a)
     assert all(g.shape == (n, n) for g in got)
     if n:
         _assert_same_schur_form(a, *got, *expected, LOOSE["float64"])
 
 
+@LAPACK_ONLY
 @pytest.mark.parametrize("shape", [(5, 3), (3, 5), (1, 4)])
 def test_solve_sylvester(shape):
     # Real Schur forms of random matrices have 2x2 blocks: TRSYL's paired columns.
@@ -740,9 +748,10 @@ def test_solve_sylvester(shape):
     x, y, z = pt.matrix("a"), pt.matrix("b"), pt.matrix("c")
     solved = linear_control.solve_sylvester(x, y, z)
     compare_with_py([x, y, z], [solved, *pytensor.grad(solved.sum(), [x, y, z])], [a, b, c],
-                    rtol=1e-7, atol=1e-9, modes=("STABLEHLO",))
+                    rtol=1e-7, atol=1e-9, modes=(MODE,))
 
 
+@LAPACK_ONLY
 def test_batched_sylvester_pairs_columns_per_entry():
     rng = np.random.default_rng(22)
     a = rng.normal(size=(3, 4, 4))
@@ -752,6 +761,7 @@ def test_batched_sylvester_pairs_columns_per_entry():
     compare_with_py([x, y, z], [linear_control.solve_sylvester(x, y, z)], [a, b, c], rtol=1e-8, atol=1e-10)
 
 
+@LAPACK_ONLY
 @pytest.mark.parametrize("method", ["direct", "bilinear"])
 def test_lyapunov_equations(method):
     rng = np.random.default_rng(23)
@@ -771,6 +781,7 @@ def test_lyapunov_equations(method):
     ("real", None, False), ("complex", None, True), ("real", "iuc", True),
     ("real", "ouc", False), ("complex", "lhp", True), ("real", "rhp", True),
 ])
+@LAPACK_ONLY
 def test_qz_is_gges_as_perform_calls_it(dtype, output, sort, eigenvalues):
     rng = np.random.default_rng(31)
     a, b = (_general(rng, (5, 5), dtype) for _ in range(2))
@@ -779,6 +790,7 @@ def test_qz_is_gges_as_perform_calls_it(dtype, output, sort, eigenvalues):
     compare_with_py([x, y], outputs, [a, b], rtol=0, atol=0)
 
 
+@LAPACK_ONLY
 def test_batched_qz_broadcasts_and_fills_nan_where_gges_fails():
     rng = np.random.default_rng(32)
     a = rng.normal(size=(2, 3, 4, 4))
@@ -789,6 +801,7 @@ def test_batched_qz_broadcasts_and_fills_nan_where_gges_fails():
     assert np.isnan(got[0][1, 2]).all() and not np.isnan(got[0][1, 1]).any()
 
 
+@LAPACK_ONLY
 def test_qz_of_two_precisions_computes_in_the_declared_one():
     """perform runs gges in the first matrix's precision, so its float64-typed outputs
     hold float32 values; ours are the declared float64, gges on both matrices in it."""
@@ -797,16 +810,17 @@ def test_qz_of_two_precisions_computes_in_the_declared_one():
     x, y, wide = pt.matrix("a", dtype="float32"), pt.matrix("b"), pt.matrix("a64")
     python = pytensor.function([x, y], sl.qz(x, y), mode=PY_MODE)(a, b)
     assert {r.dtype.name for r in python} == {"float32"}  # PyTensor's quirk, pinned
-    got = pytensor.function([x, y], sl.qz(x, y), mode="STABLEHLO")(a, b)
+    got = pytensor.function([x, y], sl.qz(x, y), mode=MODE)(a, b)
     expected = pytensor.function([wide, y], sl.qz(wide, y), mode=PY_MODE)(a.astype("float64"), b)
     for g, e in zip(got, expected, strict=True):
         assert g.dtype == np.float64
         np.testing.assert_array_equal(g, e)
 
 
+@LAPACK_ONLY
 def test_qz_of_matrices_that_do_not_fit_raises_scipys_error():
     x, y = pt.matrix("a"), pt.matrix("b")
-    fn = pytensor.function([x, y], sl.qz(x, y), mode="STABLEHLO")
+    fn = pytensor.function([x, y], sl.qz(x, y), mode=MODE)
     for a, b in [(np.ones((2, 3)), np.ones((2, 3))), (np.eye(2), np.eye(3))]:
         with pytest.raises(ValueError, match="Array dimensions must be square and agree"):
             fn(a, b)
@@ -814,10 +828,10 @@ def test_qz_of_matrices_that_do_not_fit_raises_scipys_error():
     assert [r.shape for r in fn(np.zeros((0, 0)), np.zeros((0, 0)))] == [(0, 0)] * 4
 
 
+@LAPACK_ONLY
 def test_qz_variants_with_one_module_text_get_their_own_executables():
     """Without locations, QZ Ops that differ only in `sort` lower to the same bytes: the
     function the host calls must be part of the executable cache's key."""
-    from lowering import LoweringOptions
 
     rng = np.random.default_rng(33)
     a, b = rng.normal(size=(2, 4, 4))
@@ -833,6 +847,7 @@ def test_qz_variants_with_one_module_text_get_their_own_executables():
     assert len(modules) == 1
 
 
+@LAPACK_ONLY
 def test_modules_calling_the_host_stay_off_disk_and_cpu_only(tmp_path, monkeypatch):
     from lowering import compile as comp
     from lowering.export import export_portable
@@ -848,12 +863,14 @@ def test_modules_calling_the_host_stay_off_disk_and_cpu_only(tmp_path, monkeypat
         export_portable(lowered)
 
 
+@LAPACK_ONLY
 def test_qz_inside_scan():
     x = pt.tensor3("x")
     steps = pytensor.scan(lambda m: sl.qz(m, m.T)[0], sequences=[x], return_updates=False)
     compare_with_py([x], [steps], [np.random.default_rng(34).normal(size=(3, 4, 4))], rtol=0, atol=0)
 
 
+@LAPACK_ONLY
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_discrete_riccati_and_its_gradient(dtype):
     """solve_discrete_are is an OpFromGraph around QZ; its gradient solves a discrete
@@ -868,6 +885,7 @@ def test_discrete_riccati_and_its_gradient(dtype):
     compare_with_py([a, b, q, r], outputs, [v.astype(dtype) for v in values], **LOOSE[dtype])
 
 
+@LAPACK_ONLY
 def test_batched_discrete_riccati_runs_per_entry(monkeypatch):
     """Batched, the DARE's vectorized graph sizes its blocks with per-entry values
     (Blockwise(Eye), Blockwise(Alloc) of batched sizes): it runs entry by entry, QZ
@@ -885,7 +903,7 @@ def test_batched_discrete_riccati_runs_per_entry(monkeypatch):
     calls = []
     perform = sl.QZ.perform
     monkeypatch.setattr(sl.QZ, "perform", lambda *args: calls.append(1) or perform(*args))
-    pytensor.function([a, b, q, r], x, mode="STABLEHLO")(*values)
+    pytensor.function([a, b, q, r], x, mode=MODE)(*values)
     assert len(calls) == batch
 
 
@@ -897,7 +915,7 @@ def test_tensor_inverse_and_solve():
     b, t = pt.matrix("b"), pt.tensor4("t")
     coefficients = rng.normal(size=(2, 3, 2, 3)) + np.eye(6).reshape(2, 3, 2, 3) * 3
     compare_with_py([t, b], [nl.tensorsolve(t, b)], [coefficients, rng.normal(size=(2, 3))], rtol=1e-8, atol=1e-10)
-    fn = pytensor.function([w], nl.tensorinv(w, 1), mode="STABLEHLO")
+    fn = pytensor.function([w], nl.tensorinv(w, 1), mode=MODE)
     with pytest.raises(np.linalg.LinAlgError):
         fn(np.zeros((6, 2, 3)))
 
@@ -916,7 +934,7 @@ def test_results_pytensor_types_narrower_than_their_values_are_refused(build, dt
     # Converting would silently drop the imaginary part or the fraction: a clear error instead.
     x = pt.matrix("x", dtype=dtype)
     with pytest.raises(UnsupportedParameterError, match="PyTensor types output"):
-        pytensor.function([x], build(x), mode="STABLEHLO")
+        pytensor.function([x], build(x), mode=MODE)
 
 
 def test_lu_solve_and_expm_gradient():
@@ -926,16 +944,68 @@ def test_lu_solve_and_expm_gradient():
     factors = sl.lu_factor(x)
     outputs = [sl.lu_solve(factors, y), sl.lu_solve(factors, y, trans=1),
                *pytensor.grad(sl.lu_solve(factors, y).sum(), [x, y]), pytensor.grad(sl.expm(0.3 * x).sum(), x)]
-    compare_with_py([x, y], outputs, [a, b], rtol=1e-8, atol=1e-10, modes=("STABLEHLO",))
+    compare_with_py([x, y], outputs, [a, b], rtol=1e-8, atol=1e-10, modes=(MODE,))
     batched = sl.lu_solve(sl.lu_factor(t), y)  # b[perm] per batch entry: Blockwise(AdvancedSubtensor)
     compare_with_py([t, y], [batched], [rng.normal(size=(3, 4, 4)) + 4 * np.eye(4), b], rtol=1e-8, atol=1e-10)
 
 
-def test_compiling_lapack_calls_for_another_platform_says_why():
+def test_compiling_library_calls_for_another_platform_says_why():
     x = pt.matrix("x")
-    lowered = lower(FunctionGraph([x], [sl.cholesky(x)], clone=True))
-    with pytest.raises(NotImplementedError, match=r"lapack_dpotrf_ffi.*no cuda lowering of linear algebra"):
-        lowered.compile("cuda")
+    fg = FunctionGraph([x], [sl.cholesky(x)], clone=True)
+    with pytest.raises(ValueError, match=r"lowered for 'cpu' and calls lapack_dpotrf_ffi.*LoweringOptions\(platform='cuda'\)"):
+        lower(fg).compile("cuda")
+    with pytest.raises(ValueError, match=r"lowered for 'cuda' and calls cusolver_potrf_ffi"):
+        lower(fg, options=LoweringOptions(platform="cuda")).compile("cpu")
+    with pytest.raises(ValueError, match=r"platform='tpu'.*expected one of cpu, cuda"):
+        LoweringOptions(platform="tpu")
+
+
+def test_the_cuda_mode_without_a_gpu_says_what_is_missing():
+    import jax
+
+    try:
+        jax.devices("cuda")
+        pytest.skip("this machine has a CUDA backend")
+    except RuntimeError:
+        pass
+    x = pt.matrix("x")
+    with pytest.raises(RuntimeError, match=r"no XLA backend for platform 'cuda' here.*CUDA plugin"):
+        pytensor.function([x], sl.cholesky(x), mode="STABLEHLO_CUDA")
+
+
+def _cuda_text(inputs, outputs) -> str:
+    return lower(FunctionGraph(inputs, outputs, clone=True), options=LoweringOptions(platform="cuda")).as_text()
+
+
+def test_lowering_for_cuda_calls_cusolver_as_jax_does():
+    # The targets and attributes JAX emits on CUDA (jax._src.lax.linalg); running them
+    # needs a GPU: STABLEHLO_TEST_PLATFORM=cuda runs this file's differential tests there.
+    x, m = pt.tensor3("x"), pt.matrix("m")
+    cases = {
+        "cusolver_potrf_ffi": ([x], [sl.cholesky(x)], "lower = false"),
+        "cusolver_getrf_ffi": ([m], [nl.det(m)], "backend_config = {}"),
+        "cusolver_syevd_ffi": ([m], list(nl.eigh(m)), "algorithm = 0 : ui8, lower = true"),
+        "cusolver_gesvdj_ffi": ([x], list(nl.svd(x, full_matrices=False)), "compute_uv = true, full_matrices = false"),
+        "cusolver_geev_ffi": ([m], list(nl.eig(m)), "left = false, right = true"),
+        "cusolver_orgqr_ffi": ([m], list(sl.qr(m)), "backend_config = {}"),
+    }
+    for target, (inputs, outputs, attributes) in cases.items():
+        calls = [line for line in _cuda_text(inputs, outputs).splitlines() if f"@{target}(" in line]
+        assert calls and attributes in calls[0], (target, calls)
+        assert "lapack" not in _cuda_text(inputs, outputs)
+    # Triangular solves are XLA's own op there (cuBLAS's trsm).
+    assert "stablehlo.triangular_solve" in _cuda_text([x, x], [sl.solve_triangular(x, x, lower=True)])
+
+
+def test_lowering_for_cuda_refuses_what_cusolver_lacks():
+    m = pt.matrix("m")
+    for outputs, routine in [
+        (list(sl.schur(m)), r"platform 'cuda'.*no Schur decomposition \(gees\).*node: .*Schur"),
+        (list(sl.qr(m, pivoting=True)), r"platform 'cuda'.*no pivoted QR \(geqp3\).*node: .*QR"),
+        (list(sl.qz(m, m)), r"platform 'cuda'.*XLA's CPU callback.*node: .*QZ"),
+    ]:
+        with pytest.raises(UnsupportedParameterError, match=routine):
+            _cuda_text([m], outputs)
 
 
 _BAD_SHAPES = {
@@ -956,7 +1026,9 @@ _BAD_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(_BAD_SHAPES))
+@pytest.mark.parametrize("case", [
+    pytest.param(case, marks=LAPACK_ONLY) if case.startswith("schur") else case for case in sorted(_BAD_SHAPES)
+])
 def test_shapes_numpy_refuses_raise_its_exception_and_never_reach_lapack(case):
     # Before: a 3x4 "square" matrix ran LAPACK on 3x3 of it and a 5-row right-hand side
     # made trsm read past a 3x3 matrix, both returning numbers.
@@ -969,10 +1041,13 @@ def test_shapes_numpy_refuses_raise_its_exception_and_never_reach_lapack(case):
     # Schur's perform calls LAPACK's gees through f2py, whose argument check raises
     # f2py's own `error`; scipy.linalg.schur raises ValueError, which is what we raise.
     error = ValueError if case.startswith("schur") else type(expected.value)
-    fn = pytensor.function(inputs, out, mode="STABLEHLO")
+    fn = pytensor.function(inputs, out, mode=MODE)
     with pytest.raises(error) as got:
         fn(*values)
     assert "do not fit the graph" not in str(got.value)  # the check reports it, not a shape clash
+    if not case.startswith("schur"):  # CUDA modules refine to such shapes too (no GPU needed)
+        lowered = lower(FunctionGraph(inputs, [out], clone=True), options=LoweringOptions(platform="cuda"))
+        lowered.specialize(*values)
     good = [np.eye(3) * 2] + ([np.ones((3, 2))] if b is not None else [])
     np.testing.assert_allclose(
         np.asarray(fn(*good)), np.asarray(pytensor.function(inputs, out, mode=PY_MODE)(*good)), rtol=1e-12
@@ -986,7 +1061,11 @@ def test_empty_non_square_cholesky_is_returned_as_perform_does():
 
 # --- PyMC's positive-definiteness test (LKJCorr's and Wishart's logp) --------------------
 
-from pymc.distributions.multivariate import matrix_pos_def  # noqa: E402
+
+def matrix_pos_def(x):
+    from pymc.distributions.multivariate import matrix_pos_def
+
+    return matrix_pos_def(x)
 
 # (matrix, the dtype kinds it is valid for): perform is scipy.linalg.cholesky's success,
 # which reads only the upper triangle, so the lower one is garbage in some.
@@ -1010,7 +1089,7 @@ _POS_DEF_CASES = [
                                    "complex64", "complex128"])
 def test_pos_def_matrix_as_scipy(dtype):
     x = pt.matrix("x", dtype=dtype)
-    ours = pytensor.function([x], matrix_pos_def(x), mode="STABLEHLO")
+    ours = pytensor.function([x], matrix_pos_def(x), mode=MODE)
     reference = pytensor.function([x], matrix_pos_def(x), mode=PY_MODE)
     answers = set()
     for matrix, kinds in _POS_DEF_CASES:
@@ -1026,7 +1105,7 @@ def test_pos_def_matrix_as_scipy(dtype):
 
 def test_pos_def_matrix_errors_as_scipy():
     x, z = pt.dmatrix("x"), pt.zmatrix("z")
-    f = pytensor.function([x], matrix_pos_def(x), mode="STABLEHLO")
+    f = pytensor.function([x], matrix_pos_def(x), mode=MODE)
     with pytest.raises(ValueError, match="Input array is expected to be square"):
         f(np.ones((2, 3)))
     for bad in (np.nan, -np.inf):
@@ -1035,6 +1114,6 @@ def test_pos_def_matrix_errors_as_scipy():
         with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
             f(a)
     assert f(np.eye(2))  # and the function keeps working
-    g = pytensor.function([z], matrix_pos_def(z), mode="STABLEHLO")
+    g = pytensor.function([z], matrix_pos_def(z), mode=MODE)
     with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
         g(np.array([[1, complex(0, np.inf)], [0, 1]]))

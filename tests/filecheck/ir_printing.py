@@ -14,10 +14,11 @@ def _types(inputs) -> str:
     )
 
 
-def print_ir(name, inputs, outputs, *, raw=False):
-    """Print `TEST: <name> <types>` and the module: raw (before passes) or optimized."""
+def print_ir(name, inputs, outputs, *, raw=False, options=None):
+    """Print `TEST: <name> <types>` and the module: raw (before passes) or optimized;
+    `options`: `LoweringOptions` (e.g. the platform)."""
     outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
-    lowered = lower(FunctionGraph(inputs, outputs, clone=True))
+    lowered = lower(FunctionGraph(inputs, outputs, clone=True), options=options)
     stage = "raw" if raw else "opt"
     print(f"TEST: {name} {stage} {_types(inputs)}")
     print(lowered.as_text(raw=raw))

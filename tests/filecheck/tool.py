@@ -8,6 +8,7 @@
 # RUN: %PYTHON %tools/pytensor-stablehlo-opt %s:scaled_sum --run --emit=none 2>&1 | FileCheck %s --check-prefix=EXEC
 # RUN: %PYTHON %tools/pytensor-stablehlo-opt %s:draw --input-shapes=4 | FileCheck %s --check-prefix=KEY
 # RUN: %PYTHON %tools/pytensor-stablehlo-opt %s:draw --run --emit=none 2>&1 | FileCheck %s --check-prefix=DRAWS
+# RUN: %PYTHON %tools/pytensor-stablehlo-opt %s:cholesky --platform=cuda | FileCheck %s --check-prefix=CUDA
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -21,6 +22,11 @@ def graph():
 def scaled_sum():
     x = pt.matrix("x")
     return [x], [(x * 2).sum(axis=0)]
+
+
+def cholesky():
+    x = pt.matrix("x")
+    return [x], [pt.linalg.cholesky(x)]
 
 
 def draw():
@@ -72,3 +78,7 @@ def draw():
 # DRAWS: // run: inputs mu: (3,), rng: Generator
 # DRAWS: output 0: float64[3] random draws: shape and dtype checked ok
 # DRAWS: output 1: float64[3] max abs err 0, max rel err 0 ok
+
+# --platform=cuda: cuSOLVER's potrf where the CPU module calls LAPACK's.
+# CUDA-NOT: lapack
+# CUDA: stablehlo.custom_call @cusolver_potrf_ffi
