@@ -39,6 +39,7 @@ from lowering.builders import (
     static_slice,
     with_scratch,
 )
+from lowering.errors import UnsupportedParameterError
 from lowering.regions import any_true
 from lowering.registry import register_batched, register_lowering
 
@@ -53,10 +54,21 @@ def _dimension_numbers(rank: int):
     )
 
 
-def full_convolution(a, v, dtype):
+def full_convolution(a, v, dtype, real_only=False):
     """The full convolution of a[b] and v[b] for each b of (B, *n) and (B, *k) arrays, in
     `dtype` (bools: any of the products). Entries are feature groups of one convolution.
-    Returns it with the spatial dims n, k and the full lengths n + k - 1."""
+    Returns it with the spatial dims n, k and the full lengths n + k - 1. `real_only`:
+    a complex one as four real ones (XLA's GPU backend convolves real numbers only)."""
+    if real_only and np.dtype(dtype).kind == "c":
+        part = np.finfo(dtype).dtype.name
+        a, v = convert(a, dtype), convert(v, dtype)
+        (rr, ii, ri, ir_), *dims = zip(*[
+            full_convolution(x, y, part) for x, y in (
+                (hlo.real(a), hlo.real(v)), (hlo.imag(a), hlo.imag(v)),
+                (hlo.real(a), hlo.imag(v)), (hlo.imag(a), hlo.real(v)),
+            )
+        ])
+        return (hlo.complex(hlo.subtract(rr, ii), hlo.add(ri, ir_)), *(d[0] for d in dims))
     compute = "int32" if np.dtype(dtype) == np.bool_ else dtype
     a, v = convert(a, compute), convert(v, compute)
     batch, *ns = shape_of(a)
@@ -88,7 +100,13 @@ def _convolve(ctx, node, a, v, full_mode, batch_dims):
     rows_v = reshape(v, [batch, *shape_of(v)[len(batch_dims):]])
     if ctx.can_raise():
         rows_a, rows_v = _refuse_empty(ctx, rows_a, rows_v, rank)
-    full, ns, ks, lengths = full_convolution(rows_a, rows_v, dtype)
+    on_gpu = ctx.options.platform == "cuda"
+    if on_gpu and np.dtype(dtype).kind in "biu":
+        raise UnsupportedParameterError(
+            node, f"{dtype} input on platform 'cuda'",
+            "XLA's GPU backend has no integer convolution: lower it for platform 'cpu'",
+        )
+    full, ns, ks, lengths = full_convolution(rows_a, rows_v, dtype, real_only=on_gpu)
     flag = _constant_flag(node.inputs[2])
     if rank > 1 and flag is not True and ctx.can_raise():
         _refuse_undominated(ctx, ns, ks, full_mode if flag is None else None)
