@@ -34,7 +34,7 @@ from lowering.examples import Graph, eight_schools_model, example, model_graph  
 
 # STABLEHLO_NO_FMA: ours with no multiply-add contracted into an FMA
 # (README, "Multiply-adds and FMA").
-MODES = ("STABLEHLO", "STABLEHLO_NO_FMA", "JAX", "NUMBA", "C")
+MODES = ("STABLEHLO", "STABLEHLO_NO_FMA", "STABLEHLO_CUDA", "JAX", "NUMBA", "C")
 
 
 def linear_regression():
