@@ -36,3 +36,14 @@ print_ir("batched", [b, w], [convolve1d(b, w, mode="full")])
 # CHECK-SAME: feature_group_count = 1 : i64
 m, k = pt.matrix("m"), pt.matrix("k")
 print_ir("unknown_batch", [m, k], [convolve1d(m, k, mode="full")], raw=True)
+
+# Lowered for CUDA, a complex convolution is four real ones (XLA's GPU backend convolves
+# real numbers only): re(a)*re(v) - im(a)*im(v), re(a)*im(v) + im(a)*re(v).
+# CHECK-LABEL: TEST: complex_for_cuda opt
+# CHECK-NOT: stablehlo.convolution{{.*}}complex
+# CHECK-COUNT-4: stablehlo.convolution({{.*}}) -> tensor<1x1x8xf32>
+# CHECK: stablehlo.complex {{.*}} : tensor<1x8xcomplex<f32>>
+from lowering import LoweringOptions  # noqa: E402
+
+c, w = pt.vector("c", shape=(6,), dtype="complex64"), pt.vector("w", shape=(3,), dtype="complex64")
+print_ir("complex_for_cuda", [c, w], [convolve1d(c, w, mode="full")], options=LoweringOptions(platform="cuda"))
