@@ -94,8 +94,12 @@ def test_empty_inputs_raise_numpys_errors(mode, batch):
     compare_with_py([a, v], out, [np.ones((*batch, 1)), np.arange(3.0)])
 
 
-@pytest.mark.parametrize("static", [False, True])
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "int64", "uint16", "complex128"])
+# Static shapes take another lowering path (convolution, not dynamic_conv) whose dtype
+# handling is the same: they run for one real and one complex dtype (CI time).
+@pytest.mark.parametrize("dtype, static", [
+    *((dtype, False) for dtype in ["float64", "float32", "int8", "int64", "uint16", "complex128"]),
+    ("float64", True), ("complex128", True),
+])
 def test_convolve2d_every_mode(dtype, static):
     """scipy.signal.convolve in two dims ("same" and the boundaries are PyTensor's own
     padding around "valid"), either input the larger one, as one convolution."""
