@@ -21,8 +21,9 @@ Writes (`set_subtensor`, `inc_subtensor`): basic indices give `dynamic_update_sl
 (unit steps) or a `scatter` over the visited positions; advanced indices give a
 `scatter` whose combiner adds (`np.add.at`: repeated indices accumulate) or takes the
 update (set). With repeated indices in a set, StableHLO leaves which update wins
-unspecified: XLA's CPU backend applies them in order, so the last wins as in numpy;
-on GPU any of them may win. `ignore_duplicates` inc is a set of `x[idx] + y`, as numpy's
+unspecified: XLA's CPU backend applies them in order, so the last wins as in numpy; on
+a GPU, where they race, each update is first replaced by the last one aimed at its
+position (`_set_indexed`). `ignore_duplicates` inc is a set of `x[idx] + y`, as numpy's
 `x[idx] += y`. The `inplace` flags are ignored: XLA owns buffer reuse.
 
 Boolean masks: a mask is its `nonzero()`, one integer index per mask axis, as in numpy.
@@ -774,10 +775,10 @@ def _advanced_write(ctx, node, x, y, entries):
         out_dims, _ = gather_dims(view, axes, batch, plan.front)
         update = _update_value(node, y, out_dims, dtype)
         if op.set_instead_of_inc:
-            view = scatter_indexed(view, axes, index, update, plan.front, _take_update)
+            view = _set_indexed(ctx, view, axes, index, update, plan.front)
         elif getattr(op, "ignore_duplicates", False):
             update = _add(gather_indexed(view, axes, index, plan.front), update)
-            view = scatter_indexed(view, axes, index, update, plan.front, _take_update)
+            view = _set_indexed(ctx, view, axes, index, update, plan.front)
         else:
             view = scatter_indexed(view, axes, index, update, plan.front, _add_combiner)
     else:  # only slices and newaxes
@@ -788,6 +789,35 @@ def _advanced_write(ctx, node, x, y, entries):
         out = reshape(out, shape_of(x))
     return _output(node, out)
 
+
+
+def _set_indexed(ctx, view, axes, index, update, front):
+    """view[index] = update, the last of repeated positions winning, as in numpy.
+
+    XLA's CPU backend applies a scatter's updates in order. On a GPU they race, so there
+    each update is first replaced by the last one aimed at its position: the writes
+    that race are then equal, and which of them lands last no longer matters."""
+    if ctx.options.platform != "cpu":
+        update = _last_update_per_position(view, axes, index, update, front)
+    return scatter_indexed(view, axes, index, update, front, _take_update)
+
+
+def _last_update_per_position(view, axes, index, update, front):
+    """`update` (shaped like `gather_indexed(view, axes, index, front)`) with each
+    update's row replaced by that of the last update aimed at the same position: a
+    scatter-max of update numbers, whose result does not depend on the order."""
+    batch = list(shape_of(index))[:-1]
+    count = dim_product(batch)
+    numbers = reshape(iota([count], 0, "int64"), batch)
+    positions = list(range(len(axes)))
+    owner = full(-1, [shape_of(view)[a] for a in axes], "int64")
+    owner = scatter_indexed(owner, positions, index, numbers, True, hlo.maximum)
+    last = gather_indexed(owner, positions, index, True)
+    dims, _ = gather_dims(view, axes, batch, front)
+    at = 0 if front else axes[0]
+    rows = reshape(update, [*dims[:at], count, *dims[at + len(batch):]])
+    rows = gather_indexed(rows, [at], reshape(last, [count, 1]), front=False)
+    return reshape(rows, dims)
 
 def whole_mask_selection(var):
     """(s, m) where `var` is s[m] with m one boolean mask over all of s, else None: the

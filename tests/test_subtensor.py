@@ -393,6 +393,32 @@ def test_advanced_set_with_repeated_indices_keeps_the_last_update():
     compare_with_py([x, y, iv], outs, [np.zeros(4), np.arange(1.0, 7.0), np.array([2, 0, 2, -2, 1, 2])])
 
 
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex64"])
+def test_repeated_positions_lowered_for_cuda_keep_the_last_update(dtype):
+    # A GPU's scatter updates race, so lowered for CUDA each update to a repeated position
+    # is first replaced by the last one aimed at it. Such a module has no library call:
+    # the CPU runs it here to check the arithmetic (XLA's CPU scatter alone keeps the last).
+    from lowering import LoweringOptions
+
+    x, y = pt.matrix("x", dtype=dtype), pt.matrix("y", dtype=dtype)
+    iv, jv = pt.lvector("iv"), pt.lvector("jv")
+    outs = [pt.set_subtensor(x[iv], y),  # rows: the update's batch dim in front
+            pt.set_subtensor(x[:, jv], y[:5, :4]),  # columns: the batch dim after a slice
+            pt.set_subtensor(x[iv[:4], jv], y[0, :4]),  # two index arrays
+            pt.set_subtensor(x[iv.reshape((2, 3))], y.reshape((2, 3, 4))),  # a 2-d batch
+            pt.inc_subtensor(x[iv], y, ignore_duplicates=True),
+            pt.set_subtensor(x[iv[:0]], y[:0])]  # no updates
+    inputs = [x, y, iv, jv]
+    values = [_matrix(dtype, 5, 4), _matrix(dtype, 6, 4, seed=1), np.array([1, -4, 3, 1, 2, 3]), np.array([0, 2, 0, -4])]
+    fgraph = FunctionGraph(inputs, outs, clone=True)
+    cuda = lower(fgraph, options=LoweringOptions(platform="cuda"))
+    assert cuda.as_text().count("stablehlo.scatter") > lower(fgraph).as_text().count("stablehlo.scatter")
+    expected = pytensor.function(inputs, outs, mode=PY_MODE)(*values)
+    for got, want in zip(cuda.compile("cpu")(*values), expected, strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
 def test_writes_broadcast_y():
     x = pt.matrix("x")
     row = pt.matrix("row", shape=(1, None))

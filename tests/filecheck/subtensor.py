@@ -4,6 +4,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from ir_printing import print_ir
+from lowering import LoweringOptions
 
 s = pt.matrix("s", shape=(4, 5))
 x = pt.matrix("x")
@@ -74,6 +75,23 @@ print_ir("scatter_add", [s, iv], pt.inc_subtensor(s[iv], 1.0))
 # CHECK-NEXT: ^bb0(%{{.*}}: tensor<f64>, %[[UPD:.*]]: tensor<f64>):
 # CHECK-NEXT: stablehlo.return %[[UPD]]
 print_ir("scatter_set", [s, iv], pt.set_subtensor(s[iv], 1.0), raw=True)
+
+# Lowered for CUDA, where a scatter's updates race: a scatter-max of update numbers finds
+# the last update aimed at each position, each update is replaced by that one (a gather),
+# and only then the set's scatter writes.
+# CHECK-LABEL: TEST: scatter_set_cuda raw
+# CHECK: %[[NUMBERS:.*]] = stablehlo.iota dim = 0 : tensor<3xi64>
+# CHECK: %[[OWNER:.*]] = "stablehlo.scatter"(%{{.*}}, %[[INDEX:.*]], %[[NUMBERS]])
+# CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<i64>, %[[B:.*]]: tensor<i64>):
+# CHECK-NEXT: stablehlo.maximum %[[A]], %[[B]]
+# CHECK: %[[LAST:.*]] = "stablehlo.gather"(%[[OWNER]], %[[INDEX]])
+# CHECK: %[[LAST2:.*]] = stablehlo.reshape %[[LAST]]
+# CHECK: %[[ROWS:.*]] = "stablehlo.gather"(%arg1, %[[LAST2]])
+# CHECK: "stablehlo.scatter"(%arg0, %[[INDEX]], %[[ROWS]])
+# CHECK-NEXT: ^bb0(%{{.*}}: tensor<f64>, %[[UPD:.*]]: tensor<f64>):
+# CHECK-NEXT: stablehlo.return %[[UPD]]
+r, jv = pt.matrix("r", shape=(3, 5)), pt.lvector("jv", shape=(3,))
+print_ir("scatter_set_cuda", [s, r, jv], pt.set_subtensor(s[jv], r), raw=True, options=LoweringOptions(platform="cuda"))
 
 # Basic writes with unit steps: dynamic_update_slice at the (run-time) start.
 # CHECK-LABEL: TEST: set_basic opt
