@@ -11,6 +11,7 @@ import numpy as np
 
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
+from pytensor.graph.basic import Apply
 
 from lowering.builders import (
     _is_uniform, cast_shape, custom_call, function_type, ir_constant, row_major, shape_of, symbol_name,
@@ -48,10 +49,13 @@ class LoweringOptions:
 
 @dataclass
 class RuntimeCheck:
-    """A condition computed in the module; the runtime raises `error(message)` when it holds."""
+    """A condition computed in the module; the runtime raises `error(message)` when it
+    holds, with the PyTensor node that checks it as the exception's `__op_instance__`
+    (the attribute PyTensor's `raise_with_op` sets)."""
 
     error: type
     message: str
+    node: Apply | None = None
 
 
 @dataclass
@@ -168,7 +172,7 @@ class LoweringContext:
                 self.node, "a run-time check inside a region body", "only function bodies can raise"
             )
         node = f" (node: {self.node})" if self.node is not None else ""
-        frame.checks.append(RuntimeCheck(error, message + node))
+        frame.checks.append(RuntimeCheck(error, message + node, self.node))
         frame.flags.append(failed)
 
     def can_raise(self) -> bool:

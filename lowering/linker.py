@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-
 from pytensor.compile.mode import Mode, predefined_linkers, predefined_modes, register_linker
 from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
+from pytensor.link.utils import raise_with_op
 
 # PyTensor rewrites left out: they only help the C and Numba backends, or they
 # produce Ops whose meaning is a memory layout XLA decides for itself.
@@ -51,6 +50,34 @@ class StableHLOLinker(JITLinker):
     def create_thunk_inputs(self, storage_map):
         return [storage_map[n] for n in self.fgraph.inputs]
 
+    def create_jitable_thunk(self, compute_map, order, input_storage, output_storage, storage_map):
+        """JITLinker's one thunk for the whole graph, except for whom an error blames.
+
+        JITLinker reports any error against the first output's node. A failed run-time
+        check knows its node (`RuntimeCheck`, as the exception's `__op_instance__`), so
+        PyTensor's "Apply node that caused the error" names that one here."""
+        fgraph = self.fgraph
+        compiled = self.fgraph_convert(fgraph, order=order, input_storage=input_storage,
+                                       output_storage=output_storage, storage_map=storage_map)
+        run = self.jit_compile(compiled)
+        inputs = self.create_thunk_inputs(storage_map)
+        outputs = [storage_map[v] for v in fgraph.outputs]
+        output_nodes = [v.owner for v in fgraph.outputs if v.owner is not None][:1]
+
+        def thunk():
+            try:
+                results = run(*[x[0] for x in inputs])
+            except Exception as exc:
+                node = getattr(exc, "__op_instance__", None) or next(iter(output_nodes), None)
+                if node is None:
+                    raise
+                raise_with_op(fgraph, node, thunk)
+            for storage, value in zip(outputs, results):
+                storage[0] = value
+
+        thunk.inputs, thunk.outputs, thunk.lazy = inputs, outputs, False
+        return [thunk], output_nodes, run
+
 
 class _Trusted:
     __slots__ = ("compiled", "call")
@@ -58,15 +85,9 @@ class _Trusted:
     def __init__(self, compiled):
         self.compiled = compiled
         self.call = compiled.call_trusted
-        if not compiled.lowered.output_types:  # JITLinker's thunk wants None from no outputs
-            self.call = functools.partial(_run_for_none, compiled.call_trusted)
 
     def __call__(self, *args):
         return self.call(args)
-
-
-def _run_for_none(call, args) -> None:
-    call(args)
 
 
 def _register(name: str, **linker_options) -> Mode:

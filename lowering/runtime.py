@@ -426,7 +426,9 @@ class _Executable:
             flags = (flags if type(flags) is np.ndarray else np.asarray(flags)).tolist()
             if any(flags):  # a list: cheaper than numpy's reduction on a few flags
                 check = self.checks[next(i for i, f in enumerate(flags) if f)]
-                raise check.error(check.message)
+                error = check.error(check.message)
+                error.__op_instance__ = check.node  # PyTensor's name for the failing node
+                raise error
         return [r if type(r) is np.ndarray else _to_numpy(r) for r in results[: self.n_outputs]]
 
     def fastpath(self, n_args: int, results, sharding):

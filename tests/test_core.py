@@ -351,6 +351,26 @@ def test_float64_without_global_x64():
         jax.config.update("jax_enable_x64", previous)
 
 
+
+def test_run_time_errors_blame_the_node_that_raised_them():
+    # JITLinker blames the first output's node for any error; ours names the node whose
+    # run-time check failed, in the message and as PyTensor's `__op_instance__`.
+    x, i = pt.vector("x"), pt.lscalar("i")
+    index = x[i]
+    outputs = [(pt.exp(x) * 2).sum(), index + 1]
+    f = pytensor.function([x, i], outputs, mode="STABLEHLO")
+    with pytest.raises(IndexError, match=r"Apply node that caused the error: Subtensor\{i\}\(x, "):
+        f(np.ones(3), 5)
+    with pytest.raises(IndexError) as caught:
+        lower(fg([x, i], outputs)).compile()(np.ones(3), 5)
+    assert caught.value.__op_instance__.op == index.owner.op
+    # a function with no outputs (only updates) still runs and raises
+    s = pytensor.shared(np.zeros(3))
+    g = pytensor.function([x, i], [], mode="STABLEHLO", updates=[(s, pt.set_subtensor(s[i], x[0]))])
+    assert g(np.ones(2), 1) == [] and s.get_value()[1] == 1
+    with pytest.raises(IndexError, match="Apply node that caused the error: SetSubtensor"):
+        g(np.ones(2), 7)
+
 def test_argument_errors_name_the_input():
     x = pt.matrix("x", shape=(None, 3))
     y = pt.vector("y", dtype="int32")
