@@ -65,6 +65,9 @@ class FunctionFrame:
     fn: func.FuncOp
     checks: list[RuntimeCheck] = field(default_factory=list)
     flags: list[ir.Value] = field(default_factory=list)
+    # The node of this function's own graph being lowered (`lower_graph`): the one a
+    # check raised by a node inside it (a Composite's scalar, a region's body) blames.
+    node: Apply | None = None
 
     @property
     def entry_block(self):
@@ -172,8 +175,13 @@ class LoweringContext:
                 self.node, "a run-time check inside a region body", "only function bodies can raise"
             )
         node = f" (node: {self.node})" if self.node is not None else ""
-        frame.checks.append(RuntimeCheck(error, message + node, self.node))
+        frame.checks.append(RuntimeCheck(error, message + node, frame.node or self.node))
         frame.flags.append(failed)
+
+    @property
+    def frame(self) -> FunctionFrame | None:
+        """The function being lowered."""
+        return self._frames[-1] if self._frames else None
 
     def can_raise(self) -> bool:
         """Whether `runtime_check` works here (a function body, not a region body)."""

@@ -118,6 +118,8 @@ def lower_graph(ctx, inputs, outputs, operands, env=None) -> list[ir.Value]:
         raise UnsupportedOpsError(dict(missing))
     deferred = _region_owned(nodes, outputs)
     ctx.envs.append(env)
+    frame = ctx.frame
+    own = frame is not None and frame.node is None  # the function's graph, not a graph inside a node
     try:
         for node in nodes:
             if node in deferred:
@@ -125,9 +127,13 @@ def lower_graph(ctx, inputs, outputs, operands, env=None) -> list[ir.Value]:
             rule = lookup_rule(node.op)
             lazy = rule.lazy_inputs(node) if rule.lazy_inputs else {}
             operands_ = [env.get(v) if i in lazy else _value_of(ctx, v, env) for i, v in enumerate(node.inputs)]
+            if own:
+                frame.node = node
             env.update(zip(node.outputs, lower_node(ctx, node, operands_), strict=True))
     finally:
         ctx.envs.pop()
+        if own:
+            frame.node = None
     return [_value_of(ctx, v, env) for v in outputs]
 
 
