@@ -67,23 +67,34 @@ def compare_with_py(inputs, outputs, test_values, *, rtol=None, atol=None, modes
 
     Checks too that no test value was mutated. Returns the STABLEHLO results.
     """
+    return compare_each_with_py(inputs, outputs, [test_values], rtol=rtol, atol=atol, modes=modes)[0]
+
+
+def compare_each_with_py(inputs, outputs, value_sets, *, rtol=None, atol=None, modes=(MODE, RAW_MODE)):
+    """`compare_with_py` for each list of test values in `value_sets`, the functions
+    built once (a graph whose shapes are unknown, called with several). Returns the
+    STABLEHLO results of each."""
     single = not isinstance(outputs, (list, tuple))
     outputs = [outputs] if single else list(outputs)
-    before = [np.array(v, copy=True) for v in test_values]
-    expected = pytensor.function(inputs, outputs, mode=PY_MODE)(*test_values)
-    results = None
-    for mode in modes:
-        fn = pytensor.function(inputs, outputs, mode=mode)
-        got = fn(*test_values)
-        for i, (g, e, out) in enumerate(zip(got, expected, outputs, strict=True)):
-            # (not type(e): some performs give a numpy scalar for a 0-d tensor)
-            kind = np.generic if isinstance(out.type, ScalarType) else np.ndarray
-            assert isinstance(g, kind), f"output {i} ({mode}): a {type(g).__name__}, expected {kind.__name__}"
-            assert_same(g, e, rtol=rtol, atol=atol, label=f"output {i} ({mode})")
-        results = results or got
-    for i, (b, v) in enumerate(zip(before, test_values)):
-        np.testing.assert_array_equal(np.asarray(v), b, err_msg=f"input {i} was mutated")
-    return results[0] if single else results
+    reference = pytensor.function(inputs, outputs, mode=PY_MODE)
+    functions = [(mode, pytensor.function(inputs, outputs, mode=mode)) for mode in modes]
+    all_results = []
+    for test_values in value_sets:
+        before = [np.array(v, copy=True) for v in test_values]
+        expected = reference(*test_values)
+        results = None
+        for mode, fn in functions:
+            got = fn(*test_values)
+            for i, (g, e, out) in enumerate(zip(got, expected, outputs, strict=True)):
+                # (not type(e): some performs give a numpy scalar for a 0-d tensor)
+                kind = np.generic if isinstance(out.type, ScalarType) else np.ndarray
+                assert isinstance(g, kind), f"output {i} ({mode}): a {type(g).__name__}, expected {kind.__name__}"
+                assert_same(g, e, rtol=rtol, atol=atol, label=f"output {i} ({mode})")
+            results = results or got
+        for i, (b, v) in enumerate(zip(before, test_values)):
+            np.testing.assert_array_equal(np.asarray(v), b, err_msg=f"input {i} was mutated")
+        all_results.append(results[0] if single else results)
+    return all_results
 
 
 # --- random variables ----------------------------------------------------------

@@ -10,7 +10,7 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.tensor.blockwise import Blockwise
 
 from lowering import UnsupportedParameterError, lower
-from tests.helpers import PY_MODE, compare_with_py
+from tests.helpers import PY_MODE, compare_each_with_py, compare_with_py
 
 
 def _blockwise_nodes(outputs):
@@ -94,8 +94,8 @@ def test_reshape_with_a_shape_per_entry():
     out = vectorize_graph(core.reshape(shape, ndim=2), {core: x, shape: s})
     assert isinstance(out.owner.op, Blockwise)
     values = np.arange(12.0).reshape(2, 6)
-    for requests in ([[2, 3], [2, 3]], [[-1, 3], [2, -1]], [[6, -1], [6, 1]]):
-        compare_with_py([x, s], [out], [values, np.array(requests)])
+    compare_each_with_py([x, s], [out], [[values, np.array(requests)]
+                                         for requests in ([[2, 3], [2, 3]], [[-1, 3], [2, -1]], [[6, -1], [6, 1]])])
     f = pytensor.function([x, s], out, mode="STABLEHLO")
     with pytest.raises(ValueError, match="batch entries ask for different shapes"):
         f(values, np.array([[2, 3], [3, 2]]))

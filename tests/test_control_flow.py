@@ -10,15 +10,15 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.ifelse import ifelse
 
 from lowering import lower
-from tests.helpers import RAW_MODE, assert_same, compare_with_py
+from tests.helpers import RAW_MODE, assert_same, compare_each_with_py, compare_with_py
 
 
 def test_several_outputs_and_values_shared_with_the_rest_of_the_graph():
     x, n = pt.dvector("x"), pt.lscalar("n")
     shared = pt.exp(x)
     outs = ifelse(n > 0, [x[n - 1] * shared.sum(), shared], [pt.constant(np.float64(-1.0)), pt.log(shared)])
-    for value in (2, 0):  # the Python linker is not lazy: both branches must be valid
-        compare_with_py([x, n], [*outs, shared * 2], [np.arange(3.0), np.array(value)])
+    # (the Python linker is not lazy: both branches must be valid)
+    compare_each_with_py([x, n], [*outs, shared * 2], [[np.arange(3.0), np.array(value)] for value in (2, 0)])
 
 
 @pytest.mark.parametrize("dtype, values", [
@@ -30,8 +30,8 @@ def test_several_outputs_and_values_shared_with_the_rest_of_the_graph():
 def test_condition_of_every_dtype_is_its_truth_value(dtype, values):
     c = pt.scalar("c", dtype=dtype)
     a, b = pt.dvector("a"), pt.dvector("b")
-    for value in values:
-        compare_with_py([c, a, b], ifelse(c, a + 1, b * 2), [np.array(value, dtype), np.ones(3), np.full(3, 4.0)])
+    compare_each_with_py([c, a, b], ifelse(c, a + 1, b * 2),
+                         [[np.array(value, dtype), np.ones(3), np.full(3, 4.0)] for value in values])
 
 
 def test_only_the_taken_branch_runs_its_checks():
@@ -70,23 +70,20 @@ def test_nested_ifelse_and_a_node_used_by_both_branches():
     both = pt.sin(x) * 3
     inner = ifelse(n > 5, both.sum(), pt.cos(x).prod())
     out = ifelse(n > 0, inner + x[0], both.max())
-    for value in (7, 3, -1):
-        compare_with_py([x, n], out, [np.linspace(0.1, 1.0, 4), np.array(value)])
+    compare_each_with_py([x, n], out, [[np.linspace(0.1, 1.0, 4), np.array(value)] for value in (7, 3, -1)])
 
 
 def test_gradient_through_ifelse():
     x, c = pt.dvector("x"), pt.bscalar("c")
     cost = ifelse(c, (x**2).sum(), pt.exp(x).sum())
     grad = pytensor.grad(cost, x)
-    for value in (0, 1):
-        compare_with_py([x, c], [cost, grad], [np.array([0.5, -1.0, 2.0]), np.array(value, "int8")])
+    compare_each_with_py([x, c], [cost, grad], [[np.array([0.5, -1.0, 2.0]), np.array(value, "int8")] for value in (0, 1)])
 
 
 def test_symbolic_shapes_inside_branches():
     x, n = pt.dvector("x"), pt.lscalar("n")
     out = ifelse(n > 2, pt.arange(n, dtype="float64").sum() + x.sum(), pt.zeros((n + 1,)).sum())
-    for value in (4, 1):
-        compare_with_py([x, n], out, [np.ones(2), np.array(value)])
+    compare_each_with_py([x, n], out, [[np.ones(2), np.array(value)] for value in (4, 1)])
 
 
 def test_one_if_with_private_branch_functions():
@@ -103,5 +100,5 @@ def test_shapes_of_an_ifelse_result():
     folds it to a static shape whatever the condition (found by fuzzing)."""
     x = pt.dvector("x")
     y = ifelse(pt.any(x), abs(x), x)
-    for value in (np.array([-1.0, 2.0]), np.zeros(3)):  # finite: the rewrites make x - x zero
-        compare_with_py([x], [y - y, pt.zeros_like(y), y.shape[0]], [value])
+    # finite values: the rewrites make x - x zero
+    compare_each_with_py([x], [y - y, pt.zeros_like(y), y.shape[0]], [[np.array([-1.0, 2.0])], [np.zeros(3)]])

@@ -7,7 +7,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py
 from tests.values import ALL_DTYPES, edge_values
 
 
@@ -64,8 +64,8 @@ def test_fill_diagonal_and_offset(dtype):
     m, val, off = pt.matrix("m", dtype=dtype), pt.scalar("val", dtype=dtype), pt.lscalar("off")
     outputs = [pt.fill_diagonal(m, val), pt.fill_diagonal(m.T, val),
                pt.fill_diagonal_offset(m, val, off), pt.fill_diagonal_offset(m.T, val, off)]
-    for offset in (2, -2, 0, 9):
-        compare_with_py([m, val, off], outputs, [np.zeros((3, 5), dtype), np.asarray(1, dtype), np.int64(offset)])
+    compare_each_with_py([m, val, off], outputs, [[np.zeros((3, 5), dtype), np.asarray(1, dtype), np.int64(offset)]
+                                                  for offset in (2, -2, 0, 9)])
     t = pt.tensor3("t")
     compare_with_py([t], [pt.fill_diagonal(t, 5.0)], [np.zeros((3, 3, 3))])
 
@@ -103,8 +103,8 @@ def test_repeat_with_run_time_repeats(dtype, counts_dtype):
     xv = (np.arange(24) % 5).astype(dtype).reshape(2, 3, 4)
     outs = [Repeat(axis=1)(x, r), pt.repeat(x, r, axis=-2)[:, ::2], pytensor.grad(Repeat(axis=1)(x, r).sum(), x)
             if dtype.startswith("float") else Repeat(axis=1)(x, r)[:, ::-1]]
-    for counts in ([1, 0, 2], [2], [0, 0, 0], [0], [3, 1, 1]):
-        compare_with_py([x, r], outs, [xv, np.array(counts, dtype=counts_dtype)])
+    compare_each_with_py([x, r], outs, [[xv, np.array(counts, dtype=counts_dtype)]
+                                        for counts in ([1, 0, 2], [2], [0, 0, 0], [0], [3, 1, 1])])
     compare_with_py([x, r], [Repeat(axis=0)(x, r)], [xv[:0], np.array([], dtype=counts_dtype)])
     one = pt.tensor("one", shape=(1,), dtype=counts_dtype)  # one count, known to be one
     compare_with_py([x, one], [Repeat(axis=2)(x, one)], [xv, np.array([3], dtype=counts_dtype)])

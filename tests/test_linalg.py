@@ -18,7 +18,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.type_other import NoneConst
 
 from lowering import LoweringOptions, UnsupportedParameterError, lower
-from tests.helpers import MODE, PLATFORM, PY_MODE, TOLERANCES, compare_with_py
+from tests.helpers import MODE, PLATFORM, PY_MODE, TOLERANCES, compare_each_with_py, compare_with_py
 
 FLOATS = ["float32", "float64", "complex64", "complex128"]
 # What cuSOLVER lacks (Schur, pivoted QR) or runs on the host (QZ) lowers for the CPU
@@ -352,9 +352,9 @@ def _rank_deficient(rng, shape, rank):
 def test_lstsq_matches_the_python_mode():
     rng = np.random.default_rng(30)
     a, b, rcond = pt.matrix("a"), pt.matrix("b"), pt.dscalar("rcond")
-    for value in [rng.normal(size=(6, 3)), _rank_deficient(rng, (5, 5), 3)]:  # 2 residuals, none
-        compare_with_py([a, b, rcond], list(nl.lstsq(a, b, rcond)), [value, rng.normal(size=(len(value), 2)), -1.0],
-                        rtol=1e-10, atol=1e-12)
+    values = [rng.normal(size=(6, 3)), _rank_deficient(rng, (5, 5), 3)]  # 2 residuals, none
+    compare_each_with_py([a, b, rcond], list(nl.lstsq(a, b, rcond)),
+                         [[value, rng.normal(size=(len(value), 2)), -1.0] for value in values], rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("dtype, b_ndim", [("float32", 2), ("float64", 1)])

@@ -11,7 +11,7 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import MulWithoutZeros
 
 from lowering.errors import UnsupportedParameterError
-from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, compare_each_with_py, compare_with_py
 from tests.values import ALL_DTYPES, COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES, edge_values, finite_values, pairs
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -387,7 +387,6 @@ def test_integer_division_by_zero_in_a_shape():
     with the arguments' values: that fold once divided by zero in hardware (SIGFPE)."""
     n, m = pt.lscalar("n"), pt.lscalar("m")
     outs = [pt.zeros(n // m), pt.ones((2, n % m)), pt.arange(n // m)]
-    for values in [(6, 0), (7, 2), (9, 4), (0, 0)]:
-        compare_with_py([n, m], outs, [np.int64(v) for v in values])
+    compare_each_with_py([n, m], outs, [[np.int64(v) for v in values] for values in [(6, 0), (7, 2), (9, 4), (0, 0)]])
     u, v = pt.scalar("u", dtype="uint8"), pt.scalar("v", dtype="uint8")
     compare_with_py([u, v], [pt.zeros(u // v), pt.zeros(u % v)], [np.uint8(5), np.uint8(0)])

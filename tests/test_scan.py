@@ -14,7 +14,7 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.scan.utils import until
 
 from lowering import lower
-from tests.helpers import RAW_MODE, compare_with_py
+from tests.helpers import RAW_MODE, compare_each_with_py, compare_with_py
 
 
 def scan(*args, **kwargs):
@@ -51,8 +51,7 @@ def test_cumulative_sum_gradient_to_second_order():
 def test_fibonacci_mit_sot_with_runtime_n_steps():
     init, n = pt.lvector("init"), pt.lscalar("n")
     fib = scan(lambda a, b: a + b, outputs_info=[dict(initial=init, taps=[-2, -1])], n_steps=n)
-    for steps in (10, 1, 0):
-        compare_with_py([init, n], [fib, fib.sum()], [np.array([1, 1]), np.array(steps)])
+    compare_each_with_py([init, n], [fib, fib.sum()], [[np.array([1, 1]), np.array(steps)] for steps in (10, 1, 0)])
     compare_with_py([init, n], [fib[-1]], [np.array([0, 1]), np.array(40)])
 
 
@@ -143,8 +142,7 @@ def test_while_scan_nit_sot_and_mit_sot_trimmed():
         return [c, c * 2], until(c > limit)
 
     outs = scan(step, outputs_info=[dict(initial=pt.stack([x0, x0]), taps=[-2, -1]), None], n_steps=50)
-    for lim in (100.0, 1e30, -1.0):
-        compare_with_py([x0, limit], outs, [np.array(1.0), np.array(lim)])
+    compare_each_with_py([x0, limit], outs, [[np.array(1.0), np.array(lim)] for lim in (100.0, 1e30, -1.0)])
 
 
 def test_while_scan_repeated_calls_measure_each_length():

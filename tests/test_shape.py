@@ -8,7 +8,7 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.tensor.shape import Shape_i, specify_shape
 
-from tests.helpers import compare_with_py
+from tests.helpers import compare_each_with_py, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
 
 
@@ -54,8 +54,8 @@ def test_reshape_with_run_time_entries_follows_numpy():
     the runtime folded the shapes, killing the process with SIGFPE)."""
     x, n, m = pt.vector("x"), pt.lscalar("n"), pt.lscalar("m")
     value = np.arange(6.0)
-    for sizes in [(2, 3), (-2, 3), (3, -7), (-1, 6), (6, 1)]:
-        compare_with_py([x, n, m], [x.reshape((n, m))], [value, *map(np.int64, sizes)])
+    compare_each_with_py([x, n, m], [x.reshape((n, m))],
+                         [[value, *map(np.int64, sizes)] for sizes in [(2, 3), (-2, 3), (3, -7), (-1, 6), (6, 1)]])
     compare_with_py([x, n, m], [x.reshape((n, m))], [value[:0], np.int64(-1), np.int64(3)])
     f = pytensor.function([x, n, m], x.reshape((n, m)), mode="STABLEHLO")
     for sizes, message in [((0, -1), "cannot reshape"), ((-1, 0), "cannot reshape"), ((4, -1), "cannot reshape"),

@@ -11,7 +11,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.signal.conv import Convolve1d
 
 from lowering import LoweringOptions, UnsupportedParameterError, lower
-from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, compare_each_with_py, compare_with_py
 from tests.values import ALL_DTYPES
 
 
@@ -72,8 +72,7 @@ def test_a_mode_per_entry_must_agree():
     a, v, full = pt.matrix("a", shape=(2, 5)), pt.matrix("v", shape=(2, 3)), pt.vector("full", dtype="bool", shape=(2,))
     out = Blockwise(Convolve1d())(a, v, full)
     values = [_values("float64", (2, 5), 12), _values("float64", (2, 3), 13)]
-    for flag in (True, False):
-        compare_with_py([a, v, full], [out], [*values, np.array([flag, flag])], modes=(RAW_MODE,))
+    compare_each_with_py([a, v, full], [out], [[*values, np.array([flag, flag])] for flag in (True, False)], modes=(RAW_MODE,))
     fn = pytensor.function([a, v, full], out, mode=RAW_MODE)
     with pytest.raises(ValueError, match="batch entries with different modes"):
         fn(*values, np.array([True, False]))
@@ -103,12 +102,19 @@ def test_empty_inputs_raise_numpys_errors(mode, batch):
 def test_convolve2d_every_mode(dtype, static):
     """scipy.signal.convolve in two dims ("same" and the boundaries are PyTensor's own
     padding around "valid"), either input the larger one, as one convolution."""
-    for n, k in [((5, 6), (2, 3)), ((2, 3), (5, 6)), ((1, 1), (3, 2)), ((4, 4), (4, 4))]:
-        a = pt.tensor("a", dtype=dtype, shape=n if static else (None, None))
-        v = pt.tensor("v", dtype=dtype, shape=k if static else (None, None))
+    shapes = [((5, 6), (2, 3)), ((2, 3), (5, 6)), ((1, 1), (3, 2)), ((4, 4), (4, 4))]
+
+    def graph(n, k):
+        a, v = pt.tensor("a", dtype=dtype, shape=n), pt.tensor("v", dtype=dtype, shape=k)
         outputs = [convolve2d(a, v, mode=mode) for mode in ("full", "valid", "same")]
-        outputs.append(convolve2d(a, v, mode="full", boundary="wrap"))
-        compare_with_py([a, v], outputs, [_values(dtype, n, 8), _values(dtype, k, 9)])
+        return [a, v], [*outputs, convolve2d(a, v, mode="full", boundary="wrap")]
+
+    values = [[_values(dtype, n, 8), _values(dtype, k, 9)] for n, k in shapes]
+    if static:
+        for (n, k), test_values in zip(shapes, values):
+            compare_with_py(*graph(n, k), test_values)
+    else:  # one graph called with every pair of shapes
+        compare_each_with_py(*graph((None, None), (None, None)), values)
 
 
 def test_batched_convolve2d_and_its_gradient():

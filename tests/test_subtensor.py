@@ -10,7 +10,7 @@ from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.fg import FunctionGraph
 
 from lowering import lower
-from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, compare_each_with_py, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
 
 
@@ -50,9 +50,8 @@ def test_runtime_bounds_on_static_shapes_and_negative_steps():
     x = pt.matrix("x", shape=(4, 5))
     n, m = pt.lscalar("n"), pt.lscalar("m")
     value = np.arange(20.0).reshape(4, 5)
-    for a, b in [(1, -1), (-2, 2), (0, 1), (3, -3), (7, -9)]:
-        compare_with_py([x, n, m], [x[n:m], x[n::m], x[:, m:n:-1], x[n:m:3]],
-                        [value, np.array(a), np.array(b)])
+    compare_each_with_py([x, n, m], [x[n:m], x[n::m], x[:, m:n:-1], x[n:m:3]],
+                         [[value, np.array(a), np.array(b)] for a, b in [(1, -1), (-2, 2), (0, 1), (3, -3), (7, -9)]])
 
 
 def test_one_compiled_function_serves_every_runtime_bound():
@@ -140,8 +139,7 @@ def test_uint64_indices_past_int64_are_out_of_range():
                 f(np.arange(7.0), np.uint64(bad))
     # As a slice bound (the rewrites cannot take a uint64 bound: PyTensor's ShapeFeature fails)
     outs = [x[u:], x[:u], x[::u], pt.set_subtensor(x[::u], -1.0)]
-    for bound in (2**64 - 1, 2**63, 3):
-        compare_with_py([x, u], outs, [np.arange(7.0), np.uint64(bound)], modes=(RAW_MODE,))
+    compare_each_with_py([x, u], outs, [[np.arange(7.0), np.uint64(bound)] for bound in (2**64 - 1, 2**63, 3)], modes=(RAW_MODE,))
 
 
 @pytest.mark.parametrize("step", [2**63 - 1, 2**62 + 1, -(2**63), -(2**63) + 1, 2**40])
@@ -366,8 +364,8 @@ def test_index_arrays_of_run_time_length_one_broadcast_to_zero():
     outs = [x[i, j], x[j, i], pt.set_subtensor(x[i, j], 1.0), pt.inc_subtensor(x[j, i], 1.0)]
     base = np.arange(12.0).reshape(3, 4)
     one, empty = np.array([1]), np.array([], dtype=np.int64)
-    for vi, vj in [(one, empty), (empty, one), (one, np.array([0, 2])), (np.array([2, 0]), np.array([1, 2]))]:
-        compare_with_py([x, i, j], outs, [base, vi, vj])
+    compare_each_with_py([x, i, j], outs, [[base, vi, vj] for vi, vj in [
+        (one, empty), (empty, one), (one, np.array([0, 2])), (np.array([2, 0]), np.array([1, 2]))]])
 
 
 # --- advanced writes -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pytensor.tensor.basic import scalar_from_tensor, tensor_from_scalar
 
 from lowering import lower
 from lowering.errors import UnsupportedOpsError
-from tests.helpers import PY_MODE, RAW_MODE, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, compare_each_with_py, compare_with_py
 from tests.values import ALL_DTYPES, finite_values
 
 
@@ -25,8 +25,7 @@ def test_alloc_and_friends_every_dtype(dtype):
     outs = [pt.alloc(v, 2, 3), pt.alloc(row, n, 3), pt.alloc(v, n), pt.stack([v, v]),
             tensor_from_scalar(scalar_from_tensor(v)), pt.zeros((n, 2), dtype=dtype),
             pt.ones_like(row), pt.full((2,), v)]
-    for k in (0, 1, 4):
-        compare_with_py([v, row, n], outs, [value[0], value, np.array(k)])
+    compare_each_with_py([v, row, n], outs, [[value[0], value, np.array(k)] for k in (0, 1, 4)])
 
 
 def test_alloc_empty_has_the_right_shape_and_dtype():
@@ -99,9 +98,9 @@ def test_arange_and_eye_with_runtime_sizes():
     start, step = pt.scalar("start"), pt.scalar("step")
     outs = [pt.arange(n), pt.arange(k, n, 2), pt.arange(start, n, step), pt.eye(n),
             pt.eye(n, m, k), pt.eye(n, dtype="int8"), pt.arange(n, k, -1)]
-    for n_val, m_val, k_val, step_val in [(5, 3, 1, 0.25), (0, 2, -1, 1.5), (4, 4, -6, -0.5), (7, 1, 2, 3.0)]:
-        compare_with_py([n, m, k, start, step], outs,
-                        [np.array(n_val), np.array(m_val), np.array(k_val), np.array(0.5), np.array(step_val)])
+    compare_each_with_py([n, m, k, start, step], outs, [
+        [np.array(n_val), np.array(m_val), np.array(k_val), np.array(0.5), np.array(step_val)]
+        for n_val, m_val, k_val, step_val in [(5, 3, 1, 0.25), (0, 2, -1, 1.5), (4, 4, -6, -0.5), (7, 1, 2, 3.0)]])
 
 
 @pytest.mark.parametrize("make", [
@@ -206,8 +205,7 @@ def test_split_sizes_from_a_vector_of_unknown_length():
     """Split.perform's checks, in its order: the vector's length, the sum, the signs."""
     x, s = pt.vector("x"), pt.lvector("s")
     outputs = pt.split(x, s, n_splits=2)
-    for sizes in ([2, 3], [0, 5], [5, 0]):
-        compare_with_py([x, s], outputs, [np.arange(5.0), np.array(sizes)])
+    compare_each_with_py([x, s], outputs, [[np.arange(5.0), np.array(sizes)] for sizes in ([2, 3], [0, 5], [5, 0])])
     fn = pytensor.function([x, s], outputs, mode="STABLEHLO")
     for sizes, message in [([2, 3, 0], "length of splits"), ([5], "length of splits"), ([], "length of splits"),
                            ([3, 3], "do not sum"), ([2, -1], "do not sum"), ([6, -1], "negative")]:
