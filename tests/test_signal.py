@@ -103,6 +103,8 @@ def test_convolve2d_every_mode(dtype, static):
     """scipy.signal.convolve in two dims ("same" and the boundaries are PyTensor's own
     padding around "valid"), either input the larger one, as one convolution."""
     shapes = [((5, 6), (2, 3)), ((2, 3), (5, 6)), ((1, 1), (3, 2)), ((4, 4), (4, 4))]
+    if dtype not in ("float64", "complex128"):  # the shape cases are dtype-blind; each one compiles (CI time)
+        shapes = shapes[:2]
 
     def graph(n, k):
         a, v = pt.tensor("a", dtype=dtype, shape=n), pt.tensor("v", dtype=dtype, shape=k)
