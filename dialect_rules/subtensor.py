@@ -790,7 +790,6 @@ def _advanced_write(ctx, node, x, y, entries):
     return _output(node, out)
 
 
-
 def _set_indexed(ctx, view, axes, index, update, front):
     """view[index] = update, the last of repeated positions winning, as in numpy.
 
@@ -818,6 +817,7 @@ def _last_update_per_position(view, axes, index, update, front):
     rows = reshape(update, [*dims[:at], count, *dims[at + len(batch):]])
     rows = gather_indexed(rows, [at], reshape(last, [count, 1]), front=False)
     return reshape(rows, dims)
+
 
 def whole_mask_selection(var):
     """(s, m) where `var` is s[m] with m one boolean mask over all of s, else None: the
