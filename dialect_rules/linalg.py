@@ -176,13 +176,9 @@ def _char(c: str) -> ir.Attribute:
     return ir.IntegerAttr.get(ir.IntegerType.get_unsigned(8), ord(c))
 
 
-def _on_gpu(ctx) -> bool:
-    return ctx.options.platform == "cuda"
-
-
 def _cpu_only(ctx, node, routine: str) -> None:
     """Refuse, naming the node, what only LAPACK does where the module is for a GPU."""
-    if _on_gpu(ctx):
+    if ctx.on_gpu:
         raise UnsupportedParameterError(
             node, f"platform {ctx.options.platform!r}",
             f"cuSOLVER has no {routine}: lower it for platform 'cpu'",
@@ -404,7 +400,7 @@ def _solve_triangular(ctx, a, b, *, lower, unit=False, transpose="NO_TRANSPOSE")
     dtype = value_dtype(b)
     n = _matrix_dims(a)
     agree = [n, (n[0], _matrix_dims(b)[0])]
-    if _on_gpu(ctx):  # XLA's own op, cuBLAS's trsm on GPUs (what JAX emits there)
+    if ctx.on_gpu:  # XLA's own op, cuBLAS's trsm on GPUs (what JAX emits there)
         # Its shapes must agree to refine even where the call never runs.
         rank, rows = len(static_shape(a.type)), _matrix_dims(b)[0]
         square = _fit(_fit(a, rank - 2, rows), rank - 1, rows)
@@ -470,7 +466,7 @@ def _potrf(ctx, a, lower: bool):
     a_t = _mT(a)
     dims = shape_of(a_t)
     results = [(dims, dtype), (dims[:-2], "int32")]
-    if _on_gpu(ctx):
+    if ctx.on_gpu:
         factor_t, info = cusolver("potrf", [a_t], results, aliases={0: 0}, agree=[_matrix_dims(a)],
                                   lower=not lower)
     else:
@@ -486,7 +482,7 @@ def _getrf(ctx, a):
     dims = shape_of(a)
     k = dim_min(dims[-2], dims[-1])
     results = [(dims, dtype), ([*dims[:-2], k], "int32"), (dims[:-2], "int32")]
-    if _on_gpu(ctx):
+    if ctx.on_gpu:
         lu, pivots, info = cusolver("getrf", [a], results, aliases={0: 0})
     else:
         lu, pivots, info = lapack("getrf", dtype, [a], results, aliases={0: 0})
@@ -724,7 +720,7 @@ def _syevd(ctx, a, lower: bool, vectors: bool):
     dtype = value_dtype(a)
     dims = shape_of(a)
     results = [(dims, dtype), (dims[:-1], _real_dtype(dtype)), (dims[:-2], "int32")]
-    if _on_gpu(ctx):  # always computes vectors; algorithm 0: Jacobi up to 32 x 32, else syevd
+    if ctx.on_gpu:  # always computes vectors; algorithm 0: Jacobi up to 32 x 32, else syevd
         v, w, info = cusolver("syevd", [a], results, aliases={0: 0}, agree=[_matrix_dims(a)],
                               lower=lower, algorithm=0)
     else:
@@ -827,7 +823,7 @@ def _svd_parts(ctx, x, mode: str):
     batch, (m, n) = list(dims[:-2]), dims[-2:]
     k = dim_min(m, n)
     u_cols, vt_rows = (m, n) if mode == "A" else (k, k)
-    if _on_gpu(ctx):  # v, not vt; U and V exist even for values only
+    if ctx.on_gpu:  # v, not vt; U and V exist even for values only
         _, s, u, v, info = cusolver(
             "gesvdj", [x],
             [(dims, dtype), ([*batch, k], _real_dtype(dtype)), ([*batch, m, u_cols], dtype),
@@ -998,7 +994,7 @@ def lower_eig(ctx, node, batch_ndim, x):
     batch = list(dims[:-2])
     complex_dtype = _complex_dtype(dtype)
     vectors = [(dims, complex_dtype), (dims, complex_dtype), (batch, "int32")]
-    if _on_gpu(ctx):  # cuSOLVER's Xgeev: vectors packed as real geev's for real x
+    if ctx.on_gpu:  # cuSOLVER's Xgeev: vectors packed as real geev's for real x
         _, w, _, vr, info = cusolver("geev", [x], [(dims, dtype), (dims[:-1], complex_dtype), (dims, dtype),
                                                    (dims, dtype), (batch, "int32")],
                                      agree=[_matrix_dims(x)], left=False, right=True)
@@ -1035,7 +1031,7 @@ def lower_qr(ctx, node, batch_ndim, x):
         extra = [hlo.subtract(jpvt, full_like(jpvt, 1))]
     else:
         results = [(dims, dtype), ([*batch, k], dtype)]
-        if _on_gpu(ctx):
+        if ctx.on_gpu:
             qr, tau = cusolver("geqrf", [x], results, aliases={0: 0})
         else:
             qr, tau = lapack("geqrf", dtype, [x], results, aliases={0: 0})
@@ -1056,7 +1052,7 @@ def lower_qr(ctx, node, batch_ndim, x):
             pad = dim_sub(m, dim_min(n, m))
             basis = hlo.concatenate([basis, full(0, [*batch, m, pad], dtype)], rank - 1)
         results = [([*batch, m, cols], dtype)]
-        if _on_gpu(ctx):
+        if ctx.on_gpu:
             [q] = cusolver("orgqr", [basis, tau], results, aliases={0: 0}, identity=(0,))
         else:
             routine = "ungqr" if is_complex(x) else "orgqr"

@@ -100,7 +100,7 @@ def _convolve(ctx, node, a, v, full_mode, batch_dims):
     rows_v = reshape(v, [batch, *shape_of(v)[len(batch_dims):]])
     if ctx.can_raise():
         rows_a, rows_v = _refuse_empty(ctx, rows_a, rows_v, rank)
-    on_gpu = ctx.options.platform == "cuda"
+    on_gpu = ctx.on_gpu
     if on_gpu and np.dtype(dtype).kind in "biu":
         raise UnsupportedParameterError(
             node, f"{dtype} input on platform 'cuda'",

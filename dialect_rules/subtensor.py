@@ -796,7 +796,7 @@ def _set_indexed(ctx, view, axes, index, update, front):
     XLA's CPU backend applies a scatter's updates in order. On a GPU they race, so there
     each update is first replaced by the last one aimed at its position: the writes
     that race are then equal, and which of them lands last no longer matters."""
-    if ctx.options.platform != "cpu":
+    if ctx.on_gpu:
         update = _last_update_per_position(view, axes, index, update, front)
     return scatter_indexed(view, axes, index, update, front, _take_update)
 

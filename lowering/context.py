@@ -179,6 +179,11 @@ class LoweringContext:
         frame.flags.append(failed)
 
     @property
+    def on_gpu(self) -> bool:
+        """Whether the module is lowered for an NVIDIA GPU (`LoweringOptions.platform`)."""
+        return self.options.platform == "cuda"
+
+    @property
     def frame(self) -> FunctionFrame | None:
         """The function being lowered."""
         return self._frames[-1] if self._frames else None
