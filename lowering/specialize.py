@@ -69,10 +69,16 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
             run_pipeline(module, specialize_pipeline(arg_types))
             # Shapes computed with arithmetic refine-shapes does not fold (float math, as in
             # arange's length, or bound scalar values) need general folding between rounds.
+            # A round that changes nothing ends them: the next would not either (a boolean
+            # mask's `?` is sized by data, which only a run measures: `runtime_dims`).
+            text = str(module)
             for _ in range(_MAX_FOLD_ROUNDS):
-                if is_fully_static(module):
+                if _DYNAMIC_TYPE.search(text) is None:
                     break
                 run_pipeline(module, FOLD_AND_REFINE)
+                text, before = str(module), text
+                if text == before:
+                    break
         except PassPipelineError:
             if reads_dims:
                 _check_dims_readable(module)
