@@ -14,7 +14,8 @@ writes each output back with `dynamic_update_slice`. Everything follows
 - untraced sit-sots (shared variables' updates) are plain loop-carried values;
 - a while-Scan (`until`) stops when the condition holds; outputs whose buffer was
   large enough for every step are trimmed to the steps taken, a length known
-  only once the loop ran (the runtime measures it, see `specialize.py`).
+  only once the loop ran (the runtime measures it, see `specialize.py`), unless
+  one step fills the buffer (`_full_after_one_step`).
 
 Loop-invariant values (sequences, non-sequences) are read from the enclosing scope.
 Run-time checks raised inside the step (an index out of range) are or-ed into
@@ -257,13 +258,22 @@ def _finish(buffers: _Buffers, k: int, buf: ir.Value, steps: ir.Value, as_while:
         compare(rows, splat(written, rows), "LT"),
     )
     out = select(keep, rotated, full(0, shape_of(buf), value_dtype(buf)))
-    if as_while:
+    if as_while and not _full_after_one_step(buf, buffers.mintaps[k]):
         # perform: `buf[:-(n_steps - steps)]` when the loop stopped early and the
         # buffer was not a ring that wrapped.
         short = hlo.and_(hlo.not_(wrapped), compare(steps, n_steps, "LT"))
         length = select(short, hlo.subtract(store, hlo.subtract(n_steps, steps)), store)
         out = slice_axis(out, 0, 0, length)
     return out
+
+
+def _full_after_one_step(buf: ir.Value, mintap: int) -> bool:
+    """Whether a buffer has a static length of at most the rows one step fills (its
+    initial taps and the step's write). perform trims a buffer that is not full when
+    the loop stopped early, and a loop that runs at all takes a step: such a buffer
+    keeps its length. ScanSaveMem makes these rings for outputs read only at [-1]."""
+    rows = static_shape(buf.type)[0]
+    return rows is not None and rows <= 1 - mintap
 
 
 def _nit_sot_buffers(ctx, node, step, outer) -> list[ir.Value]:

@@ -14,7 +14,7 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.scan.utils import until
 
 from lowering import lower
-from tests.helpers import RAW_MODE, compare_each_with_py, compare_with_py
+from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py
 
 
 def scan(*args, **kwargs):
@@ -153,6 +153,22 @@ def test_while_scan_repeated_calls_measure_each_length():
     for tol in (1e-2, 1e-6, 1e-2, 1e-9):
         values = [a, np.array([1.0, 0.0]), np.array(tol)]
         np.testing.assert_allclose(f(*values), ref(*values))
+
+
+def test_while_scan_read_only_at_its_last_step_compiles_once():
+    """The mode's scan_save_mem_no_prealloc leaves a while-Scan read only at [-1] (as in
+    pm.Truncated's rejection loop) a ring of static length: calls that take different
+    numbers of steps share one executable, where a trace of the steps taken needed a
+    measurement and a compile for each new length."""
+    inputs, vs = _power_iteration()
+    f = pytensor.function(inputs, vs[-1], mode="STABLEHLO")
+    ref = pytensor.function(inputs, vs[-1], mode=PY_MODE)
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    for tol in (1e-2, 1e-6, 10.0, 1e-9):
+        values = [a, np.array([1.0, 0.0]), np.array(tol)]
+        assert_same(f(*values), ref(*values), rtol=1e-12)
+    compiled = f.vm.jit_fn.compiled
+    assert len(compiled._by_shapes) == 1 and not compiled._by_values
 
 
 # --- every kind of input and output ---------------------------------------------------
