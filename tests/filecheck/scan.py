@@ -57,3 +57,13 @@ vs = pytensor.scan(
 # CHECK: stablehlo.return
 # CHECK: stablehlo.real_dynamic_slice
 print_ir("scan_until", [v0, tol], [vs], raw=True)
+
+# The same loop read only at [-1], after the STABLEHLO mode's rewrites: ScanSaveMem keeps
+# a ring of 2 rows (the initial state and one step's write), which one step fills, so
+# nothing is trimmed and the result has a static shape (the runtime measures nothing).
+rewritten = pytensor.function([v0, tol], vs[-1], mode="STABLEHLO").maker.fgraph
+# CHECK-LABEL: TEST: scan_until_last opt
+# CHECK: stablehlo.while{{.*}} tensor<2x?xf64>
+# CHECK-NOT: tensor<?x?xf64>
+# CHECK: return {{.*}} : tensor<?xf64>
+print_ir("scan_until_last", rewritten.inputs, rewritten.outputs)
