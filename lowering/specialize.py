@@ -43,8 +43,9 @@ class Signature:
     values: tuple[tuple[int, object], ...] = ()  # (argument index, scalar value)
 
 
-def is_fully_static(module: ir.Module) -> bool:
-    return _DYNAMIC_TYPE.search(str(module)) is None
+def is_fully_static(module: ir.Module | str) -> bool:
+    """Whether no `?` dim is left in `module` (or in its text, already printed)."""
+    return _DYNAMIC_TYPE.search(module if isinstance(module, str) else str(module)) is None
 
 
 _DYNAMIC_OP = re.compile(r"stablehlo\.(real_dynamic_slice|dynamic_(broadcast_in_dim|reshape|iota|pad|gather|conv))")
@@ -73,7 +74,7 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
             # mask's `?` is sized by data, which only a run measures: `runtime_dims`).
             text = str(module)
             for _ in range(_MAX_FOLD_ROUNDS):
-                if _DYNAMIC_TYPE.search(text) is None:
+                if is_fully_static(text):
                     break
                 run_pipeline(module, FOLD_AND_REFINE)
                 text, before = str(module), text
