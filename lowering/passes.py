@@ -19,7 +19,7 @@ from jax.extend.mlir import ir, passmanager
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering._jax_internal import register_passes
-from lowering.builders import ELEMENTWISE_OPS, constant_array, ir_constant, symbol_name
+from lowering.builders import ELEMENTWISE_OPS, constant_array, ir_constant, static_slice, symbol_name
 from lowering.errors import PassPipelineError
 from lowering.types import dtype_of
 
@@ -214,7 +214,13 @@ def fold_shape_arithmetic(module_op: ir.Operation) -> None:
     arange's length) become constants, so refinement makes the ops they size static
     before MHLO's folder runs. MHLO's folder, reaching a still `?`-typed slice of a
     constant in the same run that folds its bounds, makes an invalid `tensor<?x..>`
-    constant of it."""
+    constant of it.
+
+    A slice of a shape vector built by `concatenate` is read from the piece it covers:
+    `concatenate(201, dim(x, 1))[0:1]` is 201 whatever x is, which refinement, folding
+    only ops of constants, does not see (MHLO's folder does)."""
+    for op in ops_named(module_op, "stablehlo.slice"):
+        _slice_of_concatenate(op)
     for op in ops_named(module_op, *_UNFOLDED, "stablehlo.convert"):
         result = op.results[0]
         if not ir.RankedTensorType(result.type).has_static_shape:
@@ -238,6 +244,33 @@ def fold_shape_arithmetic(module_op: ir.Operation) -> None:
         with ir.InsertionPoint(op), op.location:
             result.replace_all_uses_with(ir_constant(value))
         op.erase()
+
+
+def _slice_of_concatenate(op) -> None:
+    """Replace a 1-D `slice` that lies within one operand of the `concatenate` it reads
+    by that operand, or a slice of it."""
+    source = op.operands[0].owner
+    if (not isinstance(source, (ir.Operation, ir.OpView)) or source.operation.name != "stablehlo.concatenate"
+            or ir.RankedTensorType(op.operands[0].type).rank != 1):
+        return
+    (start,), (limit,), (stride,) = (ir.DenseI64ArrayAttr(op.attributes[k]) for k in
+                                     ("start_indices", "limit_indices", "strides"))
+    if stride != 1:
+        return
+    offset = 0
+    for piece in source.operation.operands:
+        size = ir.RankedTensorType(piece.type).shape[0]
+        if ir.ShapedType.is_dynamic_size(size):
+            return  # (where the later pieces start is not known)
+        if offset <= start and limit <= offset + size:
+            replacement = piece
+            if (start - offset, limit - offset) != (0, size):
+                with ir.InsertionPoint(op), op.location:
+                    replacement = static_slice(piece, [start - offset], [limit - offset])
+            op.results[0].replace_all_uses_with(replacement)
+            op.erase()
+            return
+        offset += size
 
 
 def _converted(value: np.ndarray, dtype: np.dtype):

@@ -67,3 +67,30 @@ print("TEST: slice_of_constant_specialized")
 k = pt.lscalar("k")
 lowered = lower(FunctionGraph([k], [pt.constant(np.arange(10.0))[-k:]]))
 print(lowered.specialize(np.int64(3)))
+
+# A slice of a shape vector built by concatenate is read from the piece it lies in,
+# whatever the other pieces are: the Alloc(0, n)[:stop] of a raw RK4 gradient sized the
+# slice of a constant with one, and MHLO's folder, folding it, made an invalid
+# tensor<?xf64> constant. A slice across pieces, or after a `?` piece, is left alone.
+# CHECK-LABEL: TEST: slice_of_concatenate
+# CHECK: %[[A:.*]] = stablehlo.constant dense<201> : tensor<1xi64>
+# CHECK: %[[B:.*]] = stablehlo.concatenate %[[A]], %{{.*}}, %{{.*}}, dim = 0
+# CHECK-NEXT: %[[PART:.*]] = stablehlo.slice %arg0 [1:3]
+# CHECK-NEXT: %[[ACROSS:.*]] = stablehlo.slice %[[B]] [0:2]
+# CHECK-NEXT: %[[AFTER:.*]] = stablehlo.slice %[[B]] [4:5]
+# CHECK-NEXT: return %[[A]], %[[PART]], %[[ACROSS]], %[[AFTER]]
+print("TEST: slice_of_concatenate")
+with make_ir_context():
+    module = ir.Module.parse("""
+    func.func public @main(%y: tensor<3xi64>, %z: tensor<?xi64>)
+        -> (tensor<1xi64>, tensor<2xi64>, tensor<2xi64>, tensor<1xi64>) {
+      %c = stablehlo.constant dense<201> : tensor<1xi64>
+      %0 = stablehlo.concatenate %c, %y, %z, dim = 0 : (tensor<1xi64>, tensor<3xi64>, tensor<?xi64>) -> tensor<?xi64>
+      %1 = stablehlo.slice %0 [0:1] : (tensor<?xi64>) -> tensor<1xi64>
+      %2 = stablehlo.slice %0 [2:4] : (tensor<?xi64>) -> tensor<2xi64>
+      %3 = stablehlo.slice %0 [0:2] : (tensor<?xi64>) -> tensor<2xi64>
+      %4 = stablehlo.slice %0 [4:5] : (tensor<?xi64>) -> tensor<1xi64>
+      return %1, %2, %3, %4 : tensor<1xi64>, tensor<2xi64>, tensor<2xi64>, tensor<1xi64>
+    }""")
+    run_pipeline(module, "builtin.module(fold-shape-arithmetic)")
+    print(module)
