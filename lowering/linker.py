@@ -23,18 +23,18 @@ EXCLUDED_REWRITES = (
 )
 
 
-# PyTensor rewrites added to `fast_run`. scan_save_mem_no_prealloc (the JAX and Numba
-# backends' variant of ScanSaveMem) keeps only the steps a Scan's clients read: a
-# while-Scan whose last state alone is used (pm.Truncated's rejection loop) then has a
-# static buffer instead of a trace whose length, the steps taken, each call measures and
-# compiles for again.
-INCLUDED_REWRITES = ("fast_run", "scan_save_mem_no_prealloc")
+# PyTensor rewrites every graph gets, whatever the Mode's optimizer (as NumbaLinker's
+# "numba" tag does): scan_save_mem_no_prealloc (the JAX and Numba backends' variant of
+# ScanSaveMem) keeps only the steps a Scan's clients read. A while-Scan whose last state
+# alone is used (pm.Truncated's rejection loop) then has a static buffer instead of a
+# trace whose length, the steps taken, each call measures and compiles for again.
+REQUIRED_REWRITES = ("minimum_compile", "scan_save_mem_no_prealloc")
 
 
 class StableHLOLinker(JITLinker):
     """Lowers the whole FunctionGraph to one StableHLO module and runs it with XLA."""
 
-    required_rewrites = ("minimum_compile",)
+    required_rewrites = REQUIRED_REWRITES
     incompatible_rewrites = EXCLUDED_REWRITES
 
     def __init__(self, *args, platform: str = "cpu", fp_contraction: bool = True, **kwargs):
@@ -104,7 +104,7 @@ def _register(name: str, **linker_options) -> Mode:
     linker = StableHLOLinker(**linker_options)
     if name.lower() not in predefined_linkers:
         register_linker(name.lower(), linker)
-    mode = Mode(linker, RewriteDatabaseQuery(include=list(INCLUDED_REWRITES)))
+    mode = Mode(linker, RewriteDatabaseQuery(include=["fast_run"]))
     predefined_modes[name] = mode
     return mode
 

@@ -18,7 +18,8 @@ PY_MODE = Mode(linker="py", optimizer=None)
 # STABLEHLO_TEST_PLATFORM=cuda an NVIDIA GPU (test files that read MODE).
 PLATFORM = os.environ.get("STABLEHLO_TEST_PLATFORM", "cpu")
 MODE = {"cpu": "STABLEHLO", "cuda": "STABLEHLO_CUDA"}[PLATFORM]
-# The graph as written, no PyTensor rewrites: tests each rule on the Op itself.
+# The graph as written, only the rewrites the linker requires (`minimum_compile`, and
+# ScanSaveMem): tests each rule on the Op itself.
 RAW_MODE = Mode(linker=StableHLOLinker(platform=PLATFORM), optimizer=None)
 
 # Default tolerances per dtype, for results of approximated functions.

@@ -1,7 +1,8 @@
 """Scan: one stablehlo.while over PyTensor's buffers, against the Python mode.
 
-`compare_with_py` runs each graph with PyTensor's rewrites (which shrink buffers to
-rings, push code out of the loop, ...) and raw, against `Scan.perform`.
+`compare_with_py` runs each graph with PyTensor's rewrites (which push code out of the
+loop, merge Scans, ...) and raw, against `Scan.perform`. Both shrink the buffers of
+partly read outputs to rings: the linker requires ScanSaveMem.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.compile.mode import Mode
 from pytensor.graph.fg import FunctionGraph
 from pytensor.scan.utils import until
 
 from lowering import lower
-from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py
+from lowering.linker import StableHLOLinker
+from tests.helpers import PLATFORM, PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py
 
 
 def scan(*args, **kwargs):
@@ -155,13 +158,17 @@ def test_while_scan_repeated_calls_measure_each_length():
         np.testing.assert_allclose(f(*values), ref(*values))
 
 
-def test_while_scan_read_only_at_its_last_step_compiles_once():
-    """The mode's scan_save_mem_no_prealloc leaves a while-Scan read only at [-1] (as in
-    pm.Truncated's rejection loop) a ring of static length: calls that take different
-    numbers of steps share one executable, where a trace of the steps taken needed a
-    measurement and a compile for each new length."""
+@pytest.mark.parametrize("mode", ["STABLEHLO", "fast_run on the linker"])
+def test_while_scan_read_only_at_its_last_step_compiles_once(mode):
+    """The linker's required scan_save_mem_no_prealloc leaves a while-Scan read only at
+    [-1] (as in pm.Truncated's rejection loop) a ring of static length, whatever Mode
+    holds the linker: calls that take different numbers of steps share one executable,
+    where a trace of the steps taken needed a measurement and a compile for each new
+    length."""
+    if mode == "fast_run on the linker":
+        mode = Mode(linker=StableHLOLinker(platform=PLATFORM), optimizer="fast_run")
     inputs, vs = _power_iteration()
-    f = pytensor.function(inputs, vs[-1], mode="STABLEHLO")
+    f = pytensor.function(inputs, vs[-1], mode=mode)
     ref = pytensor.function(inputs, vs[-1], mode=PY_MODE)
     a = np.array([[2.0, 1.0], [1.0, 3.0]])
     for tol in (1e-2, 1e-6, 10.0, 1e-9):
