@@ -273,9 +273,29 @@ class Compiled:
             key = (shapes, values)
             if key in self._by_values:
                 return self._by_values[key]
-            exe = self._executable(self.lowered.specialized_module(shapes, values), shapes)
+            module = self.lowered.specialized_module(shapes, values)
+            if not is_fully_static(module):
+                measured = self._measured_whatever_the_values(shapes)
+                if measured is not None:
+                    return measured
+            exe = self._executable(module, shapes)
             _bounded_put(self._by_values, key, exe, self.max_signatures)
             return exe
+
+    def _measured_whatever_the_values(self, shapes):
+        """For shapes whose module the scalar values leave with sizes to measure (a
+        while-Scan's trace: its length is the steps taken, whatever the tolerance), one
+        probe of the module refined to the shapes alone, measuring every size, for all
+        values: keyed on the values, each new value (each tolerance) compiled a probe and
+        an executable of its own. None where that module's sizes cannot be measured."""
+        module = self.lowered.specialized_module(shapes)
+        with self.lowered.lock:
+            dims = runtime_dims(module)
+        if dims is None:
+            return None
+        exe = self._executable(module, shapes)
+        _bounded_put(self._by_shapes, shapes, exe, self.max_signatures)
+        return exe
 
     def _executable(self, module, shapes, strict=True):
         """The executable of a specialized module; where shapes are left that the

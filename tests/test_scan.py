@@ -178,6 +178,27 @@ def test_while_scan_read_only_at_its_last_step_compiles_once(mode):
     assert len(compiled._by_shapes) == 1 and not compiled._by_values
 
 
+def test_while_scan_trace_is_measured_with_one_probe_whatever_the_tolerance():
+    """A while-Scan's full trace is as long as the steps taken, measured at run time by a
+    probe. A scalar input (the tolerance) leaves that length to measure whatever its
+    value, so the probe serves every value: keyed on the values, each new tolerance
+    compiled a probe and an executable of its own."""
+    inputs, vs = _power_iteration()
+    f = pytensor.function(inputs, [vs, vs.shape[0]], mode="STABLEHLO")
+    ref = pytensor.function(inputs, [vs, vs.shape[0]], mode=PY_MODE)
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    steps = set()
+    for tol in (1e-2, 1e-6, 10.0, 1e-3, 1e-2, 1e-9):
+        values = [a, np.array([1.0, 0.0]), np.array(tol)]
+        got, want = f(*values), ref(*values)
+        for g, w in zip(got, want):
+            assert_same(g, w, rtol=1e-12)
+        steps.add(int(want[1]))
+    compiled = f.vm.jit_fn.compiled
+    (measured,) = compiled._by_shapes.values()
+    assert not compiled._by_values and len(measured.executables) == len(steps) > 3
+
+
 # --- every kind of input and output ---------------------------------------------------
 
 
