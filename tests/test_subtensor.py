@@ -299,13 +299,13 @@ def test_runtime_boolean_mask_reads(dtype):
     m2, m1 = pt.matrix("m2", dtype="bool"), pt.vector("m1", dtype="bool")
     outs = [x[m2], x[:, m2], x[m1], x[1:, :, m1], x[m1, :, 0], x[m1][:, m1]]
     f = pytensor.function([x, m2, m1], outs, mode="STABLEHLO")
+    ref = pytensor.function([x, m2, m1], outs, mode=PY_MODE)
     rng = np.random.default_rng(0)
     for shape, p in [((4, 4, 4), 0.5), ((3, 3, 3), 0.0), ((4, 4, 4), 1.0), ((5, 5, 5), 0.3)]:
         values = [finite_values(dtype, int(np.prod(shape)), seed=1).reshape(shape),
                   rng.random(shape[:2]) < p, rng.random(shape[0]) < p]
         compare_with_py([x, m2, m1], outs, values)
-        for got, out in zip(f(*values), outs):  # the compiled function, reused across counts
-            want = pytensor.function([x, m2, m1], out, mode=PY_MODE, on_unused_input="ignore")(*values)
+        for got, want in zip(f(*values), ref(*values)):  # the compiled function, reused across counts
             np.testing.assert_array_equal(got, want)
 
 
