@@ -89,8 +89,12 @@ def test_repeat():
                           Repeat(axis=1)(x, [2, 1]), Repeat(axis=0)(x, [2])], [xv])
 
 
-@pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex64"])
-@pytest.mark.parametrize("counts_dtype", ["int64", "int8", "uint32"])
+# Every data dtype and every counts dtype, in pairs rather than all 12 combinations: the
+# counts only place rows and the data only moves (CI time); float64, whose gradient scatters
+# back, with a signed and an unsigned counts dtype.
+@pytest.mark.parametrize("dtype, counts_dtype", [
+    ("float64", "int64"), ("float64", "uint32"), ("int8", "int8"), ("bool", "uint32"), ("complex64", "int64"),
+])
 def test_repeat_with_run_time_repeats(dtype, counts_dtype):
     """The output length is the repeats' sum: measured at run time, one executable per
     length; one count broadcasts to the whole axis, as numpy does."""
