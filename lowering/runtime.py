@@ -275,19 +275,20 @@ class Compiled:
                 return self._by_values[key]
             module = self.lowered.specialized_module(shapes, values)
             if not is_fully_static(module):
-                measured = self._measured_whatever_the_values(shapes)
+                # The values did not make every size static (a while-Scan's trace is as
+                # long as the steps taken, whatever the tolerance): keyed on them, each
+                # new value would compile a probe and an executable of its own.
+                measured = self._measured_for_all_values(shapes)
                 if measured is not None:
                     return measured
             exe = self._executable(module, shapes)
             _bounded_put(self._by_values, key, exe, self.max_signatures)
             return exe
 
-    def _measured_whatever_the_values(self, shapes):
-        """For shapes whose module the scalar values leave with sizes to measure (a
-        while-Scan's trace: its length is the steps taken, whatever the tolerance), one
-        probe of the module refined to the shapes alone, measuring every size, for all
-        values: keyed on the values, each new value (each tolerance) compiled a probe and
-        an executable of its own. None where that module's sizes cannot be measured."""
+    def _measured_for_all_values(self, shapes):
+        """The module refined to `shapes` alone, every `?` size measured by one probe, kept
+        under the shapes so that all scalar values share it; None where that module's
+        sizes cannot be measured (the caller then keys on the values)."""
         module = self.lowered.specialized_module(shapes)
         with self.lowered.lock:
             dims = runtime_dims(module)
