@@ -261,7 +261,11 @@ def test_jax_export_round_trips(capsys, graphs, tmp_path):
     exported = jax.export.deserialize(bytearray(target.read_bytes()))
     xv = np.array([0.5, -1.0, 2.0], np.float32)
     yv = np.arange(6, dtype=np.float32).reshape(2, 3)
-    got = exported.call(xv, yv)
+    assert exported.platforms == ("cpu",)
+    # Exported for the CPU (the tool's default platform): called there, whatever jax's
+    # default device is.
+    cpu = jax.devices("cpu")[0]
+    got = exported.call(jax.device_put(xv, cpu), jax.device_put(yv, cpu))
     x, y = pt.vector("x", dtype="float32"), pt.matrix("y", dtype="float32")
     expected = pytensor.function(
         [x, y], [pt.log1p(pt.exp(x)) + y.sum(axis=0), y * 2], mode="FAST_COMPILE"
