@@ -78,6 +78,11 @@ def lower_careduce(ctx, node, x):
             ctx.runtime_check(empty, ValueError, f"zero-size array to reduction operation {op.scalar_op} which has no identity")
     elif getattr(op.ufunc, "identity", 0) is None:
         _check_nonempty(ctx, x, axes, str(op.scalar_op))
+    if op.scalar_op == ps.scalar_maximum and np.dtype(acc_dtype).kind == "c":
+        # numpy keeps the first NaN it meets, and the parts tell which one it kept: with
+        # its index beside each value, the order XLA reduces in cannot change it.
+        out, _ = _max_with_index(convert(x, acc_dtype), axes)
+        return convert(out, out_dtype)
     scalar_node = scalar_apply(op.scalar_op, [acc_dtype, acc_dtype], [acc_dtype])
 
     def body(accs, xs):
@@ -118,23 +123,26 @@ def _argmax_body(dtype):
     return body
 
 
-@register_lowering(Argmax)
-def lower_argmax(ctx, node, x):
-    ndim = node.inputs[0].type.ndim
-    axes = _axes(node.op.axis, ndim)
+def _max_with_index(x, axes):
+    """x's maximum over `axes` in numpy's order (`_argmax_body`), and its index into
+    those axes flattened in C order, as numpy's argmax counts."""
     dtype = value_dtype(x)
-    _check_nonempty(ctx, x, axes, "argmax")
-    # Reduced axes last, flattened into one: the index numpy returns is into that order.
-    kept = [i for i in range(ndim) if i not in axes]
     dims = shape_of(x)
+    kept = [i for i in range(len(dims)) if i not in axes]
     flat = reshape(transpose(x, kept + list(axes)), [dims[i] for i in kept] + [dim_product([dims[i] for i in axes])])
-    flat_dims = shape_of(flat)
-    index = iota(flat_dims, len(kept), "int64")
+    index = iota(shape_of(flat), len(kept), "int64")
     lowest = ir_constant(identity_value(ps.scalar_maximum, dtype), dtype)
-    _, out = reduce(
+    value, where = reduce(
         [flat, index], [lowest, ir_constant(np.int64(0))], [len(kept)], _argmax_body(dtype)
     )
-    return out
+    return value, where
+
+
+@register_lowering(Argmax)
+def lower_argmax(ctx, node, x):
+    axes = _axes(node.op.axis, node.inputs[0].type.ndim)
+    _check_nonempty(ctx, x, axes, "argmax")
+    return _max_with_index(x, axes)[1]
 
 
 # --- softmax family: the same formulas as scipy.special, which Op.perform calls ---

@@ -66,6 +66,21 @@ def test_complex_max_and_argmax_in_numpys_order(dtype):
     compare_with_py([x], [pt.linalg.norm(x, ord=2)], [spread])
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_max_keeps_the_first_nan_whatever_order_xla_reduces_in(dtype):
+    """numpy's max keeps the first NaN it meets, and its parts show which one. XLA may
+    reduce a large array in any order (its CPU client splits this one, a GPU splits
+    most), so the index of each value rides along."""
+    x = pt.matrix("x", dtype=dtype)
+    rng = np.random.default_rng(0)
+    value = (rng.normal(size=(40, 50)) + 1j * rng.normal(size=(40, 50))).astype(dtype)
+    flat = value.reshape(-1)
+    flat[579], flat[859], flat[924] = complex(1, np.nan), complex(np.nan, np.nan), complex(np.nan, 0)
+    # (Not x.T.max(): numpy reduces a transposed view in memory order, which a module
+    # cannot see.)
+    compare_with_py([x], [x.max(), x.max(axis=0), x.max(axis=1), pt.argmax(x)], [value])
+
+
 def test_empty_reductions():
     x = pt.matrix("x")
     empty = np.zeros((0, 3))

@@ -36,6 +36,15 @@ print_ir("max", [x], x.max(axis=0))
 xs = pt.matrix("xs", shape=(3, 4), dtype="float32")
 print_ir("argmax", [xs], pt.argmax(xs, axis=1))
 
+# A complex max keeps numpy's first NaN: its values reduce beside their indices, so
+# the order XLA reduces in cannot pick another NaN.
+# CHECK-LABEL: TEST: complex_max opt
+# CHECK: stablehlo.iota dim = 0 : tensor<3xi64>
+# CHECK: %[[R:.*]]:2 = stablehlo.reduce(%{{.*}} init: %{{.*}}), (%{{.*}} init: %{{.*}}) across dimensions = [1] : (tensor<4x3xcomplex<f64>>, tensor<4x3xi64>, tensor<complex<f64>>, tensor<i64>) -> (tensor<4xcomplex<f64>>, tensor<4xi64>)
+# CHECK: return %[[R]]#0 : tensor<4xcomplex<f64>>
+xc = pt.matrix("xc", shape=(3, 4), dtype="complex128")
+print_ir("complex_max", [xc], xc.max(axis=0))
+
 # CHECK-LABEL: TEST: softmax opt
 # CHECK: applies stablehlo.maximum
 # CHECK: stablehlo.exponential
