@@ -79,13 +79,18 @@ class Compiled:
         self._dtypes = tuple(np.dtype(storage_dtype(t)) for t in self._in_types)
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
         self._scalar_args = scalar_arguments(self._in_types)
-        self._resident = lowered.resident_inputs
+        # Holding a shared variable's buffer across calls, and aligning large inputs, are
+        # for a client that reads host arrays where they are: XLA's CPU client. Another
+        # one (a GPU's) copies each input to its device, so a held buffer would miss
+        # changes made to the array in place, and an aligned copy would be a second copy.
+        reads_host_memory = _reads_host_memory(self._device)
+        self._resident = lowered.resident_inputs if reads_host_memory else ()
         # input -> (its array, XLA's buffer of it); the storage cells `bind_storage` gave
         self._held = dict.fromkeys(self._resident)
         self._cells: dict = {}
         self._maybe_large = tuple(
             i for i, t in enumerate(self._in_types) if _may_be_large(t) and i not in self._held
-        )
+        ) if reads_host_memory else ()
         self._prepare = bool(self._resident or self._maybe_large)
         self._constant_buffers = tuple(
             self._put(c.value, c.value.dtype) for c in lowered.hoisted_constants
@@ -466,6 +471,11 @@ class _Executable:
 # copies it in 5-9 ms), so large ones get numpy's copy first.
 _XLA_ALIGNMENT = 64
 _ALIGN_FROM_BYTES = 1 << 16
+
+
+def _reads_host_memory(device) -> bool:
+    """Whether `device`'s client reads a host array in place (zero copy)."""
+    return device.platform == "cpu"
 
 
 def _may_be_large(tensor_type) -> bool:

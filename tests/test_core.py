@@ -27,7 +27,7 @@ from lowering import (
 )
 from lowering._jax_internal import make_ir_context
 from lowering.passes import run_pipeline, split_pipeline
-from tests.helpers import PY_MODE, assert_same, compare_with_py
+from tests.helpers import MODE, PY_MODE, assert_same, compare_with_py
 
 ALL_DTYPES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -636,17 +636,39 @@ def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch
 @pytest.mark.parametrize("offset", [0, 1, 2])
 def test_shared_data_changed_in_place_by_a_function_of_another_mode(offset):
     """Another mode's function that updates a shared variable in place (the C and Numba
-    backends write into its array) is seen by the next call, wherever the array sits."""
+    backends write into its array) is seen by the next call, wherever the array sits
+    (and on a GPU, with STABLEHLO_TEST_PLATFORM=cuda, which copies it at each call)."""
     data = pytensor.shared(np.zeros(1003)[offset:offset + 1000], name="data", borrow=True)
     in_place = pytensor.compile.mode.Mode(linker="py", optimizer="fast_run")  # Add{inplace}
     increment = pytensor.function([], [], updates=[(data, data + 1)], mode=in_place)
-    read = pytensor.function([], data.sum(), mode="STABLEHLO")
+    read = pytensor.function([], data.sum(), mode=MODE)
     read()
     array = data.get_value(borrow=True)
     for step in range(1, 4):
         increment()
         assert data.get_value(borrow=True) is array  # (changed in place)
         assert read() == 1000.0 * step
+
+
+def test_a_client_that_copies_inputs_to_its_device_holds_no_buffer_and_aligns_nothing(monkeypatch):
+    """Holding a shared variable's buffer and aligning large inputs serve XLA's CPU
+    client, which reads host arrays in place. A client that copies each input to its
+    device (a GPU's) gets every array as it is at each call: a held copy would miss
+    changes made to it in place, and an aligned copy would be a second copy."""
+    import lowering.runtime as runtime
+
+    monkeypatch.setattr(runtime, "_reads_host_memory", lambda device: False)
+    monkeypatch.setattr(runtime, "_aligned_copy", lambda a: pytest.fail("an aligned copy was made"))
+    data = pytensor.shared(np.zeros(50_001)[1:], name="data", borrow=True)  # never in place
+    x = pt.dvector("x")
+    f = pytensor.function([x], (data + x).sum(), mode="STABLEHLO")
+    compiled = f.vm.jit_fn.compiled
+    assert compiled.lowered.resident_inputs and not compiled._prepare
+    misaligned = np.linspace(0.0, 1.0, 50_001)[1:]
+    expected = misaligned.sum()
+    assert f(misaligned) == expected
+    data.get_value(borrow=True)[:] += 1  # in place
+    np.testing.assert_allclose(f(misaligned), expected + 50_000, rtol=1e-12)
 
 
 def test_functions_with_no_outputs():
