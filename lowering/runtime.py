@@ -89,8 +89,9 @@ class Compiled:
         self._held = dict.fromkeys(self._resident)
         self._cells: dict = {}
         self._maybe_large = tuple(
-            i for i, t in enumerate(self._in_types) if _may_be_large(t) and i not in self._held
-        ) if reads_host_memory else ()
+            i for i, t in enumerate(self._in_types)
+            if reads_host_memory and _may_be_large(t) and i not in self._held
+        )
         self._prepare = bool(self._resident or self._maybe_large)
         self._constant_buffers = tuple(
             self._put(c.value, c.value.dtype) for c in lowered.hoisted_constants
