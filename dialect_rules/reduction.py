@@ -36,7 +36,7 @@ from lowering.builders import (
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import lower_node
-from lowering.regions import any_true, identity_value, reduce
+from lowering.regions import any_true, fold, identity_value, reduce
 from lowering.registry import register_lowering
 
 
@@ -83,6 +83,9 @@ def lower_careduce(ctx, node, x):
         # its index beside each value, the order XLA reduces in cannot change it.
         out, _ = _max_with_index(convert(x, acc_dtype), axes)
         return convert(out, out_dtype)
+    extremum = _FLOAT_EXTREMA.get(op.scalar_op) if np.dtype(acc_dtype).kind == "f" else None
+    if extremum is not None:  # (fold's body keeps NaN)
+        return convert(fold(convert(x, acc_dtype), axes, extremum, identity), out_dtype)
     scalar_node = scalar_apply(op.scalar_op, [acc_dtype, acc_dtype], [acc_dtype])
 
     def body(accs, xs):
@@ -90,6 +93,9 @@ def lower_careduce(ctx, node, x):
 
     (out,) = reduce([convert(x, acc_dtype)], [ir_constant(identity, acc_dtype)], axes, body)
     return convert(out, out_dtype)
+
+
+_FLOAT_EXTREMA = {ps.scalar_maximum: hlo.maximum, ps.scalar_minimum: hlo.minimum}
 
 
 def _masked_source(ctx, node, axes):
@@ -153,11 +159,15 @@ def _keepdims_reduce(ctx, x, axes, scalar_op_name):
 
     scalar_op = {"max": ps.scalar_maximum, "sum": ps.add}[scalar_op_name]
     dtype = value_dtype(x)
-    node = scalar_apply(scalar_op, [dtype, dtype], [dtype])
-    (out,) = reduce(
-        [x], [ir_constant(identity_value(scalar_op, dtype), dtype)], axes,
-        lambda accs, xs: lower_node(ctx, node, [accs[0], xs[0]], own_location=False),
-    )
+    identity = identity_value(scalar_op, dtype)
+    if scalar_op_name == "max" and np.dtype(dtype).kind == "f":  # (fold's body keeps NaN)
+        out = fold(x, axes, hlo.maximum, identity)
+    else:
+        node = scalar_apply(scalar_op, [dtype, dtype], [dtype])
+        (out,) = reduce(
+            [x], [ir_constant(identity, dtype)], axes,
+            lambda accs, xs: lower_node(ctx, node, [accs[0], xs[0]], own_location=False),
+        )
     dims = shape_of(x)
     kept = [i for i in range(len(dims)) if i not in axes]
     return broadcast_in_dim(out, dims, kept)

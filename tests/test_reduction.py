@@ -81,6 +81,17 @@ def test_complex_max_keeps_the_first_nan_whatever_order_xla_reduces_in(dtype):
     compare_with_py([x], [x.max(), x.max(axis=0), x.max(axis=1), pt.argmax(x)], [value])
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_max_and_min_of_many_floats_keep_nan(dtype):
+    """numpy's max and min of values with a NaN are NaN. XLA's CPU client vectorizes a
+    reduce whose body is a plain `maximum` over 4,096 or more elements with instructions
+    that drop NaN (jaxlib 0.10.2; jax's jnp.max too): the body keeps it."""
+    x = pt.matrix("x", dtype=dtype)
+    value = np.random.default_rng(0).normal(size=(3, 5000)).astype(dtype)
+    value[0, 17] = value[1, 4999] = np.nan
+    compare_with_py([x], [x.max(), x.min(), x.max(axis=1), x.min(axis=1), x.max(axis=0)], [value])
+
+
 def test_empty_reductions():
     x = pt.matrix("x")
     empty = np.zeros((0, 3))
