@@ -161,7 +161,7 @@ def test_module_level_inputs_and_outputs(capsys, tmp_path):
     [
         ("as_fgraph", "stablehlo.reduce"),
         ("compiled", "stablehlo.multiply"),
-        ("single_variables", "stablehlo.maximum"),
+        ("single_variables", "stablehlo.compare GT"),
     ],
 )
 def test_entry_kinds(capsys, graphs, entry, expected):
