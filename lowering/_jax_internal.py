@@ -211,3 +211,15 @@ def lapack_target(routine: str, dtype) -> str:
     from jax._src.lib import lapack
 
     return lapack.prepare_lapack_call(f"{routine}_ffi", np.dtype(dtype))
+
+
+@functools.cache
+def load_lapack() -> None:
+    """Register jaxlib's LAPACK targets with XLA and point them at scipy's LAPACK, as
+    `lapack_target` does when a rule emits one: a module this process did not lower (a
+    portable artifact read back) calls them too, and an unloaded target crashes the
+    process when it runs."""
+    from jax._src.lax import linalg  # noqa: F401
+    from jax._src.lib import lapack
+
+    lapack._lapack.initialize()

@@ -566,11 +566,10 @@ def _write(data, args) -> None:
 
 
 def executable(lowered, values):
-    from lowering.compile import compile_bytecode, module_bytecode
+    from lowering.compile import compile_module
 
     module = lowered.specialize(*values)
-    with lowered.lock:
-        return compile_bytecode(module_bytecode(module), lowered.platform, host_callbacks=lowered.host_callbacks)
+    return compile_module(module, lowered.platform, host_callbacks=lowered.host_callbacks, lock=lowered.lock)
 
 
 # --- --run and --cost -------------------------------------------------------------------

@@ -29,7 +29,7 @@ from lowering._jax_internal import (
     x64_enabled,
 )
 from lowering._jax_internal import to_numpy as _to_numpy
-from lowering.compile import compile_bytecode, get_backend, module_bytecode, no_contraction_overrides
+from lowering.compile import compile_module, get_backend, no_contraction_overrides
 from lowering.errors import PassPipelineError
 from lowering.specialize import (
     bind_runtime_dims,
@@ -357,8 +357,8 @@ class Compiled:
                 checked = not drop_folded_checks(module)
             if not probe:
                 packed = pack_small_results(module)
-        exe = compile_bytecode(
-            module_bytecode(module), self.platform, self.fp_contraction, self.lowered.host_callbacks
+        exe = compile_module(
+            module, self.platform, self.fp_contraction, self.lowered.host_callbacks, self.lowered.lock
         )
         needed = _bytes_needed(exe.get_compiled_memory_stats())
         available = self._device_memory

@@ -18,7 +18,7 @@ from pytensor.graph.op import Op
 from lowering import register_lowering
 from lowering._jax_internal import make_ir_context
 from lowering.cli import EMITS, main
-from lowering.compile import compile_bytecode, module_bytecode
+from lowering.compile import compile_module, module_bytecode
 from lowering.examples import EXAMPLES
 from lowering.export import load_portable_artifact
 
@@ -237,7 +237,7 @@ def test_portable_artifact_round_trips(capsys, graphs, tmp_path):
     assert "func.func public @main" in str(module) and "?" in str(module)  # dynamic dims kept
     # The loaded module specializes and compiles like our own; results match PyTensor's.
     signature = Signature(((3,), (2, 3)), ("float32", "float32"))
-    exe = compile_bytecode(module_bytecode(specialize(module_bytecode(module), module.context, signature)))
+    exe = compile_module(specialize(module_bytecode(module), module.context, signature))
     xv = np.array([0.5, -1.0, 2.0], np.float32)
     yv = np.arange(6, dtype=np.float32).reshape(2, 3)
     results = exe.execute_sharded([device_put(xv), device_put(yv)])
@@ -249,6 +249,36 @@ def test_portable_artifact_round_trips(capsys, graphs, tmp_path):
     for a, b in zip(got, expected):
         assert a.dtype == b.dtype
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+_RUN_LAPACK_ARTIFACT = """
+import sys
+import jax
+import numpy as np
+from lowering.compile import compile_module, get_backend
+from lowering.export import load_portable_artifact
+jax.config.update("jax_enable_x64", True)
+module = load_portable_artifact(open(sys.argv[1], "rb").read())
+a = jax.device_put(np.diag([4.0, 9.0, 16.0]), get_backend("cpu").local_devices()[0])
+results = compile_module(module).execute_sharded([a])
+print(np.asarray(results.disassemble_into_single_device_arrays()[0][0]).diagonal().tolist())
+"""
+
+
+def test_an_artifact_calling_lapack_runs_in_a_process_that_lowered_nothing(capsys, tmp_path):
+    """Rules load jaxlib's LAPACK as they emit its targets; a process that only reads an
+    artifact back must get it loaded by the compile (or the call crashes the process)."""
+    import sys
+
+    source, target = tmp_path / "chol.py", tmp_path / "chol.vhlo"
+    source.write_text(
+        "import pytensor.tensor as pt\nx = pt.dmatrix('x')\ninputs, outputs = [x], [pt.linalg.cholesky(x)]\n"
+    )
+    code, _, err = run_tool(capsys, source, "--input-shapes=3x3", "--emit=portable", "-o", target)
+    assert code == 0, err
+    run = subprocess.run([sys.executable, "-c", _RUN_LAPACK_ARTIFACT, str(target)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[0] == "[2.0, 3.0, 4.0]"
 
 
 def test_jax_export_round_trips(capsys, graphs, tmp_path):

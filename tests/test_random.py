@@ -16,7 +16,7 @@ from dialect_rules.random import threefry2x32
 from lowering._jax_internal import make_ir_context
 from lowering.builders import compare, ir_constant
 from lowering.regions import while_loop
-from lowering.compile import compile_bytecode, module_bytecode
+from lowering.compile import compile_module
 from lowering.types import tensor_type
 from tests.helpers import PY_MODE, assert_distribution, device_put, draw
 
@@ -41,7 +41,7 @@ def _threefry(key, x0, x1, in_loop=False):
                         lambda v: [hlo.add(v[0], ir_constant(np.int64(1))), v[1], *threefry2x32(*v[1:])],
                     )
                     func.return_(once[2:])
-        exe = compile_bytecode(module_bytecode(module), "cpu")
+        exe = compile_module(module, "cpu")
     args = [device_put(np.asarray(a, dtype=np.uint32)) for a in (key, x0, x1)]
     return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()]
 

@@ -20,7 +20,7 @@ from pytensor.tensor.random import basic as rv
 from dialect_rules.random import unit
 from lowering._jax_internal import make_ir_context
 from lowering.builders import convert, full_like
-from lowering.compile import compile_bytecode, module_bytecode
+from lowering.compile import compile_module
 from lowering.types import tensor_type
 
 from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, assert_family, device_put, draw
@@ -177,7 +177,7 @@ def _open_unit(words, dtype):
                 lo, hi = (convert(a, "uint64") for a in fn.arguments)
                 word = hlo.or_(hlo.shift_left(hi, full_like(hi, 32)), lo)
                 func.return_([unit(word, dtype, open_zero=True)])
-        exe = compile_bytecode(module_bytecode(module), "cpu")
+        exe = compile_module(module, "cpu")
     result = exe.execute_sharded([device_put(np.ascontiguousarray(halves[:, i])) for i in (0, 1)])
     return np.asarray(result.disassemble_into_single_device_arrays()[0][0])
 

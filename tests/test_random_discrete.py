@@ -330,7 +330,7 @@ def test_the_128_bit_product_behind_the_integers():
     from dialect_rules.random_discrete import _multiply_wide
     from lowering.builders import convert, full_like
     from lowering._jax_internal import make_ir_context
-    from lowering.compile import compile_bytecode, module_bytecode
+    from lowering.compile import compile_module
     from lowering.types import tensor_type
 
     rng = np.random.default_rng(0)
@@ -355,7 +355,7 @@ def test_the_128_bit_product_behind_the_integers():
                 a = fn.arguments
                 high, low = _multiply_wide(word(a[0], a[1]), word(a[2], a[3]))
                 func.return_(split(high) + split(low))
-        exe = compile_bytecode(module_bytecode(module), "cpu")
+        exe = compile_module(module, "cpu")
     args = [device_put(h.astype(np.uint32)) for h in halves]
     out = [np.asarray(r[0]).astype(object) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()]
     products = [x * y for x, y in pairs]

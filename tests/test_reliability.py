@@ -210,8 +210,8 @@ def test_concurrent_first_calls_compile_each_signature_once(monkeypatch):
     import lowering.runtime as runtime
 
     compiles = []
-    real = runtime.compile_bytecode
-    monkeypatch.setattr(runtime, "compile_bytecode", lambda *a: compiles.append(1) or real(*a))
+    real = runtime.compile_module
+    monkeypatch.setattr(runtime, "compile_module", lambda *a: compiles.append(1) or real(*a))
     x = pt.vector("x")
     compiled = lower(FunctionGraph([x], [x * 2], clone=True)).compile()
     barrier = threading.Barrier(8)
