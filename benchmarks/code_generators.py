@@ -164,7 +164,7 @@ def compare_modules(directories, rounds: int):
             skipped += 1  # random pivots would have LAPACK read where they point
             continue
         executables, compile_s = [], []
-        for overrides in ((), comp.small_module_overrides("cpu")):
+        for overrides in ((), comp.elemental_overrides("cpu")):
             options = xb.get_compile_options(num_replicas=1, num_partitions=1)
             options.env_option_overrides = list(overrides)
             start = time.perf_counter()

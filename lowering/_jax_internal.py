@@ -207,19 +207,19 @@ def make_jax_exported(artifact: bytes, in_avals, out_avals, platform: str):
 def lapack_target(routine: str, dtype) -> str:
     """The typed-FFI LAPACK target jaxlib registers with the CPU client for `routine`
     (potrf, getrf, ...) in `dtype`, with jaxlib's LAPACK loaded."""
-    from jax._src.lax import linalg  # noqa: F401  (registers the targets with XLA)
     from jax._src.lib import lapack
 
-    return lapack.prepare_lapack_call(f"{routine}_ffi", np.dtype(dtype))
+    load_lapack()
+    return lapack.build_lapack_fn_target(f"{routine}_ffi", np.dtype(dtype))
 
 
 @functools.cache
 def load_lapack() -> None:
-    """Register jaxlib's LAPACK targets with XLA and point them at scipy's LAPACK, as
-    `lapack_target` does when a rule emits one: a module this process did not lower (a
-    portable artifact read back) calls them too, and an unloaded target crashes the
-    process when it runs."""
-    from jax._src.lax import linalg  # noqa: F401
+    """Register jaxlib's LAPACK targets with XLA and point them at scipy's LAPACK: for the
+    rules that emit them (`lapack_target`), and for a module this process did not lower
+    (a portable artifact read back), whose unloaded target would crash the process when
+    it runs (`compile_bytecode`)."""
+    from jax._src.lax import linalg  # noqa: F401  (registers the targets with XLA)
     from jax._src.lib import lapack
 
     lapack._lapack.initialize()

@@ -105,8 +105,8 @@ def compile_module(
     `lock` guards the module's context while the module is read, not while XLA compiles."""
     with lock or contextlib.nullcontext():
         bytecode = module_bytecode(module)
-        small = platform == "cpu" and suits_elemental_emitter(module)
-    return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, small=small)
+        elemental = platform == "cpu" and suits_elemental_emitter(module)
+    return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental)
 
 
 # XLA:CPU compiles a module with its elemental emitter in about 0.6x the time its MLIR
@@ -146,7 +146,7 @@ def suits_elemental_emitter(module: ir.Module) -> bool:
 
 def compile_bytecode(
     bytecode: bytes, platform: str = "cpu", fp_contraction: bool = True, host_callbacks=(),
-    small: bool = False,
+    elemental: bool = False,
 ):
     """Compile (or fetch) the executable for a serialized StableHLO module.
 
@@ -155,14 +155,14 @@ def compile_bytecode(
     `host_callbacks`: the Python functions the module's host calls name by index
     (`LoweringContext.host_call`). The executable holds them, so it is cached with them
     in memory and never on disk (a stored one could not call them).
-    `small`: the module suits XLA:CPU's elemental emitter, which compiles it faster
-    (`suits_elemental_emitter`, `small_module_overrides`).
+    `elemental`: the module suits XLA:CPU's elemental emitter, which compiles it faster
+    (`suits_elemental_emitter`, `elemental_overrides`).
     """
     backend = get_backend(platform)
     if not fp_contraction:
         overrides = no_contraction_overrides(platform)
-    elif small:
-        overrides = small_module_overrides(platform)
+    elif elemental:
+        overrides = elemental_overrides(platform)
     else:
         overrides = ()
     variant = "".join(f"-{name}={value}" for name, value in overrides)
@@ -193,10 +193,10 @@ def compile_bytecode(
                 exe = backend.compile_and_load(bytecode, devices, options)
                 _store_on_disk(backend, key, exe)
     except Exception as exc:  # jaxlib's XlaRuntimeError: INVALID_ARGUMENT
-        if not (small and fp_contraction and "No such compile option" in str(exc)):
+        if not (elemental and fp_contraction and "No such compile option" in str(exc)):
             raise
         # This XLA has one code generator (jaxlib 0.11 took the option away).
-        _SMALL_MODULE_OVERRIDES.pop(platform, None)
+        _ELEMENTAL_OVERRIDES.pop(platform, None)
         return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks)
     EXECUTABLES.put(key, exe)
     return exe
@@ -242,11 +242,11 @@ _NO_CONTRACTION = (("xla_backend_optimization_level", "0"), ("xla_cpu_use_fusion
 # MLIR fusion emitters. Both contract multiply-adds into FMAs; on every workload of
 # benchmarks/code_generators.py their results were equal to the bit. An XLA that refuses
 # the option (jaxlib 0.11) drops its entry (`compile_bytecode`).
-_SMALL_MODULE_OVERRIDES = {"cpu": (("xla_cpu_use_fusion_emitters", "False"),)}
+_ELEMENTAL_OVERRIDES = {"cpu": (("xla_cpu_use_fusion_emitters", "False"),)}
 
 
-def small_module_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
-    return _SMALL_MODULE_OVERRIDES.get(platform, ())
+def elemental_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
+    return _ELEMENTAL_OVERRIDES.get(platform, ())
 
 # a * b + c with c = -fl(a * b): exactly 0 when the product is rounded before the add,
 # the product's rounding error when both are one FMA. 64 elements of each float type:

@@ -502,7 +502,7 @@ def test_modules_of_small_tensors_compile_with_the_faster_code_generator(monkeyp
 
     seen = []
     real = comp.compile_bytecode
-    monkeypatch.setattr(comp, "compile_bytecode", lambda *a, small=False: seen.append(small) or real(*a, small=small))
+    monkeypatch.setattr(comp, "compile_bytecode", lambda *a, elemental=False: seen.append(elemental) or real(*a, elemental=elemental))
     x, i = pt.dvector("x"), pt.lvector("i")
     mode = "STABLEHLO"  # a choice for the CPU
     fn = pytensor.function([x], [pt.exp(x).sum()], mode=mode)
@@ -517,12 +517,12 @@ def test_modules_of_small_tensors_compile_with_the_faster_code_generator(monkeyp
                                                       outputs_info=[pt.zeros(())], return_updates=False), mode=mode)
     assert_same(cumulative(np.arange(4.0)), np.array([0.0, 1.0, 3.0, 6.0]))
     assert seen == [False, False]
-    assert comp.small_module_overrides("cuda") == ()
+    assert comp.elemental_overrides("cuda") == ()
     # An XLA that no longer knows the option (jaxlib 0.11) compiles as it would anyway.
-    monkeypatch.setitem(comp._SMALL_MODULE_OVERRIDES, "cpu", (("xla_cpu_no_such_option", "1"),))
+    monkeypatch.setitem(comp._ELEMENTAL_OVERRIDES, "cpu", (("xla_cpu_no_such_option", "1"),))
     values = np.linspace(-2, 2, 7)
     assert_same(fn(values)[0], np.exp(values).sum(), rtol=1e-13)
-    assert comp.small_module_overrides("cpu") == ()
+    assert comp.elemental_overrides("cpu") == ()
 
 
 def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
