@@ -3,13 +3,18 @@
     python benchmarks/code_generators.py [--only NAME ...] [--sizes N ...] [--seconds S]
 
 `lowering.compile` compiles a module with XLA's elemental emitter where
-`suits_elemental_emitter` says so (every tensor at most `SMALL_TENSOR_ELEMENTS` elements, no
-loop, no scatter), and with its MLIR fusion emitters (XLA's default) otherwise. This builds
-each workload both ways whatever that rule says, in one process, and alternates their calls
-in blocks so that both see the same machine. It prints the first call's time (mostly XLA's
-compile) and the median per-call time of each, their ratio, and whether the results are
-equal to the bit. `indexing` has scatters and `scan` and `gammainc` loops: the rule keeps
-them on the fusion emitters at every size.
+`suits_elemental_emitter` says so (every tensor, loop states included, at most
+`SMALL_TENSOR_ELEMENTS` elements, no scatter), and with its MLIR fusion emitters (XLA's
+default) otherwise. This builds each workload both ways whatever that rule says, in one
+process, and alternates their calls in blocks so that both see the same machine. It prints
+the first call's time (mostly XLA's compile) and the median per-call time of each, their
+ratio, and whether the results are equal to the bit. `indexing` has scatters, which the rule
+keeps on the fusion emitters at every size; `scan` and `gammainc` have loops.
+
+    python benchmarks/code_generators.py --modules DIR ... [--rounds N] [--all]
+
+compares the same way the modules `capture_modules.py` kept: those the rule gives the
+elemental emitter, or with `--all` every one.
 """
 
 from __future__ import annotations
@@ -134,9 +139,10 @@ def _arguments(module, rng):
     return values
 
 
-def compare_modules(directories, rounds: int):
-    """Every captured module (`capture_modules.py`) the rule gives the elemental emitter:
-    compile time and per-run time of its executable both ways, on random arguments."""
+def compare_modules(directories, rounds: int, every: bool = False):
+    """Every captured module (`capture_modules.py`) the rule gives the elemental emitter
+    (`every`: every one): compile time and per-run time of its executable both ways, on
+    random arguments."""
     import jax
     import jax.extend.backend as xb
     from jax.extend.mlir import ir
@@ -147,12 +153,12 @@ def compare_modules(directories, rounds: int):
     device = backend.local_devices()[0]
     load_lapack()
     rng = np.random.default_rng(0)
-    rows, skipped = [], 0
+    rows, skipped, differ = [], 0, 0
     for path in sorted(p for d in directories for p in Path(d).glob("*.mlirbc")):
         bytecode = path.read_bytes()
         with make_ir_context():
             module = ir.Module.parse(bytecode)
-            if not comp.suits_elemental_emitter(module):
+            if not (every or comp.suits_elemental_emitter(module)):
                 continue
             try:
                 values = _arguments(module, rng)
@@ -182,10 +188,17 @@ def compare_modules(directories, rounds: int):
                         for result in exe.execute_sharded(buffers).disassemble_into_single_device_arrays():
                             result[0].block_until_ready()
                         times.append(time.perf_counter() - start)
+            outputs = []
+            for exe in executables:
+                buffers = [jax.device_put(v, device) for v in values]
+                outputs.append([np.asarray(r[0]) for r in exe.execute_sharded(buffers).disassemble_into_single_device_arrays()])
+        differ += not all(np.array_equal(a, b, equal_nan=True) for a, b in zip(*outputs))
         fusion, elemental = (statistics.median(t) for t in samples)
         rows.append((elemental / fusion, fusion, elemental, *compile_s, path.name))
     ratios = np.array([r[0] for r in rows])
-    print(f"{len(rows)} modules the rule gives the elemental emitter ({skipped} skipped: arguments not generated)")
+    chosen = "captured" if every else "the rule gives the elemental emitter"
+    print(f"{len(rows)} modules {chosen} ({skipped} skipped: arguments not generated); "
+          f"results not equal to the bit in {differ}")
     print(f"per run, elemental / fusion: median {np.median(ratios):.3f}, 5th-95th percentile "
           f"{np.percentile(ratios, 5):.2f}-{np.percentile(ratios, 95):.2f}, max {ratios.max():.2f}")
     fusion_c, elemental_c = sum(r[3] for r in rows), sum(r[4] for r in rows)
@@ -202,10 +215,11 @@ def main() -> int:
     parser.add_argument("--modules", nargs="*", metavar="DIR",
                         help="compare on the modules capture_modules.py kept in these directories instead")
     parser.add_argument("--rounds", type=int, default=15, help="with --modules: blocks of 10 runs each way")
+    parser.add_argument("--all", action="store_true", help="with --modules: every module, not only the rule's")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     if args.modules:
-        compare_modules(args.modules, args.rounds)
+        compare_modules(args.modules, args.rounds, args.all)
         return 0
     print(f"{'workload':20s} {'elements':>7s} {'1st call ms':>17s} {'per call us':>21s} {'ratio':>8s}  bitwise")
     print(f"{'':20s} {'':7s} {'fusion':>8s} {'element.':>8s} {'fusion':>10s} {'element.':>10s}")
