@@ -20,6 +20,10 @@ EXCLUDED_REWRITES = (
     # at run time: (2, 1, 1, 4) @ (1, 2, 4, 1) gave a wrong (2, 1, 1, 1) for numpy's
     # error; the batched matmul rule takes N-d batches and checks them.
     "specialize_matmul_to_batched_dot",
+    # z - a * sparse_dot(x, y) -> Usmm, an Op we do not lower, where PyTensor finds a BLAS
+    # (the pattern asks config.blas__ldflags, whose first read probes the system for one:
+    # 0.3-0.4 s of the first build in a process, on any graph with a `z - a * b`).
+    "local_usmm",
 )
 
 

@@ -26,6 +26,17 @@ def test_sparse_constant_products_and_gradients(dtype, fmt):
     compare_with_py([x, y], outputs, values)
 
 
+def test_scaled_product_subtracted_stays_a_product_where_pytensor_has_blas():
+    """`z - a * dot(s, y)` is PyTensor's Usmm pattern (a C Op), taken only where PyTensor
+    found a BLAS: the mode leaves that rewrite out, on any machine."""
+    matrix = sps.random(6, 4, density=0.4, format="csr", random_state=1)
+    y, z, a = pt.matrix("y"), pt.matrix("z"), pt.scalar("a")
+    rng = np.random.default_rng(0)
+    values = [rng.normal(size=(4, 2)), rng.normal(size=(6, 2)), np.float64(1.5)]
+    with pytensor.config.change_flags(blas__ldflags="-lblas"):
+        compare_with_py([y, z, a], [z - a * ps.dot(ps.as_sparse_variable(matrix), y)], values)
+
+
 def test_empty_and_all_zero_sparse_constants():
     y = pt.matrix("y")
     for matrix in (sps.csr_matrix((5, 3)), sps.csr_matrix((0, 3))):
