@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
+from pytensor.compile.mode import get_mode
 
 from lowering.examples import eight_schools_model
 
@@ -60,11 +62,26 @@ def test_pymc_dims_models():
     assert np.unique(prior.prior_predictive["y"].values).size == 48
 
 
-def test_pm_sample_runs_on_the_mode():
-    with eight_schools_model():
+def test_pm_sample_runs_on_the_mode(monkeypatch):
+    """With the mode as PyTensor's default, every function `pm.sample` builds runs on it
+    (`compile_kwargs={"mode": ...}` reaches only the logp and gradient: PyMC builds the
+    trace's function in the default mode), but the initial point's, which PyMC builds with
+    FAST_COMPILE (the Python VM, no C)."""
+    from pytensor.compile.function.types import FunctionMaker
+
+    linkers = []
+    make = FunctionMaker.__init__
+
+    def recording(self, *args, **kwargs):
+        make(self, *args, **kwargs)
+        if "fast_compile" not in self.mode.provided_optimizer.include:
+            linkers.append(type(self.linker).__name__)
+
+    monkeypatch.setattr(FunctionMaker, "__init__", recording)
+    with eight_schools_model(), pytensor.config.change_flags(mode=get_mode("STABLEHLO")):
         idata = pm.sample(draws=50, tune=50, chains=1, cores=1, random_seed=3,
-                          progressbar=False, compute_convergence_checks=False,
-                          compile_kwargs={"mode": "STABLEHLO"})
+                          progressbar=False, compute_convergence_checks=False)
+    assert len(linkers) >= 2 and set(linkers) == {"StableHLOLinker"}, linkers
     draws = idata.posterior["theta_raw"].values
     assert draws.shape == (1, 50, 8)
     assert np.isfinite(draws).all()
