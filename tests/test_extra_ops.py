@@ -7,7 +7,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py
+from tests.helpers import MODE, PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py
 from tests.values import ALL_DTYPES, edge_values
 
 
@@ -194,12 +194,15 @@ def _rows_with_repeats(dtype, shape, seed=0):
 
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_unique_along_an_axis(dtype):
-    """Rows along each axis of 2-d and 3-d inputs, with repeats; negative axes too."""
+    """Rows along each axis of 2-d and 3-d inputs, with repeats; negative axes too. The
+    graph as written (RAW_MODE) once per kind of dtype: the rewrites leave Unique as it is,
+    and each case compiles for 2-4 s."""
+    modes = (MODE, RAW_MODE) if dtype in ("bool", "int64", "uint8", "float64", "complex128") else (MODE,)
     for shape in [(6, 4), (4, 3, 5)]:
         x = pt.tensor("x", dtype=dtype, shape=(None,) * len(shape))
         values = _rows_with_repeats(dtype, shape)
         outputs = [o for axis in (0, 1, -1) for o in _unique_outputs(x, axis)]
-        compare_with_py([x], outputs, [values])
+        compare_with_py([x], outputs, [values], modes=modes)
 
 
 @pytest.mark.parametrize("flags", list(itertools.product([False, True], repeat=3)))
