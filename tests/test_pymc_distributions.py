@@ -20,7 +20,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from tests.helpers import PY_MODE, assert_same
+from tests.helpers import MODE, PY_MODE, assert_same
 
 COV2 = [[1.0, 0.4], [0.4, 2.0]]
 COV3 = [[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 1.5]]
@@ -185,7 +185,7 @@ def test_logp_logcdf_and_gradient_match_pytensor(name, make, params, values):
     floats = [v for k, v in inputs.items() if params[k].dtype.kind == "f"]
     if floats:
         outputs += pytensor.grad(logp.sum(), floats)
-    ours = pytensor.function([*inputs.values(), value], outputs, mode="STABLEHLO")
+    ours = pytensor.function([*inputs.values(), value], outputs, mode=MODE)
     graph = ours.maker.fgraph.clone()  # the rewritten graph, run by Op.perform
     reference = pytensor.function(graph.inputs, graph.outputs, mode=PY_MODE)
     args = [*params.values(), values]
