@@ -12,6 +12,7 @@ and bessjy lay it out (the algorithms behind Boost's and GSL's):
 The first continued fraction takes about x steps, so for x >= 30 Hankel's expansions
 (terms (4v**2 - 1)(4v**2 - 9).../(k! (8x)**k)) replace it: for I where v**2 <= 2x, for
 J where v <= x, at orders mu and mu + 1 and recurred upwards (stable there).
+J0 and J1 take Cephes' rational approximations instead, as scipy's j0 and j1 do.
 Every loop is one `stablehlo.while` over whole tensors (`regions.converge`), each
 element stopping when its terms vanish. Negative orders by reflection
 (I_-v = I_v + 2/pi sin(pi v) K_v, J_-v = cos(pi v) J_v - sin(pi v) Y_v), negative x
@@ -579,5 +580,94 @@ register_lowering(psm.I1)(_rule(_unscaled(_i1e), 1.0))
 register_lowering("pymc.distributions.dist_math.I0e")(_rule(_i0e, 0.0))
 register_lowering("pymc.distributions.dist_math.I1e")(_rule(_i1e, 1.0))
 register_lowering(psm.Jv)(_rule(_first_kind))
-register_lowering(psm.J0)(_rule(_first_kind, 0.0))
-register_lowering(psm.J1)(_rule(_first_kind, 1.0))
+
+
+# J0 and J1 as scipy computes them (Cephes j0, j1; ours agree with scipy's to the bit on
+# a dense grid): on |x| <= 5 a rational function in x**2 times the factors of its first
+# two zeros; beyond, Hankel's expansion with rational P and Q in 25/x**2 and the phase
+# x - pi/4 (J0) or x - 3pi/4 (J1). No loop: the general order's algorithm (`_first_kind`)
+# took 1.3 ms on 1,000 elements against NUMBA's 10 µs (scipy's j0).
+_J0 = {
+    "RP": [-4.79443220978201773821e9, 1.95617491946556577543e12, -2.49248344360967716204e14,
+           9.70862251047306323952e15],
+    "RQ": [4.99563147152651017219e2, 1.73785401676374683123e5, 4.84409658339962045305e7,
+           1.11855537045356834862e10, 2.11277520115489217587e12, 3.10518229857422583814e14,
+           3.18121955943204943306e16, 1.71086294081043136091e18],
+    "PP": [7.96936729297347051624e-4, 8.28352392107440799803e-2, 1.23953371646414299388e0,
+           5.44725003058768775090e0, 8.74716500199817011941e0, 5.30324038235394892183e0,
+           9.99999999999999997821e-1],
+    "PQ": [9.24408810558863637013e-4, 8.56288474354474431428e-2, 1.25352743901058953537e0,
+           5.47097740330417105182e0, 8.76190883237069594232e0, 5.30605288235394617618e0,
+           1.00000000000000000218e0],
+    "QP": [-1.13663838898469149931e-2, -1.28252718670509318512e0, -1.95539544257735972385e1,
+           -9.32060152123768231369e1, -1.77681167980488050595e2, -1.47077505154951170175e2,
+           -5.14105326766599330220e1, -6.05014350600728481186e0],
+    "QQ": [6.43178256118178023184e1, 8.56430025976980587198e2, 3.88240183605401609683e3,
+           7.24046774195652478189e3, 5.93072701187316984827e3, 2.06209331660327847417e3,
+           2.42005740240291393179e2],
+    "zeros": (5.78318596294678452118e0, 3.04712623436620863991e1),  # the first two zeros, squared
+}
+_J1 = {
+    "RP": [-8.99971225705559398224e8, 4.52228297998194034323e11, -7.27494245221818276015e13,
+           3.68295732863852883286e15],
+    "RQ": [6.20836478118054335476e2, 2.56987256757748830383e5, 8.35146791431949253037e7,
+           2.21511595479792499675e10, 4.74914122079991414898e12, 7.84369607876235854894e14,
+           8.95222336184627338078e16, 5.32278620332680085395e18],
+    "PP": [7.62125616208173112003e-4, 7.31397056940917570436e-2, 1.12719608129684925192e0,
+           5.11207951146807644818e0, 8.42404590141772420927e0, 5.21451598682361504063e0,
+           1.00000000000000000254e0],
+    "PQ": [5.71323128072548699714e-4, 6.88455908754495404082e-2, 1.10514232634061696926e0,
+           5.07386386128601488557e0, 8.39985554327604159757e0, 5.20982848682361821619e0,
+           9.99999999999999997461e-1],
+    "QP": [5.10862594750176621635e-2, 4.98213872951233449420e0, 7.58238284132545283818e1,
+           3.66779609360150777800e2, 7.10856304998926107277e2, 5.97489612400613639965e2,
+           2.11688757100572135698e2, 2.52070205858023719784e1],
+    "QQ": [7.42373277035675149943e1, 1.05644886038262816351e3, 4.98641058337653607651e3,
+           9.56231892404756170795e3, 7.99704160447350683650e3, 2.82619278517639096600e3,
+           3.36093607810698293419e2],
+    "zeros": (1.46819706421238932572e1, 4.92184563216946036703e1),
+}
+_SQRT_2_OVER_PI = 0.79788456080286535588
+
+
+def _polevl(t, coefficients, monic=False):
+    """Cephes' polevl (highest power first), or p1evl with `monic`: a leading 1 implied."""
+    return polynomial(t, [*coefficients[::-1], *([1.0] if monic else [])])
+
+
+def _hankel(x, z, w, table, phase):
+    """sqrt(2 / (pi x)) (P cos(x - phase) - w Q sin(x - phase)), P and Q rational in z."""
+    p = _div(_polevl(z, table["PP"]), _polevl(z, table["PQ"]))
+    q = _div(_polevl(z, table["QP"]), _polevl(z, table["QQ"], monic=True))
+    xn = _sub(x, _c(x, phase))
+    p = _sub(_mul(p, hlo.cosine(xn)), _mul(w, q, hlo.sine(xn)))
+    return _div(_mul(p, _c(x, _SQRT_2_OVER_PI)), hlo.sqrt(x))
+
+
+def _zero_factors(z, table):
+    r1, r2 = table["zeros"]
+    return _mul(_sub(z, _c(z, r1)), _sub(z, _c(z, r2)))
+
+
+def _j0(_, x):
+    x = hlo.abs(x)
+    z = _mul(x, x)
+    near = _div(_mul(_zero_factors(z, _J0), _polevl(z, _J0["RP"])), _polevl(z, _J0["RQ"], monic=True))
+    near = select(compare(x, _c(x, 1e-5), "LT"), _sub(_c(z, 1.0), _div(z, _c(z, 4.0))), near)
+    far = _hankel(x, _div(_c(x, 25.0), z), _div(_c(x, 5.0), x), _J0, np.pi / 4)
+    return select(compare(x, _c(x, 5.0), "LE"), near, far)
+
+
+def _j1(_, x):
+    negative = compare(x, _c(x, 0.0), "LT")
+    ax = select(negative, hlo.negate(x), x)  # -0.0 stays: j1(-0.0) is -0.0
+    z = _mul(ax, ax)
+    near = _mul(_div(_polevl(z, _J1["RP"]), _polevl(z, _J1["RQ"], monic=True)), ax, _zero_factors(z, _J1))
+    w = _div(_c(x, 5.0), ax)
+    far = _hankel(ax, _mul(w, w), w, _J1, 3 * np.pi / 4)
+    value = select(compare(ax, _c(x, 5.0), "LE"), near, far)
+    return select(negative, hlo.negate(value), value)
+
+
+register_lowering(psm.J0)(_rule(_j0, 0.0))
+register_lowering(psm.J1)(_rule(_j1, 1.0))

@@ -19,11 +19,21 @@ x = pt.vector("x", dtype="float32")
 print_ir("iv", [v, x], pt.iv(v, x), raw=True)
 
 # J: the Hankel sums meet cos(x), sin(x) and the exact sin(pi t) of the phase.
-# CHECK-LABEL: TEST: j0 raw
+# CHECK-LABEL: TEST: jv raw
 # CHECK: stablehlo.while
 # CHECK-DAG: stablehlo.cosine
 # CHECK-DAG: stablehlo.sine
 # CHECK-DAG: stablehlo.round_nearest_even
+# CHECK: return
+print_ir("jv", [v, x], pt.jv(v, x), raw=True)
+
+# J0 is Cephes' rational functions, no loop: Hankel's phase x - pi/4 alone.
+# CHECK-LABEL: TEST: j0 raw
+# CHECK-NOT: stablehlo.while
+# CHECK-DAG: stablehlo.cosine
+# CHECK-DAG: stablehlo.sine
+# CHECK-DAG: stablehlo.sqrt
+# CHECK-NOT: stablehlo.while
 # CHECK: return
 print_ir("j0", [x], pt.j0(x), raw=True)
 
