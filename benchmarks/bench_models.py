@@ -158,6 +158,36 @@ def logistic_numpy_inputs(n: int = 100_000, d: int = 50):
                  [np.zeros(d), X_value, y_value])
 
 
+def beta_regression(n: int = 1000, d: int = 5):
+    """Beta regression (mean and precision): a gammaln and a digamma per point."""
+    import pymc as pm
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(n, d))
+    mu = 1 / (1 + np.exp(-(X @ rng.normal(scale=0.5, size=d))))
+    y = np.clip(rng.beta(mu * 20, (1 - mu) * 20), 1e-6, 1 - 1e-6)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=d)
+        kappa = pm.HalfNormal("kappa", 50)
+        m = pm.math.invlogit(X @ beta)
+        pm.Beta("y", alpha=m * kappa, beta=(1 - m) * kappa, observed=y)
+    return model_graph(model, "beta-regression")
+
+
+def censored_gamma(n: int = 1000):
+    """Gamma survival times, right-censored: the upper regularized incomplete gamma per point."""
+    import pymc as pm
+
+    rng = np.random.default_rng(6)
+    t = rng.gamma(2.0, 1.5, size=n)
+    y = np.minimum(t, 4.0)
+    with pm.Model() as model:
+        alpha = pm.HalfNormal("alpha", 5)
+        theta = pm.HalfNormal("theta", 5)
+        pm.Censored("y", pm.Gamma.dist(alpha=alpha, beta=1 / theta), lower=None, upper=4.0, observed=y)
+    return model_graph(model, "censored-gamma")
+
+
 def gp_marginal(n: int):
     """PyMC's GP marginal likelihood: ExpQuad kernel plus noise, Cholesky-based MvNormal."""
     import pymc as pm
@@ -208,6 +238,8 @@ MODELS = {
     "scan-1000": scan_rnn,
     "scan-1000-grad": lambda: scan_rnn(gradient=True),
     "garch": lambda: example("garch"),
+    "beta-regression": beta_regression,
+    "censored-gamma": censored_gamma,
     "gp-marginal-100": lambda: gp_marginal(100),
     "gp-marginal-1000": lambda: gp_marginal(1000),
     "schur-sort-100": schur_sort,
@@ -220,7 +252,8 @@ MODELS = {
 # (`ravel_inputs=True`): one argument per call instead of one per variable.
 PYMC_MODELS = {
     "eight-schools", "linear-regression", "logistic-glm", "normal-mixture",
-    "hierarchical-regression", "arma", "garch", "gp-marginal-100", "gp-marginal-1000",
+    "hierarchical-regression", "arma", "garch", "beta-regression", "censored-gamma",
+    "gp-marginal-100", "gp-marginal-1000",
 }
 
 
