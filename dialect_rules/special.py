@@ -105,11 +105,59 @@ def _expm1(x):
     return hlo.complex(real, hlo.multiply(hlo.exponential(a), hlo.sine(b)))
 
 
+def _rising_product(n: int) -> tuple[float, ...]:
+    """The coefficients of x (x + 1) ... (x + n - 1), lowest power first (integers)."""
+    coefficients = [1]
+    for k in range(n):
+        coefficients = [k * c + lower for c, lower in zip(coefficients + [0], [0] + coefficients)]
+    return tuple(float(c) for c in coefficients)
+
+
+_PSI_SHIFT = 10
+_PSI_PRODUCT = _rising_product(_PSI_SHIFT)
+_PSI_PRODUCT_DERIVATIVE = tuple(k * c for k, c in enumerate(_PSI_PRODUCT))[1:]
+_PSI_ASYMPTOTIC = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)  # B_2k / 2k
+
+
+def _digamma_positive(x):
+    """psi(x) for x > 0, branch-free and without the reflection's sine and cosine that
+    XLA's digamma computes for every element: for y >= 10 the asymptotic series
+    log y - 1/(2y) - sum_k B_2k / (2k y**2k) (its next term is below 1e-16); below 10,
+    psi(x + 10) less sum_{k<10} 1/(x + k), that sum as one ratio Q'(x)/Q(x) of
+    Q = x (x + 1) ... (x + 9), whose coefficients are all positive (no cancellation).
+    Within 2.2e-14 of scipy away from the root at 1.46, as XLA's digamma (2.4e-14)."""
+    shifted = compare(x, full_like(x, float(_PSI_SHIFT)), "LT")
+    y = select(shifted, hlo.add(x, full_like(x, float(_PSI_SHIFT))), x)
+    z = divide(full_like(y, 1.0), hlo.multiply(y, y))
+    asymptotic = hlo.subtract(
+        hlo.subtract(hlo.log(y), divide(full_like(y, 0.5), y)), hlo.multiply(z, polynomial(z, _PSI_ASYMPTOTIC)))
+    # (where x >= 10 Q may overflow: that ratio is not used)
+    steps = divide(polynomial(x, _PSI_PRODUCT_DERIVATIVE), polynomial(x, _PSI_PRODUCT))
+    return select(shifted, hlo.subtract(asymptotic, steps), asymptotic)
+
+
 def _digamma(x):
-    """scipy's psi: XLA's digamma, but -inf at +0 and +inf at -0 (scipy's signed pole;
-    XLA gives NaN there, as at the negative integers, where scipy does too)."""
-    at_zero = compare(x, full_like(x, 0), "EQ")
-    return select(at_zero, hlo.negate(copysign(full_like(x, math.inf), x)), chlo.digamma(x))
+    """scipy's psi (Cephes' steps), branch-free: `_digamma_positive` for x > 0; below,
+    the reflection psi(x) = psi(1 - x) - pi / tan(pi x), tan taken of x less its nearest
+    integer (exact, so no digits are lost however large or small x is; 0 at half-integers).
+    -inf at +0, +inf at -0, NaN at the negative integers, as scipy. XLA's digamma took 1.45
+    ms on 100,000 elements (this, 0.76), and was 1.9e-11 off scipy near psi's negative
+    zeros (this, 7.8e-12: 3.5e-15 absolute, where 40-digit mpmath is nearer ours)."""
+    zero, one = full_like(x, 0.0), full_like(x, 1.0)
+    positive = compare(x, zero, "GT")
+    value = _digamma_positive(select(positive, x, hlo.subtract(one, x)))
+    below = hlo.floor(x)
+    above = select(compare(hlo.subtract(x, below), full_like(x, 0.5), "GT"), hlo.add(below, one), below)
+    fraction = hlo.subtract(x, above)  # exact, in [-1/2, 1/2]
+    # 0 where x > 0: the reflection is not used there, and libm's sine and cosine of 0
+    # return at once (100,000 positive elements: 0.76 ms a call, against 1.03 ms)
+    angle = select(positive, zero, hlo.multiply(full_like(x, math.pi), fraction))
+    cotangent = divide(hlo.multiply(full_like(x, math.pi), hlo.cosine(angle)), hlo.sine(angle))
+    cotangent = select(compare(fraction, full_like(x, 0.5), "EQ"), zero, cotangent)
+    value = select(positive, value, hlo.subtract(value, cotangent))
+    pole = hlo.and_(hlo.not_(positive), compare(fraction, zero, "EQ"))
+    value = select(pole, full_like(x, np.nan), value)
+    return select(compare(x, zero, "EQ"), hlo.negate(copysign(full_like(x, math.inf), x)), value)
 
 
 def _trigamma(x):
