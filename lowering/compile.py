@@ -20,6 +20,7 @@ from jax.extend.mlir import ir
 
 from lowering._jax_internal import DeviceList, enable_x64, load_lapack, make_ir_context
 from lowering._jax_internal import xla_client as _xc
+from lowering.errors import ForkedProcessError
 
 
 def module_bytecode(module: ir.Module) -> bytes:
@@ -73,6 +74,8 @@ def get_backend(platform: str = "cpu"):
     """The XLA client for `platform`; on CPU our own, which runs executables in the
     calling thread (`_synchronous_cpu_client`)."""
     if platform == "cpu":
+        if _forked_after_xla:
+            raise ForkedProcessError()
         return _synchronous_cpu_client()
     try:
         return xb.get_backend(platform)
@@ -81,6 +84,33 @@ def get_backend(platform: str = "cpu"):
             f"no XLA backend for platform {platform!r} here ({exc}); on an NVIDIA GPU, "
             "install jax's CUDA plugin (e.g. pip install 'jax[cuda13]')"
         ) from None
+
+
+# A process forked after our CPU client started cannot run XLA: a compile, or a kernel XLA
+# splits over its thread pool, waits forever for threads that stayed in the parent (beta
+# regression's logp under pm.sample(cores=2) on Linux, whose default start method is
+# fork), and a new client aborts on the locks the fork copied. So a forked child raises
+# ForkedProcessError where it would compile or run, and the callbacks registered with
+# `on_fork_after_xla` disarm what was built before the fork (runtime.Compiled).
+_forked_after_xla = False
+_fork_callbacks: list = []
+
+
+def on_fork_after_xla(callback) -> None:
+    """Call `callback()` in a child forked after the parent started the CPU client."""
+    _fork_callbacks.append(callback)
+
+
+def _after_fork_in_child() -> None:
+    global _forked_after_xla
+    if _synchronous_cpu_client.cache_info().currsize:
+        _forked_after_xla = True
+        for callback in _fork_callbacks:
+            callback()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @functools.cache

@@ -48,3 +48,18 @@ class VerificationError(LoweringError):
 
 class PassPipelineError(LoweringError, ValueError):
     """A pass pipeline string that MLIR could not parse or that failed to run."""
+
+
+class ForkedProcessError(RuntimeError):
+    """XLA was started in this process's parent before `os.fork()` copied it: XLA's
+    threads do not survive a fork, so a compile or a multi-threaded kernel in the child
+    would wait for them forever. (The message is an argument so that the error pickles:
+    multiprocessing and PyMC send a worker's error to the parent.)"""
+
+    def __init__(self, message: str | None = None):
+        super().__init__(message or (
+            "the STABLEHLO backend cannot run XLA in a process forked (os.fork) after its parent "
+            "had started XLA: XLA's threads do not survive a fork, and the call would wait for "
+            "them forever. Start worker processes with 'forkserver' or 'spawn' instead: "
+            "multiprocessing.get_context('forkserver'), or with PyMC pm.sample(..., mp_ctx='forkserver')"
+        ))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -29,8 +30,8 @@ from lowering._jax_internal import (
     x64_enabled,
 )
 from lowering._jax_internal import to_numpy as _to_numpy
-from lowering.compile import compile_module, get_backend, no_contraction_overrides
-from lowering.errors import PassPipelineError
+from lowering.compile import compile_module, get_backend, no_contraction_overrides, on_fork_after_xla
+from lowering.errors import ForkedProcessError, PassPipelineError
 from lowering.specialize import (
     bind_runtime_dims,
     drop_folded_checks,
@@ -107,6 +108,7 @@ class Compiled:
         self._by_values: dict = {}
         self._lock = threading.Lock()
         self._dispatch = Dispatch("main", self._miss)
+        _LIVE.add(self)
 
     # --- calling ----------------------------------------------------------------
 
@@ -380,6 +382,25 @@ class Compiled:
     def specialized_text(self, *args) -> str:
         """The module this call signature runs (after refinement), as text."""
         return str(self.lowered.specialize(*[self._filter(i, a) for i, a in enumerate(args)]))
+
+
+# Every Compiled of this process, so that a forked child can disarm their executables.
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+class _Forked:
+    """The dispatch of a Compiled in a child forked after XLA started: it raises."""
+
+    def call(self, *args):
+        raise ForkedProcessError()
+
+
+def _disarm_after_fork() -> None:
+    for compiled in list(_LIVE):
+        compiled._dispatch = _Forked()
+
+
+on_fork_after_xla(_disarm_after_fork)
 
 
 def rng_keys(plan, args):

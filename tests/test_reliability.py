@@ -261,3 +261,45 @@ def test_executables_per_function_are_bounded_and_evictable(monkeypatch):
     compiled.clear_cache()
     assert not compiled._by_shapes
     assert_same(compiled(np.zeros(2))[0], np.ones(2))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_child_forked_after_xla_started_raises_instead_of_waiting_forever():
+    """XLA's threads stay in the parent: a forked child that compiled or ran a kernel
+    XLA splits over them waited forever (PyMC's beta regression under pm.sample(cores=2)
+    on Linux, whose default start method is fork). Now both raise ForkedProcessError, the
+    parent keeps working, and lowering (no XLA) still works in the child."""
+    import math
+    import time
+
+    from lowering.errors import ForkedProcessError
+
+    x = pt.dvector("x")
+    before = pytensor.function([x], pt.gammaln(x).sum(), mode="STABLEHLO")
+    assert np.isclose(before(np.full(2000, 3.5)), 2000 * math.lgamma(3.5))  # XLA runs here
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report each outcome through the pipe, never return to pytest
+        outcomes = []
+        for build in (lambda: before, lambda: pytensor.function([x], pt.exp(x), mode="STABLEHLO")):
+            try:
+                build()(np.ones(3))
+                outcomes.append("ran")
+            except ForkedProcessError as exc:
+                outcomes.append("forkserver" in str(exc) and "ForkedProcessError")
+            except BaseException as exc:  # noqa: BLE001 - anything else is a failure to report
+                outcomes.append(type(exc).__name__)
+        outcomes.append("lowered" if "stablehlo" in lower(FunctionGraph([x], [pt.exp(x)])).as_text() else "?")
+        os.write(write, " ".join(map(str, outcomes)).encode())
+        os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 120
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child did not finish in 120 s")
+        time.sleep(0.05)
+    with os.fdopen(read) as pipe:
+        assert pipe.read().split() == ["ForkedProcessError", "ForkedProcessError", "lowered"]
+    assert np.isclose(before(np.full(2000, 3.5)), 2000 * math.lgamma(3.5))
