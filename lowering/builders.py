@@ -232,11 +232,18 @@ def hypot(x: ir.Value, y: ir.Value) -> ir.Value:
     return hlo.abs(hlo.complex(x, y))
 
 
+def nearest_integer_and_offset(x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """x's nearest integer n (ties to even) and x - n, which is exact and in [-1/2, 1/2]:
+    the argument reduction of functions of period 1 or 2 in x (sin(pi x), cot(pi x))."""
+    n = hlo.round_nearest_even(x)
+    return n, hlo.subtract(x, n)
+
+
 def sinpi(x: ir.Value) -> ir.Value:
     """sin(pi x), with x reduced to [-1/2, 1/2] exactly first: exactly zero at the
     integers, and no rounding of pi x (which at x = -1.6e8 is 4e-8 off)."""
-    n = hlo.round_nearest_even(x)
-    s = hlo.sine(hlo.multiply(full_like(x, np.pi), hlo.subtract(x, n)))
+    n, offset = nearest_integer_and_offset(x)
+    s = hlo.sine(hlo.multiply(full_like(x, np.pi), offset))
     odd = compare(remainder(n, full_like(x, 2.0)), full_like(x, 0.0), "NE")
     return select(odd, hlo.negate(s), s)
 

@@ -139,7 +139,6 @@ def test_fixed_order_functions_and_dtypes():
     compare_with_py([v, x], [pt.iv(v, x), pt.ive(v, x), pt.kve(v, x), pt.jv(v, x)], values)
 
 
-
 def test_j0_and_j1_follow_scipy_on_a_dense_grid():
     """Cephes' rational approximations, as scipy's j0 and j1: within an ulp or two (FMA)
     on both sides of |x| = 5 and far out, the edges exactly (j1(-0.0) is -0.0)."""
@@ -150,6 +149,7 @@ def test_j0_and_j1_follow_scipy_on_a_dense_grid():
     ])
     j0, j1 = compare_with_py([x], [pt.j0(x), pt.j1(x)], [values], rtol=0, atol=1e-15)
     assert np.signbit(j1[values.size - 10]) and not np.signbit(j1[values.size - 9])
+
 
 def test_broadcasting_and_gradients():
     """PyTensor's gradients are graphs of the same Ops at orders v +- 1."""

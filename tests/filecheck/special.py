@@ -18,12 +18,12 @@ x = pt.vector("x")
 print_ir("chlo", [x], [pt.erf(x), pt.gammaln(x), pt.sinh(x)], raw=True)
 
 # digamma is Cephes' steps, not CHLO's: the recurrence's product x (x + 1) ... (x + 9)
-# (its coefficient 9!), the asymptotic series' log, the reflection's floor and sine.
+# (its coefficient 9!), the asymptotic series' log, the reflection's nearest integer and sine.
 # CHECK-LABEL: TEST: psi raw
 # CHECK-NOT: chlo.digamma
 # CHECK-DAG: stablehlo.constant dense<3.628800e+05>
 # CHECK-DAG: stablehlo.log
-# CHECK-DAG: stablehlo.floor
+# CHECK-DAG: stablehlo.round_nearest_even
 # CHECK-DAG: stablehlo.sine
 # CHECK-NOT: chlo.digamma
 # CHECK: return
