@@ -28,6 +28,7 @@ from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.series import _LGAMMA1P_TAYLOR
+from dialect_rules.special import log_gamma
 from lowering.builders import (
     add_all, compare, convert, divide, full_like, is_inf, is_nan, multiply_all, polynomial, remainder,
     select, sinpi,
@@ -95,7 +96,7 @@ def _leading_term(v, x):
     """(x/2)**v / Gamma(v + 1) for v >= 0: I_v and J_v where x**2/4 < eps (the
     recurrences' ratios under- and overflow there)."""
     power = hlo.power(_mul(_c(x, 0.5), x), v)  # exp(v log(x/2)) would lose |v log(x/2)| ulps
-    return _mul(power, hlo.exponential(hlo.negate(chlo.lgamma(hlo.add(v, _c(v, 1.0))))))
+    return _mul(power, hlo.exponential(hlo.negate(log_gamma(hlo.add(v, _c(v, 1.0))))))
 
 
 def _converged(delta, total):

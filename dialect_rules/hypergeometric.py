@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.scalar.math as psm
-from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from dialect_rules.special import _gamma
+from dialect_rules.special import _digamma, _gamma, log_gamma
 from lowering.builders import (
     add_all, all_of, any_of, compare, convert, full_like, is_inf, multiply_all, reshape, select, shape_of, slice_axis,
     divide,
@@ -106,7 +105,7 @@ def _batched(fn, *xs):
 def _lgamma_signs(*xs):
     """log|Gamma(x)| and the sign of Gamma(x), for each x."""
     signs = [select(_and(_lt(x, 0.0), _odd(hlo.floor(x))), _c(x, -1.0), _c(x, 1.0)) for x in xs]
-    return list(zip(_batched(chlo.lgamma, *xs), signs))
+    return list(zip(_batched(log_gamma, *xs), signs))
 
 
 def _gamma_and_reciprocal(gammas, reciprocals):
@@ -211,7 +210,7 @@ def _psi_expansion(a, b, c, x, active):
     # psi(1 + t), psi(1 + t + e), psi(a + t + d1), psi(b + t + d1): from t = 0 by
     # psi(z + 1) = psi(z) + 1/z, one digamma evaluation for the four.
     args = [one, hlo.add(one, e), hlo.add(a, d1), hlo.add(b, d1)]
-    psis = _batched(chlo.digamma, *args)
+    psis = _batched(_digamma, *args)
     g_e1, g_e2, rg_a1, rg_b1, rg_a2, rg_b2, g_e, g_c, rg_a, rg_b = _gamma_and_reciprocal(
         [], [hlo.add(e, one), hlo.add(e, _c(e, 2.0)), hlo.add(a, d1), hlo.add(b, d1), hlo.add(a, d2),
              hlo.add(b, d2)]) + _gamma_and_reciprocal([e, c], [a, b])

@@ -21,7 +21,7 @@ from scipy.special import zeta
 from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from dialect_rules.special import _gamma
+from dialect_rules.special import _gamma, log_gamma
 from lowering.builders import (
     all_of, any_of, compare, convert, divide, dot_general, full_like, ir_constant, is_inf, polynomial,
     read_entry, reshape, select, shape_of,
@@ -51,7 +51,7 @@ def _prefactor(a, x):
     """x**a e**-x / Gamma(a). For large a, through Stirling's series: with d = (x-a)/a,
     log = a (log1p(d) - d) + log(a)/2 - log(2 pi)/2 - stirlerr(a), which keeps the
     digits that a log x - x - lgamma(a) cancels away (about 1e-11 at a = 10^4)."""
-    direct = hlo.subtract(hlo.subtract(hlo.multiply(a, hlo.log(x)), x), chlo.lgamma(a))
+    direct = hlo.subtract(hlo.subtract(hlo.multiply(a, hlo.log(x)), x), log_gamma(a))
     d = divide(hlo.subtract(x, a), a)
     inv = divide(_c(a, 1.0), a)
     inv2 = hlo.multiply(inv, inv)
@@ -120,7 +120,7 @@ def _lgamma1p(a):
     near_zero = compare(hlo.abs(a), half, "LE")
     near_one = compare(hlo.abs(hlo.subtract(a, one)), half, "LT")
     shifted = hlo.add(hlo.log(a), taylor(hlo.subtract(a, one)))
-    return select(near_zero, taylor(a), select(near_one, shifted, chlo.lgamma(hlo.add(a, one))))
+    return select(near_zero, taylor(a), select(near_one, shifted, log_gamma(hlo.add(a, one))))
 
 
 def _upper_series(a, x, active):
@@ -138,7 +138,7 @@ def _upper_series(a, x, active):
     _, _, total = converge([_c(a, 0.0), one, _c(a, 0.0)], active, step, _MAX_STEPS)
     a_log_x = hlo.multiply(a, hlo.log(x))
     head = hlo.negate(hlo.exponential_minus_one(hlo.subtract(a_log_x, _lgamma1p(a))))
-    return hlo.subtract(head, hlo.multiply(hlo.exponential(hlo.subtract(a_log_x, chlo.lgamma(a))), total))
+    return hlo.subtract(head, hlo.multiply(hlo.exponential(hlo.subtract(a_log_x, log_gamma(a))), total))
 
 
 # Temme's uniform asymptotic expansion (DLMF 8.12), where scipy takes it.
@@ -340,7 +340,7 @@ _STIRLING_BETA_FROM = 1e3
 
 def _log_beta(a, b):
     """log B(a, b) for a, b > 0."""
-    direct = hlo.subtract(hlo.add(chlo.lgamma(a), chlo.lgamma(b)), chlo.lgamma(hlo.add(a, b)))
+    direct = hlo.subtract(hlo.add(log_gamma(a), log_gamma(b)), log_gamma(hlo.add(a, b)))
     small, large = hlo.minimum(a, b), hlo.maximum(a, b)
     total = hlo.add(large, small)
 
@@ -355,7 +355,7 @@ def _log_beta(a, b):
         hlo.multiply(small, hlo.log(total)),
     )
     difference = hlo.add(stirling, hlo.subtract(series(large), series(total)))
-    lopsided = hlo.add(chlo.lgamma(small), difference)
+    lopsided = hlo.add(log_gamma(small), difference)
     return select(compare(large, _c(a, _STIRLING_BETA_FROM), "GE"), lopsided, direct)
 
 
@@ -639,10 +639,10 @@ def _inverse_incomplete_gamma(a, p, q):
     t_wh = hlo.add(hlo.log(safe_a), hlo.multiply(_c(a, 3.0), hlo.log(hlo.maximum(base, _c(a, 1e-300)))))
     # log p from q where q is the one given exactly (p = 1 - 1e-17 rounds to 1)
     log_p = select(upper, hlo.log_plus_one(hlo.negate(safe_q)), hlo.log(safe_p))
-    t_small = divide(hlo.add(log_p, chlo.lgamma(hlo.add(safe_a, one))), safe_a)
+    t_small = divide(hlo.add(log_p, log_gamma(hlo.add(safe_a, one))), safe_a)
     x_large = hlo.maximum(one, hlo.negate(hlo.log(safe_q)))
     for _ in range(3):  # x = -log(q Gamma(a)) + (a - 1) log x
-        x_large = hlo.add(hlo.subtract(hlo.negate(hlo.log(safe_q)), chlo.lgamma(safe_a)),
+        x_large = hlo.add(hlo.subtract(hlo.negate(hlo.log(safe_q)), log_gamma(safe_a)),
                           hlo.multiply(hlo.subtract(safe_a, one), hlo.log(x_large)))
         x_large = hlo.maximum(x_large, _c(a, 1e-3))
     t_large = hlo.log(x_large)
@@ -660,7 +660,7 @@ def _inverse_incomplete_gamma(a, p, q):
         # d log(value)/dt = +-D / value, from log D where D underflows (Q(a, e**-700)
         # does not). Where the value underflows, the leading terms of the series and the
         # fraction stand in: P ~ D / a, Q ~ D / (x - a + 1).
-        log_d = hlo.subtract(hlo.subtract(hlo.multiply(safe_a, t), x), chlo.lgamma(safe_a))
+        log_d = hlo.subtract(hlo.subtract(hlo.multiply(safe_a, t), x), log_gamma(safe_a))
         ratio = select(upper, hlo.maximum(hlo.add(hlo.subtract(x, safe_a), one), one), safe_a)
         exact = compare(value, zero, "GT")
         log_value = select(exact, hlo.log(value), hlo.subtract(log_d, hlo.log(ratio)))
@@ -669,7 +669,7 @@ def _inverse_incomplete_gamma(a, p, q):
         # x = e**t underflowed (the root of P(1e-13, x) = 1/2 is at t = -7e12): P and Q
         # there are their x -> 0 forms in t, P = e**(a t) / Gamma(a + 1) and Q = 1 - P,
         # not their values at x = 0 (Q = 1 sent Newton to t = 0).
-        log_p0 = hlo.subtract(hlo.multiply(safe_a, t), chlo.lgamma(hlo.add(safe_a, one)))
+        log_p0 = hlo.subtract(hlo.multiply(safe_a, t), log_gamma(hlo.add(safe_a, one)))
         log_q0 = hlo.log(hlo.negate(hlo.exponential_minus_one(log_p0)))
         slope_q0 = hlo.multiply(safe_a, hlo.exponential(hlo.subtract(log_p0, log_q0)))
         underflowed = hlo.and_(upper, compare(x, zero, "EQ"))

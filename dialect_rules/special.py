@@ -35,8 +35,11 @@ from lowering.builders import (
     nearest_integer_and_offset,
     numpy_order,
     polynomial,
+    polynomial_log,
+    polynomial_log1p,
     remainder,
     select,
+    sin_cos_pi_of_offset,
     sinpi,
     value_dtype,
 )
@@ -121,8 +124,7 @@ _PSI_ASYMPTOTIC = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1
 
 
 def _digamma_positive(x):
-    """psi(x) for x > 0, branch-free and without the reflection's sine and cosine that
-    XLA's digamma computes for every element: for y >= 10 the asymptotic series
+    """psi(x) for x > 0, branch-free: for y >= 10 the asymptotic series
     log y - 1/(2y) - sum_k B_2k / (2k y**2k) (its next term is below 1e-16); below 10,
     psi(x + 10) less sum_{k<10} 1/(x + k), that sum as one ratio Q'(x)/Q(x) of
     Q = x (x + 1) ... (x + 9), whose coefficients are all positive (no cancellation).
@@ -131,7 +133,7 @@ def _digamma_positive(x):
     y = select(shifted, hlo.add(x, full_like(x, float(_PSI_SHIFT))), x)
     z = divide(full_like(y, 1.0), hlo.multiply(y, y))
     asymptotic = hlo.subtract(
-        hlo.subtract(hlo.log(y), divide(full_like(y, 0.5), y)), hlo.multiply(z, polynomial(z, _PSI_ASYMPTOTIC)))
+        hlo.subtract(polynomial_log(y), divide(full_like(y, 0.5), y)), hlo.multiply(z, polynomial(z, _PSI_ASYMPTOTIC)))
     # (where x >= 10 Q may overflow: that ratio is not used)
     steps = divide(polynomial(x, _PSI_PRODUCT_DERIVATIVE), polynomial(x, _PSI_PRODUCT))
     return select(shifted, hlo.subtract(asymptotic, steps), asymptotic)
@@ -140,18 +142,18 @@ def _digamma_positive(x):
 def _digamma(x):
     """scipy's psi (Cephes' steps), branch-free: `_digamma_positive` for x > 0; below,
     the reflection psi(x) = psi(1 - x) - pi / tan(pi x), tan taken of x less its nearest
-    integer (exact, so no digits are lost however large or small x is; 0 at half-integers).
-    -inf at +0, +inf at -0, NaN at the negative integers, as scipy. XLA's digamma took 1.45
-    ms on 100,000 elements (this, 0.76), and was 1.9e-11 off scipy near psi's negative
-    zeros (this, 7.8e-12: 3.5e-15 absolute, where 40-digit mpmath is nearer ours)."""
+    integer (exact, so no digits are lost however large or small x is; 0 at half-integers),
+    its sine, cosine and log polynomials XLA vectorizes. -inf at +0, +inf at -0, NaN at the
+    negative integers, as scipy. XLA's digamma, with libm's sine, cosine and log for every
+    element, took 13.7 ns an element on one core (this, 4.3), and was 1.9e-11 off scipy near
+    psi's negative zeros (this, 7.8e-12: 3.5e-15 absolute, where 40-digit mpmath is nearer
+    ours)."""
     zero, one = full_like(x, 0.0), full_like(x, 1.0)
     positive = compare(x, zero, "GT")
     value = _digamma_positive(select(positive, x, hlo.subtract(one, x)))
     _, fraction = nearest_integer_and_offset(x)  # cot(pi x) has period 1
-    # 0 where x > 0: the reflection is not used there, and libm's sine and cosine of 0
-    # return at once (100,000 positive elements: 0.76 ms a call, against 1.03 ms)
-    angle = select(positive, zero, hlo.multiply(full_like(x, math.pi), fraction))
-    cotangent = divide(hlo.multiply(full_like(x, math.pi), hlo.cosine(angle)), hlo.sine(angle))
+    sine, cosine = sin_cos_pi_of_offset(fraction)
+    cotangent = divide(hlo.multiply(full_like(x, math.pi), cosine), sine)
     cotangent = select(compare(hlo.abs(fraction), full_like(x, 0.5), "EQ"), zero, cotangent)
     value = select(positive, value, hlo.subtract(value, cotangent))
     pole = hlo.and_(hlo.not_(positive), compare(fraction, zero, "EQ"))
@@ -193,7 +195,7 @@ def _polygamma_far_out(n, x, value):
     (n-1)! is exp(lgamma(n)), rounded where it is an integer below 2^53 (n <= 17)
     and 1e-14 off beyond."""
     one = full_like(x, 1.0)
-    small = hlo.round_nearest_even(hlo.exponential(chlo.lgamma(n)))
+    small = hlo.round_nearest_even(hlo.exponential(log_gamma(n)))
     # Stirling: (n-1)! = sqrt(2 pi/n) n^(n/2) e^-n n^(n/2) e^(series), 2 ulps from n = 18
     # (exp(lgamma(n)) keeps lgamma's absolute error: 100 ulps at n = 30)
     m = hlo.subtract(n, hlo.floor(hlo.multiply(n, full_like(n, 0.5))))
@@ -228,7 +230,7 @@ def _polygamma_far_out(n, x, value):
 
 def _gamma(x):
     """scipy.special.gamma: sign * exp(gammaln); poles at 0 (±inf) and negative integers (nan)."""
-    magnitude = hlo.exponential(chlo.lgamma(x))
+    magnitude = hlo.exponential(log_gamma(x))
     zero = full_like(x, 0)
     floor = hlo.floor(x)
     # For x < 0 the sign alternates between poles: negative where floor(x) is odd.
@@ -353,32 +355,73 @@ _LGAMMA_NEAR_2 = (
 _NEAR_ROOT = 0.3
 
 
-def _gammaln(x):
-    """scipy's gammaln. XLA's lgamma is 10 to 250 ulps off on [0.5, 4) and keeps only
-    its absolute error (1e-15) at the roots 1 and 2, where the value goes to 0. There:
-    within 0.3 of 2 the Taylor series in t = x - 2; within 0.3 of 1 the same series
-    in t = x - 1 less log1p(t), lgamma(x) = lgamma(x + 1) - log(x); elsewhere on
-    [0.5, 4) Cephes' rational on [2, 3) shifted by one recurrence step, the log's
-    argument 1 + s with s exact (x - 1, x - 2) or nearly (x^2 + (x - 1) for x(x + 1)).
-    Each t and s is exact (Sterbenz), so the result keeps its relative precision
-    (about 3 ulps, 7 near 1.6; scipy's own is 1e5 ulps next to 1 and 2)."""
-    one, two, three = full_like(x, 1.0), full_like(x, 2.0), full_like(x, 3.0)
-    x1, x2 = hlo.subtract(x, one), hlo.subtract(x, two)
-    near1 = compare(hlo.abs(x1), full_like(x, _NEAR_ROOT), "LE")
-    near2 = compare(hlo.abs(x2), full_like(x, _NEAR_ROOT), "LE")
-    below1, below2, below3 = (compare(x, c, "LT") for c in (one, two, three))
-    series = hlo.multiply(polynomial(select(near1, x1, x2), _LGAMMA_NEAR_2), select(near1, x1, x2))
-    t = select(below1, x, select(below2, x1, select(below3, x2, hlo.subtract(x, three))))
-    rational = divide(hlo.multiply(t, polynomial(t, _LGAMMA_B)), polynomial(t, _LGAMMA_C))
-    s = select(below1, hlo.add(hlo.multiply(x, x), x1), select(below2, x1, select(below3, full_like(x, 0.0), x2)))
-    log = hlo.log_plus_one(select(near1, x1, s))
-    log = select(below3, hlo.negate(log), log)
-    near = select(hlo.or_(near1, near2), series, rational)
-    shifted = select(near2, near, hlo.add(near, log))
-    band = hlo.and_(compare(x, full_like(x, 0.5), "GE"), compare(x, full_like(x, 4.0), "LT"))
-    # scipy's gammaln(-inf) is -inf (C's lgamma gives +inf); found by tests/test_fuzz.py.
+# Cephes' lgam beyond 13: Stirling's series, lgamma(x) = (x - 1/2) log x - x + log sqrt(2 pi)
+# + w A(w**2), w = 1/x (A lowest power first).
+_STIRLING = (8.33333333333331927722e-2, -2.77777777730099687205e-3, 7.93650340457716943945e-4,
+             -5.95061904284301438324e-4, 8.11614167470508450300e-4)
+_STIRLING_FROM = 13
+_LOG_SQRT_2PI = 0.91893853320467274178
+
+
+def _lgamma_from_half(y):
+    """lgamma(y) for y >= 1/2, +inf and NaN, branch-free with one log and one division:
+    - within 0.3 of 2, the Taylor series in t = y - 2; within 0.3 of 1, the same in
+      t = y - 1, less log1p(t) (lgamma(y) = lgamma(y + 1) - log(y));
+    - elsewhere below 13, Cephes' steps: its rational on [2, 3) at t, y's distance above
+      2 (below: above 0 or 1), plus the log of the recurrence's product,
+      (y - 1)(y - 2)... down to [2, 3) (below: less that of y (y + 1), or y);
+    - from 13 on, Stirling's series.
+    Each t and each factor is exact (Sterbenz), and each log's argument 1 + s has s
+    exact (y - 1, y - 2) or nearly, so the result keeps its relative precision near the
+    roots (about 3 ulps, 7 near 1.6; scipy's own is 1e5 ulps next to 1 and 2)."""
+    one, two, three = full_like(y, 1.0), full_like(y, 2.0), full_like(y, 3.0)
+    y1, y2 = hlo.subtract(y, one), hlo.subtract(y, two)
+    near1 = compare(hlo.abs(y1), full_like(y, _NEAR_ROOT), "LE")
+    near2 = compare(hlo.abs(y2), full_like(y, _NEAR_ROOT), "LE")
+    below1, below2, below3 = (compare(y, c, "LT") for c in (one, two, three))
+    stirling = compare(y, full_like(y, float(_STIRLING_FROM)), "GE")
+    tn = select(near1, y1, y2)
+    series = hlo.multiply(polynomial(tn, _LGAMMA_NEAR_2), tn)
+    t = select(below1, y, select(below2, y1, hlo.subtract(y, hlo.floor(y))))
+    product = one
+    for k in range(1, _STIRLING_FROM - 2):  # the factors y - k that are still >= 2
+        factor = hlo.subtract(y, full_like(y, float(k)))
+        product = hlo.multiply(product, select(compare(factor, two, "GE"), factor, one))
+    s = select(below3, select(below1, hlo.add(hlo.multiply(y, y), y1), select(below2, y1, full_like(y, 0.0))),
+               select(stirling, y1, hlo.subtract(product, one)))
+    log = polynomial_log1p(select(near1, y1, s))
+    # the rational's t B(t) / C(t), or Stirling's w = 1 / y: one division
+    quotient = divide(select(stirling, one, hlo.multiply(t, polynomial(t, _LGAMMA_B))),
+                      select(stirling, y, polynomial(t, _LGAMMA_C)))
+    near = select(hlo.or_(near1, near2), series, quotient)
+    banded = select(near2, near, hlo.add(near, select(below2, hlo.negate(log), log)))
+    # y (log y - 1) - log(y) / 2: (y - 1/2) log y would overflow first
+    asymptotic = hlo.add(
+        hlo.subtract(hlo.multiply(y, hlo.subtract(log, one)), hlo.multiply(log, full_like(y, 0.5))),
+        hlo.add(full_like(y, _LOG_SQRT_2PI), hlo.multiply(quotient, polynomial(hlo.multiply(quotient, quotient), _STIRLING))))
+    asymptotic = select(compare(y, full_like(y, np.inf), "EQ"), y, asymptotic)
+    return select(stirling, asymptotic, banded)
+
+
+def log_gamma(x):
+    """scipy's gammaln. Float64: `_lgamma_from_half` at x, or below 1/2 at 1 - x through
+    the reflection lgamma(x) = log(pi) - log|sin(pi x)| - lgamma(1 - x), sin(pi x) of x
+    less its nearest integer (exact); +inf at 0 and the negative integers, and scipy's
+    -inf at -inf (C's lgamma gives +inf; found by tests/test_fuzz.py). XLA's lgamma, the
+    float32 one's path, is 10 to 250 ulps off on [0.5, 4), keeps only its absolute error
+    (1e-15) at the roots 1 and 2, and takes 25 ns an element in libm's sine and logs
+    (this, 5 ns: its logs and sine are polynomials XLA vectorizes)."""
+    if value_dtype(x) != "float64":
+        return chlo.lgamma(x)
+    reflect = compare(x, full_like(x, 0.5), "LT")
+    value = _lgamma_from_half(select(reflect, hlo.subtract(full_like(x, 1.0), x), x))
+    _, offset = nearest_integer_and_offset(x)
+    sine, _ = sin_cos_pi_of_offset(offset)
+    reflected = hlo.subtract(hlo.subtract(full_like(x, math.log(math.pi)), polynomial_log(hlo.abs(sine))), value)
+    pole = compare(offset, full_like(x, 0.0), "EQ")
+    reflected = select(pole, full_like(x, np.inf), reflected)
     minus_inf = full_like(x, -np.inf)
-    return select(band, shifted, select(compare(x, minus_inf, "EQ"), minus_inf, chlo.lgamma(x)))
+    return select(compare(x, minus_inf, "EQ"), minus_inf, select(reflect, reflected, value))
 
 
 def _exp_of_square(x):
@@ -739,7 +782,7 @@ _UNARY = {
     psm.Erfcinv: _erfcinv,
     psm.Erfcx: erfcx,
     psm.Gamma: _gamma,
-    psm.GammaLn: _gammaln,
+    psm.GammaLn: log_gamma,
     psm.Psi: _digamma,
     psm.TriGamma: _trigamma,
     psm.Sigmoid: _sigmoid,

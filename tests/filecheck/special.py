@@ -9,25 +9,43 @@ from ir_printing import print_ir
 from lowering import lower
 
 x = pt.vector("x")
+y32 = pt.vector("y32", dtype="float32")
 
 # CHECK-LABEL: TEST: chlo raw
 # CHECK-DAG: chlo.erf %arg0
-# CHECK-DAG: chlo.lgamma %arg0
 # CHECK-DAG: chlo.sinh %arg0
 # CHECK: return
-print_ir("chlo", [x], [pt.erf(x), pt.gammaln(x), pt.sinh(x)], raw=True)
+print_ir("chlo", [x], [pt.erf(x), pt.sinh(x)], raw=True)
 
-# digamma is Cephes' steps, not CHLO's: the recurrence's product x (x + 1) ... (x + 9)
-# (its coefficient 9!), the asymptotic series' log, the reflection's nearest integer and sine.
-# CHECK-LABEL: TEST: psi raw
-# CHECK-NOT: chlo.digamma
-# CHECK-DAG: stablehlo.constant dense<3.628800e+05>
-# CHECK-DAG: stablehlo.log
+# float64 gammaln and digamma are Cephes' steps, not CHLO's, and take their logs, sines
+# and cosines as polynomials (XLA's are a libm call per element): no such op is left.
+# CHECK-LABEL: TEST: lgamma_psi_calls raw
+# CHECK-NOT: {{chlo.lgamma|chlo.digamma|stablehlo.log |stablehlo.log_plus_one|stablehlo.sine|stablehlo.cosine}}
+# CHECK: return
+print_ir("lgamma_psi_calls", [x], [pt.gammaln(x), pt.psi(x)], raw=True)
+
+# gammaln: Stirling's log(2 pi) / 2 from 13 on; the logs read x's exponent from its bits.
+# CHECK-LABEL: TEST: gammaln raw
+# CHECK-DAG: stablehlo.constant dense<0.91893853320467278>
+# CHECK-DAG: stablehlo.shift_right_arithmetic
 # CHECK-DAG: stablehlo.round_nearest_even
-# CHECK-DAG: stablehlo.sine
-# CHECK-NOT: chlo.digamma
+# CHECK: return
+print_ir("gammaln", [x], pt.gammaln(x), raw=True)
+
+# digamma: the recurrence's product x (x + 1) ... (x + 9) (its coefficient 9!), and the
+# reflection's nearest integer.
+# CHECK-LABEL: TEST: psi raw
+# CHECK-DAG: stablehlo.constant dense<3.628800e+05>
+# CHECK-DAG: stablehlo.round_nearest_even
 # CHECK: return
 print_ir("psi", [x], pt.psi(x), raw=True)
+
+# float32 gammaln computes in float64: the same steps, then one rounding.
+# CHECK-LABEL: TEST: gammaln_float32 raw
+# CHECK: stablehlo.convert %arg0 : (tensor<?xf32>) -> tensor<?xf64>
+# CHECK-NOT: chlo.lgamma
+# CHECK: stablehlo.convert {{.*}} : (tensor<?xf64>) -> tensor<?xf32>
+print_ir("gammaln_float32", [y32], pt.gammaln(y32), raw=True)
 
 # CHECK-LABEL: TEST: legalized
 # CHECK: func.func public @main(%arg0: tensor<3xf64>)
