@@ -150,16 +150,25 @@ def compile_module(
 # by up to 1.11x without loops and up to 1.64x with them.
 SMALL_TENSOR_ELEMENTS = 256
 _FUSION_EMITTER_OPS = ("stablehlo.scatter",)
+# The elemental emitter recurses once per op of a fused chain while it compiles, on a
+# thread of XLA's own: a chain of 10,000 elementwise ops (9,000 fine) overflowed that
+# stack and killed the process. The fusion emitters compile 20,000 and more.
+ELEMENTAL_MAX_OPS = 4_000
 
 
 def suits_elemental_emitter(module: ir.Module) -> bool:
     """Whether every tensor of `module` (results and block arguments, loop states
-    included; static shapes) has at most SMALL_TENSOR_ELEMENTS elements, and it has no
-    scatter."""
+    included; static shapes) has at most SMALL_TENSOR_ELEMENTS elements, it has no
+    scatter, and at most ELEMENTAL_MAX_OPS ops."""
     suits = True
+    ops = 0
 
     def visit(op):
-        nonlocal suits
+        nonlocal suits, ops
+        ops += 1
+        if ops > ELEMENTAL_MAX_OPS:
+            suits = False
+            return ir.WalkResult.INTERRUPT
         types = [r.type for r in op.results]
         for region in op.regions:
             for block in region.blocks:

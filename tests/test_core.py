@@ -528,6 +528,24 @@ def test_modules_of_small_tensors_compile_with_the_faster_code_generator(monkeyp
     assert comp.elemental_overrides("cpu") == ()
 
 
+def test_a_long_chain_on_small_tensors_compiles_with_the_fusion_emitters():
+    """XLA's elemental emitter recurses once per op of a fused chain as it compiles: 10,000
+    elementwise ops on 4 elements killed the process (a stack overflow on XLA's compile
+    thread). Past ELEMENTAL_MAX_OPS a module gets the fusion emitters."""
+    import lowering.compile as comp
+
+    x = pt.dvector("x")
+    out = x
+    for i in range(4_000):
+        out = pt.sin(out) if i % 2 else out * 1.0001 + 0.5
+    lowered = lower(FunctionGraph([x], [out], clone=False))
+    assert not comp.suits_elemental_emitter(lowered.specialize(np.ones(4)))
+    expected = np.ones(4)
+    for i in range(4_000):
+        expected = np.sin(expected) if i % 2 else expected * 1.0001 + 0.5
+    np.testing.assert_allclose(lowered.compile()(np.ones(4))[0], expected, rtol=1e-12)
+
+
 def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
     """Small results are read back as one byte buffer and split into views (one
     transfer instead of one per result); each output is still a separate, writable
