@@ -70,13 +70,14 @@ EXECUTABLES = ExecutableCache()
 DISK_CACHE_ENV = "STABLEHLO_PYTENSOR_CACHE_DIR"
 
 
-def get_backend(platform: str = "cpu"):
+def get_backend(platform: str = "cpu", large: bool = False):
     """The XLA client for `platform`; on CPU our own, which runs executables in the
-    calling thread (`_synchronous_cpu_client`)."""
+    calling thread (`_synchronous_cpu_client`), with the threads `cpu_threads(large)`
+    gives."""
     if platform == "cpu":
         if _forked_after_xla:
             raise ForkedProcessError()
-        return _synchronous_cpu_client()
+        return _synchronous_cpu_client(cpu_threads(large))
     try:
         return xb.get_backend(platform)
     except RuntimeError as exc:  # jax: "Unknown backend cuda. Available backends are [...]"
@@ -114,29 +115,92 @@ if hasattr(os, "register_at_fork"):
 
 
 @functools.cache
-def _synchronous_cpu_client():
+def _synchronous_cpu_client(threads: int | None = 1):
     """A one-device CPU client that runs each executable in the thread that calls it.
 
     jax's own CPU client dispatches asynchronously: execution moves to another thread
     and the caller waits for it when it reads the results, which costs more than many
     whole models (linear regression logp+dlogp: 80-110 µs a call against 27-54 µs run
     in the caller's thread). We read every result at once, so nothing overlaps anyway.
-    Executables still use XLA's thread pool inside one run.
+    Its pool has `threads` threads (None: one per core, XLA's default); XLA reads
+    PJRT_NPROC as the client starts, so that is set for that moment only.
     """
-    return _xc.make_cpu_client(asynchronous=False, num_devices=1)
+    saved = os.environ.get("PJRT_NPROC")
+    if threads is not None:
+        os.environ["PJRT_NPROC"] = str(threads)
+    try:
+        return _xc.make_cpu_client(asynchronous=False, num_devices=1)
+    finally:
+        if saved is None:
+            os.environ.pop("PJRT_NPROC", None)
+        else:
+            os.environ["PJRT_NPROC"] = saved
+
+
+# XLA's CPU client runs a module's independent kernels at once on a pool of threads, one
+# per core, and splits a costly elementwise kernel into parts across them. For the
+# models a sampler calls, whose kernels take microseconds, handing work to another thread
+# costs more than it saves (a beta regression's logp+dlogp, 1,000 points and about 30
+# kernels: 105-115 µs a call on one thread, 147-190 with a thread per core, on 2 cores),
+# and PyMC samples each chain in a process of its own. Large arrays are where threads
+# pay (a logistic regression with 40 MB of inputs: 28 against 43 ms). So a function
+# whose first call's arguments and constants hold at least LARGE_CALL_BYTES runs on a
+# client with a thread per core, any other on one with one thread; with
+# STABLEHLO_PYTENSOR_THREADS set, every function gets that many ("all": one per core).
+THREADS_ENV = "STABLEHLO_PYTENSOR_THREADS"
+LARGE_CALL_BYTES = 4 << 20
+
+
+@functools.cache
+def _thread_setting() -> int | None | str:
+    """STABLEHLO_PYTENSOR_THREADS: a positive count, None for "all", "auto" when unset.
+    Read once."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return "auto"
+    if value.lower() == "all":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{THREADS_ENV}={value!r}: expected a positive number of threads, or 'all'")
+    return int(value)
+
+
+def cpu_threads(large: bool = False) -> int | None:
+    """The CPU client's threads for a function with (`large`) or without
+    LARGE_CALL_BYTES of data: the setting's count, or, unset, one or (None) one per core."""
+    setting = _thread_setting()
+    if setting == "auto":
+        return None if large else 1
+    return setting
+
+
+# With one thread, XLA's executor still hands kernels to its pool thread when more than
+# 8 are ready at once; scheduled to save memory, fewer are (beta regression on one
+# thread: 104 µs a call, against 164-211 with the default schedule). An XLA that refuses
+# the option drops it (`compile_bytecode`).
+_ONE_THREAD_OVERRIDES = {"cpu": (("xla_cpu_scheduler_type", "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"),)}
+
+
+def thread_overrides(platform: str = "cpu", threads: int | None = 1) -> tuple[tuple[str, str], ...]:
+    """The compile options for a CPU client of `threads` threads: the memory-saving
+    schedule where it has one."""
+    if platform != "cpu" or threads != 1:
+        return ()
+    return _ONE_THREAD_OVERRIDES.get(platform, ())
 
 
 def compile_module(
     module: ir.Module, platform: str = "cpu", fp_contraction: bool = True, host_callbacks=(),
-    lock=None,
+    lock=None, large: bool = False,
 ):
     """Compile (or fetch) the executable for a static-shaped module, with XLA:CPU's
     elemental emitter where that compiles faster and runs as fast (`suits_elemental_emitter`).
-    `lock` guards the module's context while the module is read, not while XLA compiles."""
+    `lock` guards the module's context while the module is read, not while XLA compiles.
+    `large`: for the CPU client of a function with large data (`cpu_threads`)."""
     with lock or contextlib.nullcontext():
         bytecode = module_bytecode(module)
         elemental = platform == "cpu" and suits_elemental_emitter(module)
-    return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental)
+    return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large)
 
 
 # XLA:CPU compiles a module with its elemental emitter in about 0.6x the time its MLIR
@@ -188,7 +252,7 @@ def suits_elemental_emitter(module: ir.Module) -> bool:
 
 def compile_bytecode(
     bytecode: bytes, platform: str = "cpu", fp_contraction: bool = True, host_callbacks=(),
-    elemental: bool = False,
+    elemental: bool = False, large: bool = False,
 ):
     """Compile (or fetch) the executable for a serialized StableHLO module.
 
@@ -199,15 +263,20 @@ def compile_bytecode(
     in memory and never on disk (a stored one could not call them).
     `elemental`: the module suits XLA:CPU's elemental emitter, which compiles it faster
     (`suits_elemental_emitter`, `elemental_overrides`).
+    `large`: for the CPU client of a function with large data (`cpu_threads`).
     """
-    backend = get_backend(platform)
+    backend = get_backend(platform, large)
     if not fp_contraction:
         overrides = no_contraction_overrides(platform)
     elif elemental:
         overrides = elemental_overrides(platform)
     else:
         overrides = ()
+    threads = cpu_threads(large) if platform == "cpu" else None
+    overrides += thread_overrides(platform, threads)
     variant = "".join(f"-{name}={value}" for name, value in overrides)
+    if platform == "cpu":  # XLA splits kernels for its client's threads
+        variant += f"-threads={threads or 'all'}"
     host_callbacks = tuple(host_callbacks)
     key = (platform, hashlib.sha256(bytecode).hexdigest() + variant)
     if host_callbacks:
@@ -235,11 +304,13 @@ def compile_bytecode(
                 exe = backend.compile_and_load(bytecode, devices, options)
                 _store_on_disk(backend, key, exe)
     except Exception as exc:  # jaxlib's XlaRuntimeError: INVALID_ARGUMENT
-        if not (elemental and fp_contraction and "No such compile option" in str(exc)):
+        # An optional choice this XLA does not know (jaxlib 0.11 has one code generator):
+        # dropped for the process.
+        table = _refused_choice(platform, str(exc))
+        if table is None:
             raise
-        # This XLA has one code generator (jaxlib 0.11 took the option away).
-        _ELEMENTAL_OVERRIDES.pop(platform, None)
-        return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks)
+        table.pop(platform, None)
+        return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large)
     EXECUTABLES.put(key, exe)
     return exe
 
@@ -290,6 +361,16 @@ _ELEMENTAL_OVERRIDES = {"cpu": (("xla_cpu_use_fusion_emitters", "False"),)}
 
 def elemental_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
     return _ELEMENTAL_OVERRIDES.get(platform, ())
+
+
+def _refused_choice(platform: str, message: str):
+    """The table of optional compile options (`_ELEMENTAL_OVERRIDES`,
+    `_ONE_THREAD_OVERRIDES`) whose option this XLA refused with `message`, if any."""
+    for table in (_ELEMENTAL_OVERRIDES, _ONE_THREAD_OVERRIDES):
+        if any(f"No such compile option: '{name}'" in message for name, _ in table.get(platform, ())):
+            return table
+    return None
+
 
 # a * b + c with c = -fl(a * b): exactly 0 when the product is rounded before the add,
 # the product's rounding error when both are one FMA. 64 elements of each float type:

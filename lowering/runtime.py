@@ -30,7 +30,13 @@ from lowering._jax_internal import (
     x64_enabled,
 )
 from lowering._jax_internal import to_numpy as _to_numpy
-from lowering.compile import compile_module, get_backend, no_contraction_overrides, on_fork_after_xla
+from lowering.compile import (
+    LARGE_CALL_BYTES,
+    compile_module,
+    get_backend,
+    no_contraction_overrides,
+    on_fork_after_xla,
+)
 from lowering.errors import ForkedProcessError, PassPipelineError
 from lowering.specialize import (
     bind_runtime_dims,
@@ -72,10 +78,7 @@ class Compiled:
         self.lowered = lowered
         self.platform = platform
         self.fp_contraction = fp_contraction
-        self._backend = get_backend(platform)
-        self._device = self._backend.local_devices()[0]
-        self._sharding = SingleDeviceSharding(self._device)
-        self._device_memory = _device_memory(self._device)
+        self._bound = False  # to a client, at the first call (`_bind`)
         self._in_types = lowered.input_types
         self._dtypes = tuple(np.dtype(storage_dtype(t)) for t in self._in_types)
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
@@ -84,7 +87,7 @@ class Compiled:
         # for a client that reads host arrays where they are: XLA's CPU client. Another
         # one (a GPU's) copies each input to its device, so a held buffer would miss
         # changes made to the array in place, and an aligned copy would be a second copy.
-        reads_host_memory = _reads_host_memory(self._device)
+        reads_host_memory = _reads_host_memory(get_backend(platform).local_devices()[0])
         self._resident = lowered.resident_inputs if reads_host_memory else ()
         # input -> (its array, XLA's buffer of it); the storage cells `bind_storage` gave
         self._held = dict.fromkeys(self._resident)
@@ -94,9 +97,6 @@ class Compiled:
             if reads_host_memory and _may_be_large(t) and i not in self._held
         )
         self._prepare = bool(self._resident or self._maybe_large)
-        self._constant_buffers = tuple(
-            self._put(c.value, c.value.dtype) for c in lowered.hoisted_constants
-        )
         self._checks = tuple(lowered.runtime_checks)
         self._n_outputs = len(lowered.output_types)
         self._rng = lowered.rng or None
@@ -156,7 +156,26 @@ class Compiled:
             results[j] = results[j][()]
         return results
 
+    def _bind(self, args) -> None:
+        """Choose the client at the first call (`compile.cpu_threads`): on CPU, one with a
+        thread per core where the arguments and constants hold LARGE_CALL_BYTES or more,
+        else one with a single thread; later calls keep it. Put the constants there."""
+        with self._lock:
+            if self._bound:
+                return
+            hoisted = self.lowered.hoisted_constants
+            size = sum(c.value.nbytes for c in hoisted) + sum(getattr(a, "nbytes", 0) for a in args)
+            self._large = self.platform == "cpu" and size >= LARGE_CALL_BYTES
+            self._backend = get_backend(self.platform, self._large)
+            self._device = self._backend.local_devices()[0]
+            self._sharding = SingleDeviceSharding(self._device)
+            self._device_memory = _device_memory(self._device)
+            self._constant_buffers = tuple(self._put(c.value, c.value.dtype) for c in hoisted)
+            self._bound = True
+
     def _run(self, args):
+        if not self._bound:
+            self._bind(args)
         if self._prepare:
             args = self._prepared(args)
         try:
@@ -360,7 +379,8 @@ class Compiled:
             if not probe:
                 packed = pack_small_results(module)
         exe = compile_module(
-            module, self.platform, self.fp_contraction, self.lowered.host_callbacks, self.lowered.lock
+            module, self.platform, self.fp_contraction, self.lowered.host_callbacks, self.lowered.lock,
+            large=self._large,
         )
         needed = _bytes_needed(exe.get_compiled_memory_stats())
         available = self._device_memory

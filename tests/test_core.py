@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import jax
 import numpy as np
 import pytensor
@@ -12,6 +14,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Apply
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.op import Op
+from scipy.special import gammaln as sp_gammaln
 
 import lowering
 from lowering import (
@@ -502,7 +505,7 @@ def test_modules_of_small_tensors_compile_with_the_faster_code_generator(monkeyp
 
     seen = []
     real = comp.compile_bytecode
-    monkeypatch.setattr(comp, "compile_bytecode", lambda *a, elemental=False: seen.append(elemental) or real(*a, elemental=elemental))
+    monkeypatch.setattr(comp, "compile_bytecode", lambda *a, elemental=False, **kw: seen.append(elemental) or real(*a, elemental=elemental, **kw))
     x, i = pt.dvector("x"), pt.lvector("i")
     mode = "STABLEHLO"  # a choice for the CPU
     fn = pytensor.function([x], [pt.exp(x).sum()], mode=mode)
@@ -546,6 +549,84 @@ def test_a_long_chain_on_small_tensors_compiles_with_the_fusion_emitters():
     np.testing.assert_allclose(lowered.compile()(np.ones(4))[0], expected, rtol=1e-12)
 
 
+def test_the_cpu_client_threads_follow_the_setting(monkeypatch):
+    """STABLEHLO_PYTENSOR_THREADS: a positive count or 'all' (XLA's one per core) for every
+    function; unset, one thread, or one per core for a function with large data; anything
+    else is refused by name. One thread compiles with the memory-saving schedule (an XLA
+    that refuses the option drops it)."""
+    import lowering.compile as comp
+
+    try:
+        for value, small, large in (("", 1, None), ("3", 3, 3), ("all", None, None), (" ALL ", None, None)):
+            monkeypatch.setenv(comp.THREADS_ENV, value)
+            comp._thread_setting.cache_clear()
+            assert (comp.cpu_threads(), comp.cpu_threads(large=True)) == (small, large), value
+        for value in ("0", "-1", "two", "1.5"):
+            monkeypatch.setenv(comp.THREADS_ENV, value)
+            comp._thread_setting.cache_clear()
+            with pytest.raises(ValueError, match=f"STABLEHLO_PYTENSOR_THREADS='{value}': expected a positive"):
+                comp.cpu_threads()
+    finally:
+        monkeypatch.delenv(comp.THREADS_ENV)
+        comp._thread_setting.cache_clear()
+    assert comp.thread_overrides("cpu", 1) == (("xla_cpu_scheduler_type", "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED"),)
+    assert comp.thread_overrides("cpu", None) == comp.thread_overrides("cuda", 1) == ()
+    monkeypatch.setitem(comp._ONE_THREAD_OVERRIDES, "cpu", (("xla_cpu_no_such_option", "1"),))
+    x = pt.dvector("x")
+    fn = pytensor.function([x], pt.gammaln(x).sum() * 7, mode="STABLEHLO")
+    values = np.linspace(0.5, 3, 9)
+    assert_same(fn(values), 7 * sp_gammaln(values).sum(), rtol=1e-14)
+    assert comp.thread_overrides("cpu", 1) == ()
+
+
+_THREADS_RUN = """
+import os, numpy as np, pytensor, pytensor.tensor as pt, scipy.special as sp
+import lowering
+from lowering.compile import LARGE_CALL_BYTES
+
+def pool():
+    names = [open(f"/proc/self/task/{t}/comm").read() for t in os.listdir("/proc/self/task")]
+    return sum(name.startswith("tf_XLAEigen") for name in names)
+
+x = pt.dvector("x")
+f = pytensor.function([x], [pt.gammaln(x), pt.psi(x).sum()], mode="STABLEHLO")
+values = np.linspace(0.1, 30.0, 5000)
+a, b = f(values)
+np.testing.assert_allclose(a, sp.gammaln(values), rtol=2e-13)
+np.testing.assert_allclose(b, sp.psi(values).sum(), rtol=1e-13)
+small = pool()
+big = np.linspace(0.0, 1.0, LARGE_CALL_BYTES // 8)
+g = pytensor.function([x], (pt.exp(x) * 2).sum(), mode="STABLEHLO")
+np.testing.assert_allclose(g(big), (np.exp(big) * 2).sum(), rtol=1e-12)
+np.testing.assert_allclose(g(big[:10]), (np.exp(big[:10]) * 2).sum(), rtol=1e-12)  # the same client
+print(small, pool(), os.environ.get("PJRT_NPROC"))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
+def test_the_cpu_client_starts_with_the_threads_asked_for():
+    """A function with small data runs on a client with one pool thread; one whose first
+    call brings LARGE_CALL_BYTES or more, on a client with XLA's pool of one thread per
+    core; STABLEHLO_PYTENSOR_THREADS gives every function its count. The results are the
+    same, and PJRT_NPROC (which XLA reads as a client starts) is left as it was, so jax's
+    own client still gets a thread per core."""
+    import subprocess
+    import sys
+
+    def run(**env):
+        environ = {k: v for k, v in os.environ.items() if k not in ("STABLEHLO_PYTENSOR_THREADS", "PJRT_NPROC")}
+        done = subprocess.run([sys.executable, "-c", _THREADS_RUN], capture_output=True, text=True,
+                              env={**environ, **env})
+        assert done.returncode == 0, done.stderr[-2000:]
+        small, both, nproc = done.stdout.split()
+        return int(small), int(both), nproc
+
+    cores = len(os.sched_getaffinity(0))
+    assert run() == (1, 1 + cores, "None")
+    assert run(STABLEHLO_PYTENSOR_THREADS="2") == (2, 2, "None")
+    assert run(STABLEHLO_PYTENSOR_THREADS="3", PJRT_NPROC="5") == (3, 3, "5")
+
+
 def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
     """Small results are read back as one byte buffer and split into views (one
     transfer instead of one per result); each output is still a separate, writable
@@ -585,24 +666,24 @@ def test_calls_after_the_first_run_in_cpp_dispatch_and_behave_the_same():
     compiled._put = lambda value, dtype: puts.append(value) or put(value, dtype)
 
     first = compiled(np.ones(4096), np.array(3))
-    assert len(puts) == 2
+    assert len(puts) == 3  # the constant (on the client the first call chooses) and two arguments
     value = np.arange(4096.0)
     for i in (5, 7):
         got = compiled(value, np.array(i))
         assert_same(got[0], value * data)
         assert_same(got[1], np.float64(i))
         assert got[0].flags.writeable
-    assert len(puts) == 2  # no Python argument handling after the first call
+    assert len(puts) == 3  # no Python argument handling after the first call
     assert_same(first[0], data)
     assert_same(first[1], np.float64(1.0))
     with pytest.raises(IndexError, match="index out of bounds"):
         compiled(value, np.array(4096))
     got = compiled.call_trusted([value.astype("float32"), np.array(4)])  # converted
     assert_same(got[0], value * data)
-    assert len(puts) == 4
+    assert len(puts) == 5
     compiled.clear_cache()
     assert_same(compiled(value, np.array(9))[1], np.float64(9.0))
-    assert len(puts) == 6
+    assert len(puts) == 7
 
 
 def test_jax_disable_jit_does_not_reach_our_functions():
@@ -747,7 +828,7 @@ class Counting:
         compiles.append(1)
         return self.backend.compile_and_load(*args)
 real = comp.get_backend
-comp.get_backend = lambda platform="cpu": Counting(real(platform))
+comp.get_backend = lambda *args: Counting(real(*args))
 x = pt.dvector("x")
 f = pytensor.function([x], pt.exp(x).sum() * 3, mode="STABLEHLO")
 result = float(f(np.arange(3.0))), len(compiles)

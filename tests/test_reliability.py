@@ -211,7 +211,7 @@ def test_concurrent_first_calls_compile_each_signature_once(monkeypatch):
 
     compiles = []
     real = runtime.compile_module
-    monkeypatch.setattr(runtime, "compile_module", lambda *a: compiles.append(1) or real(*a))
+    monkeypatch.setattr(runtime, "compile_module", lambda *a, **kw: compiles.append(1) or real(*a, **kw))
     x = pt.vector("x")
     compiled = lower(FunctionGraph([x], [x * 2], clone=True)).compile()
     barrier = threading.Barrier(8)
