@@ -364,7 +364,8 @@ _LOG_SQRT_2PI = 0.91893853320467274178
 
 
 def _lgamma_from_half(y):
-    """lgamma(y) for y >= 1/2, +inf and NaN, branch-free with one log and one division:
+    """lgamma(y) for y >= 1/2, +inf and NaN, branch-free, with one log (`polynomial_log1p`)
+    and one division of its own:
     - within 0.3 of 2, the Taylor series in t = y - 2; within 0.3 of 1, the same in
       t = y - 1, less log1p(t) (lgamma(y) = lgamma(y + 1) - log(y));
     - elsewhere below 13, Cephes' steps: its rational on [2, 3) at t, y's distance above
