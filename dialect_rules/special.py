@@ -357,10 +357,10 @@ _NEAR_ROOT = 0.3
 
 # Cephes' lgam beyond 13: Stirling's series, lgamma(x) = (x - 1/2) log x - x + log sqrt(2 pi)
 # + w A(w**2), w = 1/x (A lowest power first).
-_STIRLING = (8.33333333333331927722e-2, -2.77777777730099687205e-3, 7.93650340457716943945e-4,
-             -5.95061904284301438324e-4, 8.11614167470508450300e-4)
-_STIRLING_FROM = 13
-_LOG_SQRT_2PI = 0.91893853320467274178
+_LGAMMA_STIRLING = (8.33333333333331927722e-2, -2.77777777730099687205e-3, 7.93650340457716943945e-4,
+                    -5.95061904284301438324e-4, 8.11614167470508450300e-4)
+_LGAMMA_STIRLING_FROM = 13
+_HALF_LOG_2PI = 0.91893853320467274178  # log(2 pi) / 2, rounded once (math.log is an ulp below)
 
 
 def _lgamma_from_half(y):
@@ -380,12 +380,12 @@ def _lgamma_from_half(y):
     near1 = compare(hlo.abs(y1), full_like(y, _NEAR_ROOT), "LE")
     near2 = compare(hlo.abs(y2), full_like(y, _NEAR_ROOT), "LE")
     below1, below2, below3 = (compare(y, c, "LT") for c in (one, two, three))
-    stirling = compare(y, full_like(y, float(_STIRLING_FROM)), "GE")
+    stirling = compare(y, full_like(y, float(_LGAMMA_STIRLING_FROM)), "GE")
     tn = select(near1, y1, y2)
     series = hlo.multiply(polynomial(tn, _LGAMMA_NEAR_2), tn)
     t = select(below1, y, select(below2, y1, hlo.subtract(y, hlo.floor(y))))
     product = one
-    for k in range(1, _STIRLING_FROM - 2):  # the factors y - k that are still >= 2
+    for k in range(1, _LGAMMA_STIRLING_FROM - 2):  # the factors y - k that are still >= 2
         factor = hlo.subtract(y, full_like(y, float(k)))
         product = hlo.multiply(product, select(compare(factor, two, "GE"), factor, one))
     s = select(below3, select(below1, hlo.add(hlo.multiply(y, y), y1), select(below2, y1, full_like(y, 0.0))),
@@ -399,7 +399,7 @@ def _lgamma_from_half(y):
     # y (log y - 1) - log(y) / 2: (y - 1/2) log y would overflow first
     asymptotic = hlo.add(
         hlo.subtract(hlo.multiply(y, hlo.subtract(log, one)), hlo.multiply(log, full_like(y, 0.5))),
-        hlo.add(full_like(y, _LOG_SQRT_2PI), hlo.multiply(quotient, polynomial(hlo.multiply(quotient, quotient), _STIRLING))))
+        hlo.add(full_like(y, _HALF_LOG_2PI), hlo.multiply(quotient, polynomial(hlo.multiply(quotient, quotient), _LGAMMA_STIRLING))))
     asymptotic = select(compare(y, full_like(y, np.inf), "EQ"), y, asymptotic)
     return select(stirling, asymptotic, banded)
 
