@@ -63,11 +63,9 @@ from lowering._jax_internal import lapack_target
 from lowering.builders import (
     Dim,
     broadcast_in_dim,
-    add_all,
     compare,
     conj,
     convert,
-    copysign,
     custom_call,
     dim_add,
     dim_max,
@@ -81,11 +79,9 @@ from lowering.builders import (
     dynamic_index,
     full,
     full_like,
-    hypot,
     iota,
     is_complex,
     is_nan,
-    remainder,
     reshape,
     result_type,
     row_major,
@@ -371,6 +367,16 @@ def _set_diagonal(x: ir.Value, offset: int, where: ir.Value, values: ir.Value) -
     dims = shape_of(x)
     mask, axis = _on_band(dims, offset)
     return select(hlo.and_(mask, _along(where, dims, axis)), _along(values, dims, axis), x)
+
+
+def _shifted(v: ir.Value, axis: int, step: int) -> ir.Value:
+    """v[k + step] along `axis` (step +1 or -1), zero where that is out of range: a pad
+    that drops `step` elements at one end and adds as many zeros at the other."""
+    low = [0] * len(static_shape(v.type))
+    high = list(low)
+    low[axis], high[axis] = -step, step
+    attr = ir.DenseI64ArrayAttr.get
+    return hlo.pad(v, full(0, (), value_dtype(v)), attr(low), attr(high), attr([0] * len(low)))
 
 
 def _sum(x: ir.Value, axes) -> ir.Value:
@@ -1158,13 +1164,18 @@ def lower_expm(ctx, node, batch_ndim, a):
 @linalg_rule(Schur)
 def lower_schur(ctx, node, batch_ndim, a):
     """scipy.linalg.schur with gees: a = Z T Z^H; NaN for a non-finite a or when gees
-    fails, as PyTensor's perform. With `sort`, the selected eigenvalues lead T (see
-    `_sorted_schur`: jaxlib's gees selects none, so the reordering is ours)."""
+    fails, as PyTensor's perform. With `sort`, the executable runs perform itself on the
+    host (see `_PerformOnHost`): jaxlib's gees selects no eigenvalues, and a reordered
+    form is unique only up to the phase of each Schur vector (and a turn within each
+    real 2x2 block), so only LAPACK's own trsen gives perform's values."""
     _cpu_only(ctx, node, "Schur decomposition (gees)")
     op = core_op(node)
     dtype = _lapack_dtype(node.outputs[0].type.dtype)
     a = _square(ctx, convert(a, dtype), ValueError, "expected square matrix")
     dims = shape_of(a)
+    if op.sort is not None:
+        t, z = ctx.host_call(_PerformOnHost.of(op, dtype), [a], [(dims, dtype), (dims, dtype)])
+        return _declared(node, t, 0), _declared(node, z, 1)
     batch = list(dims[:-2])
     values = [(dims[:-1], dtype)] if is_complex(a) else [(dims[:-1], dtype)] * 2
     t, z, *_, info = lapack("gees", dtype, [a], [(dims, dtype), (dims, dtype), *values, (batch, "int32"),
@@ -1173,236 +1184,7 @@ def lower_schur(ctx, node, batch_ndim, a):
     finite = fold(compare(hlo.abs(a), full_like(hlo.abs(a), np.inf), "LT"), [batch_ndim, batch_ndim + 1],
                   hlo.and_, True)
     ok = hlo.and_(_info_ok(info), finite)
-    if op.sort is not None:
-        t, z = _sorted_schur(a, t, z, op.sort, batch_ndim)
     return tuple(_declared(node, _nan_unless(ok, v), i) for i, v in enumerate((t, z)))
-
-
-# Reordering a Schur form. LAPACK's trsen moves each selected eigenvalue up by swaps of
-# adjacent diagonal blocks, one at a time. Here every swap of a round is done at once:
-# an odd-even transposition sort of the diagonal, whose key is "not selected", swaps
-# the disjoint pairs (k, k + 1) with k of the round's parity where an unselected
-# eigenvalue precedes a selected one. Disjoint swaps touch disjoint rows and columns
-# and read only their own 2x2 block, so a round is a few elementwise passes over the
-# matrices of every batch entry, and at most n rounds give the stable partition trsen
-# gives: the same eigenvalue order, so (Schur vectors being unique up to phase for a
-# given order) the same T and Z up to the phase of each Schur vector.
-#
-# Swaps of 1x1 blocks are Givens rotations (ztrexc). A real Schur form with 2x2 blocks
-# is sorted as a complex one (scipy's rsf2csf splits every 2x2 block, all at once),
-# then made real again: the leading Schur vectors up to each block's end span a real
-# invariant subspace, so a real eigenvalue's Schur vector is real up to phase and a
-# complex pair's two vectors span the same plane as the real and imaginary parts of
-# the first; Q^T a Q in that basis is quasi-triangular, and its 2x2 blocks are put in
-# LAPACK's standard form (dlanv2: equal diagonal, off-diagonals of opposite sign). The
-# standard form of a block is unique up to a quarter turn, the one freedom where the
-# result may differ from scipy's beyond signs.
-
-
-def _shifted(v: ir.Value, axis: int, step: int) -> ir.Value:
-    """v[k + step] along `axis` (step +1 or -1), zero where that is out of range: a pad
-    that drops `step` elements at one end and adds as many zeros at the other."""
-    low = [0] * len(static_shape(v.type))
-    high = list(low)
-    low[axis], high[axis] = -step, step
-    attr = ir.DenseI64ArrayAttr.get
-    return hlo.pad(v, full(0, (), value_dtype(v)), attr(low), attr(high), attr([0] * len(low)))
-
-
-def _pair_rotate(x: ir.Value, axis: int, first: ir.Value, a, b, c, d) -> ir.Value:
-    """Where first[k]: x_k, x_k+1 (rows or columns, by `axis`) become
-    a_k x_k + b_k x_k+1 and c_k x_k + d_k x_k+1; the coefficients are (*batch, n)."""
-    dims = shape_of(x)
-    vec_axis = len(dims) - 2
-    second = _shifted(first, vec_axis, -1)
-    one = full_like(a, 1)
-    self_ = select(first, a, select(second, _shifted(d, vec_axis, -1), one))
-    after = select(first, b, full_like(b, 0))
-    before = select(second, _shifted(c, vec_axis, -1), full_like(c, 0))
-    terms = [(self_, x), (after, _shifted(x, axis, 1)), (before, _shifted(x, axis, -1))]
-    return add_all(*(hlo.multiply(_along(coef, dims, axis), y) for coef, y in terms))
-
-
-def _selected(sort: str, wr: ir.Value, wi: ir.Value) -> ir.Value:
-    """PyTensor's Schur sort functions, on eigenvalues wr + i wi."""
-    zero, one = full_like(wr, 0), full_like(wr, 1)
-    if sort == "lhp":
-        return compare(wr, zero, "LT")
-    if sort == "rhp":
-        return compare(wr, zero, "GE")
-    return compare(hypot(wr, wi), one, "LE" if sort == "iuc" else "GT")
-
-
-def _givens(f: ir.Value, g: ir.Value):
-    """LAPACK's (z)lartg: c real >= 0 and s with [c, s; -conj(s), c] [f; g] = [r; 0]."""
-    af, ag = hlo.abs(f), hlo.abs(g)
-    h = hypot(af, ag)
-    none = compare(h, full_like(h, 0), "EQ")
-    h = select(none, full_like(h, 1), h)
-    f_zero = compare(af, full_like(af, 0), "EQ")
-    magnitude = convert(select(f_zero, full_like(af, 1), af), value_dtype(f))
-    phase = select(f_zero, full_like(f, 1), divide(f, magnitude))
-    c = select(none, full_like(h, 1), divide(af, h))
-    s = select(none, full_like(f, 0), divide(hlo.multiply(phase, conj(g)), convert(h, value_dtype(f))))
-    return convert(c, value_dtype(f)), s
-
-
-def _inversions(selected: ir.Value) -> ir.Value:
-    """Where an unselected eigenvalue is followed by a selected one."""
-    after = _shifted(selected, len(static_shape(selected.type)) - 1, 1)
-    return hlo.and_(hlo.not_(selected), after)
-
-
-def _sort_complex_schur(t, z, selected, labels=()):
-    """Stable partition of the diagonal of the (complex, upper triangular) t by
-    `selected`, z and `labels` (vectors) following; returns t, z, labels.
-
-    A round's rotations are planned (from t's diagonal and superdiagonal, O(n)) at
-    the end of the step before and carried into the step that applies them: carried,
-    they reach XLA's elementwise passes over t and z as inputs, where planned in the
-    same step they were fused into those passes and recomputed for every element."""
-    dims = shape_of(t)
-    axis = len(dims) - 2
-    n = dims[-1]
-    position = iota(shape_of(selected), axis, "int64")
-
-    def plan(i, t, selected):
-        """Round i's swaps, their rotations, and the diagonal and superdiagonal they read."""
-        parity = remainder(i, full_like(i, 2))
-        in_round = compare(remainder(position, full_like(position, 2)),
-                           broadcast_in_dim(parity, shape_of(position), []), "EQ")
-        swap = hlo.and_(in_round, _inversions(selected))
-        d, above = _diagonal(t), _diagonal(t, 1)
-        c, s = _givens(above, hlo.subtract(_shifted(d, axis, 1), d))
-        return [swap, c, s, d, above]
-
-    def cond(values):
-        i, _, _, selected, *_ = values
-        return hlo.and_(compare(i, dim_value(n), "LE"), any_true(_inversions(selected)))
-
-    def body(values):
-        i, t, z, selected, swap, c, s, d, above, *labels = values
-        second = _shifted(swap, axis, -1)
-        t = _pair_rotate(t, axis, swap, c, s, hlo.negate(conj(s)), c)
-        t = _pair_rotate(t, axis + 1, swap, c, conj(s), hlo.negate(s), c)
-        z = _pair_rotate(z, axis + 1, swap, c, conj(s), hlo.negate(s), c)
-        # The swapped blocks exactly: diagonal exchanged, superdiagonal kept, zero below.
-        t = _set_diagonal(t, 0, hlo.or_(swap, second), select(swap, _shifted(d, axis, 1), _shifted(d, axis, -1)))
-        t = _set_diagonal(t, 1, swap, above)
-        t = _set_diagonal(t, -1, swap, full_like(above, 0))
-
-        def moved(v):
-            return select(swap, _shifted(v, axis, 1), select(second, _shifted(v, axis, -1), v))
-
-        i = hlo.add(i, full_like(i, 1))
-        selected = moved(selected)
-        return [i, t, z, selected, *plan(i, t, selected), *map(moved, labels)]
-
-    start = dim_value(0)
-    state = [start, t, z, selected, *plan(start, t, selected)]
-    final = while_loop([*state, *labels], cond, body)
-    return final[1], final[2], final[len(state):]
-
-
-def _sorted_schur(a, t, z, sort: str, batch_ndim: int):
-    """gees' Schur form (t, z) of `a`, reordered so the eigenvalues `sort` selects lead."""
-    axis = batch_ndim
-    if is_complex(t):
-        d = _diagonal(t)
-        t, z, _ = _sort_complex_schur(t, z, _selected(sort, hlo.real(d), hlo.imag(d)))
-        return t, z
-    # The eigenvalues as dgees reports them (so the selection is scipy's): a 2x2 block
-    # [[p, q], [r, p]] at k, k + 1 holds p +- i sqrt|q| sqrt|r|.
-    d, above, below = _diagonal(t), _diagonal(t, 1), _diagonal(t, -1)
-    first = compare(below, full_like(below, 0), "NE")
-    second = _shifted(first, axis, -1)
-    wi = hlo.multiply(hlo.sqrt(hlo.abs(above)), hlo.sqrt(hlo.abs(below)))
-    wi = select(first, wi, select(second, hlo.negate(_shifted(wi, axis, -1)), full_like(wi, 0)))
-    selected = _selected(sort, d, wi)
-    # rsf2csf: a unitary rotation of each 2x2 block's rows and columns makes it upper
-    # triangular, with the eigenvalue p + i sqrt(-disc) first.
-    cdtype = _complex_dtype(value_dtype(t))
-    d_next = _shifted(d, axis, 1)
-    half = hlo.multiply(hlo.subtract(d, d_next), full_like(d, 0.5))
-    disc = hlo.add(hlo.multiply(half, half), hlo.multiply(above, below))
-    mu = hlo.complex(half, hlo.sqrt(hlo.maximum(hlo.negate(disc), full_like(disc, 0))))
-    r = select(first, hypot(hlo.abs(mu), below), full_like(below, 1))
-    c = select(first, divide(mu, convert(r, cdtype)), full_like(mu, 1))
-    s = convert(select(first, divide(below, r), full_like(r, 0)), cdtype)
-    tc = _pair_rotate(convert(t, cdtype), axis, first, conj(c), s, hlo.negate(s), c)
-    tc = _triangle(_pair_rotate(tc, axis + 1, first, c, s, hlo.negate(s), conj(c)), lower=False)
-    zc = _pair_rotate(convert(z, cdtype), axis + 1, first, c, s, hlo.negate(s), conj(c))
-    none = full(0, shape_of(first), "int32")
-    kind = select(first, full_like(none, 1), select(second, full_like(none, 2), none))
-    _, zc, (kind,) = _sort_complex_schur(tc, zc, selected, [kind])
-    first = compare(kind, full_like(kind, 1), "EQ")
-    second = compare(kind, full_like(kind, 2), "EQ")
-    q = _real_schur_vectors(zc, first, second, batch_ndim)
-    tn = _matmul(_matmul(_mT(q), a, batch_ndim), q, batch_ndim)
-    tn = _quasi_triangle(tn, first)
-    return _standardize_blocks(tn, q, first, second, batch_ndim)
-
-
-def _column_norms(x: ir.Value) -> ir.Value:
-    rank = len(static_shape(x.type))
-    return hlo.sqrt(_sum(hlo.multiply(x, x), [rank - 2]))
-
-
-def _real_schur_vectors(zc, first, second, batch_ndim):
-    """The real orthogonal basis adapted to zc's invariant subspaces (see above)."""
-    dims = shape_of(zc)
-    rows, cols = batch_ndim, batch_ndim + 1
-
-    def per_column(v):
-        return _along(v, dims, cols)
-
-    def normalized(x):
-        return divide(x, per_column(_column_norms(x)))
-
-    # A complex pair: an orthonormal basis of span(Re z_k, Im z_k), larger part first.
-    source = select(per_column(second), _shifted(zc, cols, -1), zc)
-    re, im = hlo.real(source), hlo.imag(source)
-    im_larger = per_column(compare(_column_norms(im), _column_norms(re), "GT"))
-    u = normalized(select(im_larger, im, re))
-    v = select(im_larger, re, im)
-    for _ in range(2):  # Gram-Schmidt, twice is enough
-        v = hlo.subtract(v, hlo.multiply(per_column(_sum(hlo.multiply(u, v), [rows])), u))
-    v = normalized(v)
-    # A real eigenvalue: z_k = e^{i theta} x with x real, and sum(z_k^2) = e^{2 i theta}.
-    w = _sum(hlo.multiply(zc, zc), [rows])
-    phase = hlo.sqrt(divide(w, convert(hlo.abs(w), value_dtype(w))))
-    single = normalized(hlo.real(hlo.multiply(zc, per_column(conj(phase)))))
-    return select(per_column(first), u, select(per_column(second), v, single))
-
-
-def _quasi_triangle(t, first):
-    """t with zeros below the diagonal except at the 2x2 blocks that start at `first`."""
-    dims = shape_of(t)
-    below, axis = _on_band(dims, -1)
-    return select(hlo.and_(below, _along(first, dims, axis)), t, _triangle(t, lower=False))
-
-
-def _standardize_blocks(t, q, first, second, batch_ndim):
-    """dlanv2 on every 2x2 block (of complex eigenvalues): the rotation that makes its
-    diagonal equal, applied to t's rows and columns and q's columns."""
-    axis = batch_ndim
-    p, b, c = _diagonal(t), _diagonal(t, 1), _diagonal(t, -1)
-    sigma = hlo.add(b, c)
-    temp = hlo.subtract(p, _shifted(p, axis, 1))
-    tau = hypot(sigma, temp)
-    rotate = hlo.and_(first, compare(tau, full_like(tau, 0), "GT"))
-    tau = select(rotate, tau, full_like(tau, 1))
-    cs = hlo.sqrt(hlo.multiply(full_like(tau, 0.5), hlo.add(full_like(tau, 1), divide(hlo.abs(sigma), tau))))
-    sn = divide(hlo.multiply(full_like(temp, -0.5), temp), hlo.multiply(tau, cs))
-    sn = hlo.multiply(sn, copysign(full_like(sigma, 1), sigma))
-    cs, sn = select(rotate, cs, full_like(cs, 1)), select(rotate, sn, full_like(sn, 0))
-    t = _pair_rotate(t, axis, rotate, cs, sn, hlo.negate(sn), cs)
-    t = _pair_rotate(t, axis + 1, rotate, cs, sn, hlo.negate(sn), cs)
-    q = _pair_rotate(q, axis + 1, rotate, cs, sn, hlo.negate(sn), cs)
-    d = _diagonal(t)
-    mean = hlo.multiply(hlo.add(d, _shifted(d, axis, 1)), full_like(d, 0.5))
-    t = _set_diagonal(t, 0, hlo.or_(first, second), select(first, mean, _shifted(mean, axis, -1)))
-    return t, q
 
 
 _QZ_SHAPES = "Array dimensions must be square and agree"  # scipy.linalg.qz's words
@@ -1411,7 +1193,7 @@ _QZ_SHAPES = "Array dimensions must be square and agree"  # scipy.linalg.qz's wo
 @linalg_rule(QZ)
 def lower_qz(ctx, node, batch_ndim, a, b):
     """scipy's gges, then tgsen with `sort`, run on the host by the executable (see
-    `_QZOnHost`): jaxlib registers no gges, and the generalized Schur form is not
+    `_PerformOnHost`): jaxlib registers no gges, and the generalized Schur form is not
     unique, so only LAPACK's own algorithm gives the values PyTensor's perform gives.
     Matrices that are not square or do not agree raise scipy.linalg.qz's ValueError."""
     op = core_op(node)
@@ -1424,46 +1206,53 @@ def lower_qz(ctx, node, batch_ndim, a, b):
     if op.return_eigenvalues:
         results += [(dims[:-1], _complex_dtype(dtype)), (dims[:-1], dtype)]
     results += [(dims, dtype), (dims, dtype)]
-    values = ctx.host_call(_QZOnHost.of(op, dtype), [a, b], results)
+    values = ctx.host_call(_PerformOnHost.of(op, dtype), [a, b], results)
     return tuple(_declared(node, v, i) for i, v in enumerate(values))
 
 
-class _QZOnHost:
-    """PyTensor's `QZ.perform` over a batch of matrix pairs, as a host callback.
+class _PerformOnHost:
+    """PyTensor's perform of a LAPACK Op (`QZ`, a sorted `Schur`) over a batch of
+    matrices, as a host callback.
 
-    Called with read-only arrays of the LAPACK dtype (the rule converts them); returns
-    the outputs in that dtype, row-major. Pairs that do not fit (the rule raises for
-    them after the call) give NaN, and 0 x 0 matrices empty results, where gges would
-    refuse them with an f2py error.
+    Called with read-only arrays of the LAPACK dtype (the rules convert them); returns
+    the outputs in that dtype, row-major, each batch entry perform's values to the bit.
+    QZ pairs that do not fit (the rule raises for them after the call) give NaN, and
+    0 x 0 matrices empty results, where gges would refuse them with an f2py error.
     """
 
     @classmethod
     @functools.cache
-    def of(cls, op: QZ, dtype: str) -> "_QZOnHost":
+    def of(cls, op: QZ | Schur, dtype: str) -> "_PerformOnHost":
         # One instance per Op and dtype: equal modules then share an executable.
         return cls(op, dtype)
 
-    def __init__(self, op: QZ, dtype: str):
+    def __init__(self, op: QZ | Schur, dtype: str):
         # The inputs are XLA's buffers: never let LAPACK overwrite them.
-        self.op = type(op)(**{**op._props_dict(), "overwrite_a": False, "overwrite_b": False})
+        props = op._props_dict()
+        self.op = type(op)(**{k: False if k.startswith("overwrite_") else v for k, v in props.items()})
         self.dtype = dtype
-        self.core = self.op.make_node(pt.matrix(dtype=dtype), pt.matrix(dtype=dtype))
+        arity = 2 if isinstance(op, QZ) else 1
+        self.core = self.op.make_node(*(pt.matrix(dtype=dtype) for _ in range(arity)))
 
     def __repr__(self) -> str:
         return f"{self.op} on {self.dtype}"
 
-    def __call__(self, a: np.ndarray, b: np.ndarray):
+    def __call__(self, *matrices: np.ndarray):
+        a = matrices[0]
         batch, n = a.shape[:-2], a.shape[-1]
-        eigenvalues = [a.shape[:-1]] * 2 if self.op.return_eigenvalues else []
-        shapes = [a.shape, b.shape, *eigenvalues, a.shape, a.shape]
+        if isinstance(self.op, QZ):
+            eigenvalues = [a.shape[:-1]] * 2 if self.op.return_eigenvalues else []
+            shapes = [a.shape, matrices[1].shape, *eigenvalues, a.shape, a.shape]
+        else:
+            shapes = [a.shape, a.shape]
         outputs = [np.empty(shape, out.type.dtype) for shape, out in zip(shapes, self.core.outputs)]
-        if not (a.shape[-2:] == (n, n) and b.shape[-2:] == (n, n)):
+        if any(m.shape[-2:] != (n, n) for m in matrices):
             for out in outputs:
                 out.fill(np.nan)
             return tuple(outputs)
         storage = [[None] for _ in outputs]
         for i in np.ndindex(*batch):
-            self.op.perform(self.core, [a[i], b[i]], storage)
+            self.op.perform(self.core, [m[i] for m in matrices], storage)
             for out, cell in zip(outputs, storage):
                 out[i] = cell[0]
         return tuple(outputs)
