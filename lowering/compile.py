@@ -200,7 +200,9 @@ def compile_module(
     with lock or contextlib.nullcontext():
         bytecode = module_bytecode(module)
         elemental = platform == "cpu" and suits_elemental_emitter(module)
-    return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large)
+        small_loops = platform == "cpu" and (elemental or _op_count(module, ELEMENTAL_MAX_OPS) <= ELEMENTAL_MAX_OPS)
+    return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large,
+                            small_loops=small_loops)
 
 
 # XLA:CPU compiles a module with its elemental emitter in about 0.6x the time its MLIR
@@ -250,9 +252,62 @@ def suits_elemental_emitter(module: ir.Module) -> bool:
     return suits
 
 
+def _op_count(module: ir.Module, limit: int) -> int:
+    """The number of ops in `module`, counted up to limit + 1."""
+    ops = 0
+
+    def visit(op):
+        nonlocal ops
+        ops += 1
+        return ir.WalkResult.INTERRUPT if ops > limit else ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return ops
+
+
+# XLA:CPU runs a while loop through its executor: every iteration runs the body's kernels
+# one by one, a microsecond or so each (the incomplete gamma function's series over 1,000
+# points: 6 kernels and 4 copies an iteration, and 2 kernels for its condition). A loop whose one iteration
+# reads and writes fewer bytes than its "small while loop" threshold (1 KiB by default) it
+# compiles instead into one function that runs the whole loop (SmallWhileLoopHoistingPass;
+# loops holding custom calls, sorts or scatters stay as they are). That function's
+# kernels come from the elemental emitter, so a module gets the threshold only where the
+# elemental emitter's stack allows (ELEMENTAL_MAX_OPS), and not under STABLEHLO_NO_FMA,
+# whose options are checked not to contract. The censored Gamma model (12 loops over
+# 1,000 points, 64 KiB to 1 MiB an iteration) went from 550 to 503 µs a call; from 10,000
+# points on, where iterations are larger than this, kernels are long and it made no
+# difference either way (benchmarks/README.md, "Special functions in PyMC models").
+SMALL_LOOP_BYTES = 2 << 20
+_SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
+
+
+def _with_backend_extra_option(options, key: str, value: str):
+    """jaxlib's CompileOptions `options` with DebugOptions.xla_backend_extra_options[key]
+    = value. The bindings do not show that map and env_option_overrides set scalar
+    fields only, so the entry goes in through the serialized options: a message holding
+    only CompileOptionsProto.executable_build_options (field 3) -> debug_options (3) ->
+    xla_backend_extra_options (500), appended, which protobuf's parser merges into the
+    message before it."""
+
+    def field(number: int, payload: bytes) -> bytes:  # a length-delimited field
+        return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+    entry = field(1, key.encode()) + field(2, value.encode())
+    return type(options).ParseFromString(options.SerializeAsString() + field(3, field(3, field(500, entry))))
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append(n & 0x7F | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
 def compile_bytecode(
     bytecode: bytes, platform: str = "cpu", fp_contraction: bool = True, host_callbacks=(),
-    elemental: bool = False, large: bool = False,
+    elemental: bool = False, large: bool = False, small_loops: bool = False,
 ):
     """Compile (or fetch) the executable for a serialized StableHLO module.
 
@@ -264,6 +319,8 @@ def compile_bytecode(
     `elemental`: the module suits XLA:CPU's elemental emitter, which compiles it faster
     (`suits_elemental_emitter`, `elemental_overrides`).
     `large`: for the CPU client of a function with large data (`cpu_threads`).
+    `small_loops`: XLA:CPU may compile a loop over little data as one function
+    (SMALL_LOOP_BYTES; ignored where the multiply-adds must not contract).
     """
     backend = get_backend(platform, large)
     if not fp_contraction:
@@ -277,6 +334,9 @@ def compile_bytecode(
     variant = "".join(f"-{name}={value}" for name, value in overrides)
     if platform == "cpu":  # XLA splits kernels for its client's threads
         variant += f"-threads={threads or 'all'}"
+    small_loops = small_loops and platform == "cpu" and fp_contraction
+    if small_loops:
+        variant += f"-{_SMALL_LOOP_OPTION}={SMALL_LOOP_BYTES}"
     host_callbacks = tuple(host_callbacks)
     key = (platform, hashlib.sha256(bytecode).hexdigest() + variant)
     if host_callbacks:
@@ -288,6 +348,8 @@ def compile_bytecode(
         load_lapack()
     devices = DeviceList(tuple(backend.local_devices()[:1]))
     options = xb.get_compile_options(num_replicas=1, num_partitions=1)
+    if small_loops:
+        options = _with_backend_extra_option(options, _SMALL_LOOP_OPTION, str(SMALL_LOOP_BYTES))
     options.env_option_overrides = list(overrides)
     try:
         if host_callbacks:
@@ -310,7 +372,8 @@ def compile_bytecode(
         if table is None:
             raise
         table.pop(platform, None)
-        return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large)
+        return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large,
+                                small_loops=small_loops)
     EXECUTABLES.put(key, exe)
     return exe
 

@@ -549,6 +549,34 @@ def test_a_long_chain_on_small_tensors_compiles_with_the_fusion_emitters():
     np.testing.assert_allclose(lowered.compile()(np.ones(4))[0], expected, rtol=1e-12)
 
 
+def test_loops_over_little_data_compile_into_one_function(monkeypatch):
+    """XLA:CPU compiles a while loop whose iteration touches fewer than SMALL_LOOP_BYTES
+    into one function (a call it marks xla_cpu_small_call), not into kernels its executor
+    runs one by one every iteration; the results are the same. Not a larger loop, not
+    under STABLEHLO_NO_FMA, and not in a module past ELEMENTAL_MAX_OPS."""
+    import lowering.compile as comp
+
+    compiled = []
+    real = comp.compile_bytecode
+    monkeypatch.setattr(comp, "compile_bytecode", lambda *a, **kw: compiled.append(real(*a, **kw)) or compiled[-1])
+    a, x = pt.dvector("a"), pt.dvector("x")
+    rng = np.random.default_rng(5)
+
+    def check(mode, n, small):
+        values = [rng.uniform(0.5, 5, n), rng.uniform(0.1, 8, n)]
+        expected = pytensor.function([a, x], pt.gammainc(a, x), mode=PY_MODE)(*values)
+        assert_same(pytensor.function([a, x], pt.gammainc(a, x), mode=mode)(*values), expected, rtol=1e-13)
+        text = compiled.pop().hlo_modules()[0].to_string()
+        assert " while(" in text or "while_" in text
+        assert ("xla_cpu_small_call" in text) is small, (mode, n)
+
+    check("STABLEHLO", 1_000, True)
+    check("STABLEHLO", 100_000, False)
+    check("STABLEHLO_NO_FMA", 1_000, False)
+    monkeypatch.setattr(comp, "ELEMENTAL_MAX_OPS", 10)
+    check("STABLEHLO", 1_000, False)
+
+
 def test_the_cpu_client_threads_follow_the_setting(monkeypatch):
     """STABLEHLO_PYTENSOR_THREADS: a positive count or 'all' (XLA's one per core) for every
     function; unset, one thread, or one per core for a function with large data; anything
