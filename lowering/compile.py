@@ -267,16 +267,17 @@ def _op_count(module: ir.Module, limit: int) -> int:
 
 # XLA:CPU runs a while loop through its executor: every iteration runs the body's kernels
 # one by one, a microsecond or so each (the incomplete gamma function's series over 1,000
-# points: 6 kernels and 4 copies an iteration, and 2 kernels for its condition). A loop whose one iteration
-# reads and writes fewer bytes than its "small while loop" threshold (1 KiB by default) it
-# compiles instead into one function that runs the whole loop (SmallWhileLoopHoistingPass;
-# loops holding custom calls, sorts or scatters stay as they are). That function's
-# kernels come from the elemental emitter, so a module gets the threshold only where the
-# elemental emitter's stack allows (ELEMENTAL_MAX_OPS), and not under STABLEHLO_NO_FMA,
-# whose options are checked not to contract. The censored Gamma model (12 loops over
-# 1,000 points, 64 KiB to 1 MiB an iteration) went from 550 to 503 µs a call; from 10,000
-# points on, where iterations are larger than this, kernels are long and it made no
-# difference either way (benchmarks/README.md, "Special functions in PyMC models").
+# points: 6 kernels and 4 copies an iteration, and 2 kernels for its condition). A loop
+# whose one iteration reads and writes fewer bytes than its "small while loop" threshold
+# (1 KiB by default) it compiles instead into one function that runs the whole loop
+# (SmallWhileLoopHoistingPass; loops holding custom calls, sorts or scatters stay as they
+# are). That function's kernels come from the elemental emitter, so a module gets the
+# threshold only where the elemental emitter's stack allows (ELEMENTAL_MAX_OPS), and not
+# under STABLEHLO_NO_FMA, whose options are checked not to contract. The censored Gamma
+# model (12 loops over 1,000 points, 64 KiB to 1 MiB an iteration) went from 550 to 503 µs
+# a call; from 10,000 points on, where iterations are larger than this, kernels are long
+# and it made no difference either way (benchmarks/README.md, "Special functions in PyMC
+# models").
 SMALL_LOOP_BYTES = 2 << 20
 _SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 
