@@ -28,6 +28,7 @@ from lowering.builders import (
 )
 from lowering.regions import any_true, converge, if_else, while_loop
 from lowering.registry import register_lowering
+from lowering.rewrites import GammaIncPair
 
 _EPS = np.finfo(np.float64).eps / 2  # Cephes' MACHEP
 # lgamma(1 + t) = -euler_gamma t + sum_{n >= 2} (-1)**n zeta(n) / n t**n, for |t| <= 1/2
@@ -196,11 +197,12 @@ def _temme_region(a, x):
     return any_of(middle, large, compare(a, _c(a, _TEMME_EVERYWHERE_FROM), "GT"))
 
 
-def _temme(a, x, sign, active):
-    """Q(a, x) (`sign` +1) or P (-1), `sign` a tensor like a, for the `active` elements:
-    1/2 erfc(sign eta sqrt(a/2)) + sign e**(-a eta**2/2) / sqrt(2 pi a) sum_k c_k(eta) a**-k
-    (DLMF 8.12.3-4). The sum is asymptotic: as scipy's, it stops before its first term
-    that grows, or after the first below eps of the sum."""
+def _temme(a, x, signs, active):
+    """Q(a, x) (sign +1) or P (-1) for each of `signs` (tensors like a), for the `active`
+    elements: 1/2 erfc(sign eta sqrt(a/2)) + sign e**(-a eta**2/2) / sqrt(2 pi a)
+    sum_k c_k(eta) a**-k (DLMF 8.12.3-4), the sum computed once. The sum is asymptotic: as
+    scipy's, it stops before its first term that grows, or after the first below eps of
+    the sum."""
     one = _c(a, 1.0)
     ratio = divide(x, a)  # for eta's sign; x - a is exact where x is near a
     eta = hlo.sqrt(hlo.multiply(_c(a, -2.0), _log1pmx_small(divide(hlo.subtract(x, a), a))))
@@ -233,24 +235,31 @@ def _temme(a, x, sign, active):
 
     init = [ir_constant(np.int64(0)), active, one, _c(a, 0.0), _c(a, np.inf)]
     total = while_loop(init, cond, body)[3]
-    head = hlo.multiply(_c(a, 0.5), chlo.erfc(hlo.multiply(hlo.multiply(sign, eta), hlo.sqrt(hlo.multiply(a, _c(a, 0.5))))))
     damping = hlo.exponential(hlo.multiply(_c(a, -0.5), hlo.multiply(a, hlo.multiply(eta, eta))))
     tail = divide(hlo.multiply(damping, total), hlo.sqrt(hlo.multiply(_c(a, 2 * np.pi), a)))
-    return hlo.add(head, hlo.multiply(sign, tail))
+    scaled_eta = hlo.multiply(eta, hlo.sqrt(hlo.multiply(a, _c(a, 0.5))))
+    return [hlo.add(hlo.multiply(_c(a, 0.5), chlo.erfc(hlo.multiply(sign, scaled_eta))), hlo.multiply(sign, tail))
+            for sign in signs]
 
 
 def _incomplete_gamma(a, x, upper):
     """P(a, x) (or Q = 1 - P with `upper`), scipy's values on the whole domain. `upper`
     is a Python bool, or an i1 tensor shaped like a choosing per element (the inverses
     match whichever tail is smaller, with one evaluation)."""
+    return _incomplete_gammas(a, x, [upper])[0]
 
-    def pick(if_upper, if_lower):
-        if isinstance(upper, bool):
-            return if_upper if upper else if_lower
-        return select(upper, if_upper, if_lower)
 
+def _pick(upper, if_upper, if_lower):
+    """Q's value or P's, by `upper` (a Python bool, or an i1 tensor choosing per element)."""
+    if isinstance(upper, bool):
+        return if_upper if upper else if_lower
+    return select(upper, if_upper, if_lower)
+
+
+def _incomplete_gammas(a, x, uppers):
+    """`_incomplete_gamma(a, x, upper)` for each of `uppers`, from one run of each loop
+    over the elements any of them needs; each element takes the same steps as alone."""
     zero, one = _c(a, 0.0), _c(a, 1.0)
-    nan = _c(a, np.nan)
     regular = hlo.and_(compare(a, zero, "GT"), compare(x, zero, "GT"))
     regular = hlo.and_(regular, hlo.not_(hlo.or_(is_inf(a), is_inf(x))))
     # Far past the mean Q underflows (e**-x), and Legendre's fraction overflows in
@@ -273,25 +282,36 @@ def _incomplete_gamma(a, x, upper):
     def p_first():
         return hlo.and_(compare(x, one, "GT"), compare(x, a, "GT"))
 
-    direct_q = (q_first() if upper else p_first()) if isinstance(upper, bool) else pick(q_first(), p_first())
+    def direct(upper):
+        return (q_first() if upper else p_first()) if isinstance(upper, bool) else _pick(upper, q_first(), p_first())
+
+    direct_q = [direct(upper) for upper in uppers]
     fraction = compare(x, _c(a, 1.1), "GT")
     asymptotic = hlo.and_(regular, _temme_region(safe_a, safe_x))
     summed = hlo.and_(regular, hlo.not_(asymptotic))
-    p = _lower_series(safe_a, safe_x, hlo.and_(summed, hlo.not_(direct_q)))
-    q_fraction = _upper_fraction(safe_a, safe_x, all_of(summed, direct_q, fraction))
-    q_series = _upper_series(safe_a, safe_x, all_of(summed, direct_q, hlo.not_(fraction)))
+    any_q = any_of(*direct_q)
+    p = _lower_series(safe_a, safe_x, hlo.and_(summed, hlo.not_(all_of(*direct_q))))
+    q_fraction = _upper_fraction(safe_a, safe_x, all_of(summed, any_q, fraction))
+    q_series = _upper_series(safe_a, safe_x, all_of(summed, any_q, hlo.not_(fraction)))
     q = select(fraction, q_fraction, q_series)
-    value = pick(select(direct_q, q, hlo.subtract(one, p)), select(direct_q, hlo.subtract(one, q), p))
+    values = [_pick(upper, select(d, q, hlo.subtract(one, p)), select(d, hlo.subtract(one, q), p))
+              for upper, d in zip(uppers, direct_q)]
     # Temme's expansion only where some element needs it: its table product alone would
     # cost every call a third more where a stays small.
-    sign = pick(one, _c(a, -1.0))
-    (value,) = if_else(
-        any_true(asymptotic), [value.type],
-        lambda: [select(asymptotic, _temme(safe_a, safe_x, sign, asymptotic), value)],
-        lambda: [value],
+    signs = [_pick(upper, one, _c(a, -1.0)) for upper in uppers]
+    values = if_else(
+        any_true(asymptotic), [v.type for v in values],
+        lambda: [select(asymptotic, t, v) for t, v in zip(_temme(safe_a, safe_x, signs, asymptotic), values)],
+        lambda: values,
     )
-    # scipy's edge cases: P(0, x > 0) = 1, P(a, 0) = 0, P(inf, x) = 0, P(a, inf) = 1.
-    lo, hi = pick(one, zero), pick(zero, one)
+    return [_incomplete_gamma_edges(a, x, upper, value, saturated) for upper, value in zip(uppers, values)]
+
+
+def _incomplete_gamma_edges(a, x, upper, value, saturated):
+    """scipy's edge cases: P(0, x > 0) = 1, P(a, 0) = 0, P(inf, x) = 0, P(a, inf) = 1;
+    NaN for a negative or NaN argument and for P(inf, inf)."""
+    zero, one, nan = _c(a, 0.0), _c(a, 1.0), _c(a, np.nan)
+    lo, hi = _pick(upper, one, zero), _pick(upper, zero, one)
     value = select(compare(x, zero, "EQ"), lo, value)
     value = select(hlo.or_(saturated, hlo.and_(is_inf(x), hlo.not_(is_inf(a)))), hi, value)
     value = select(hlo.and_(is_inf(a), hlo.not_(is_inf(x))), lo, value)
@@ -319,6 +339,14 @@ register_lowering(psm.GammaInc)(_incomplete_gamma_rule(upper=False))
 register_lowering(psm.GammaIncC)(_incomplete_gamma_rule(upper=True))
 register_lowering(psm.GammaL)(_incomplete_gamma_rule(upper=False, regularized=False))
 register_lowering(psm.GammaU)(_incomplete_gamma_rule(upper=True, regularized=False))
+
+
+@register_lowering(GammaIncPair)
+def lower_gammainc_pair(ctx, node, a, x):
+    """P and Q of the same a and x (paired by lowering/rewrites.py): one run of each loop."""
+    a, x = convert(a, "float64"), convert(x, "float64")
+    both = _incomplete_gammas(a, x, [False, True])
+    return tuple(convert(v, out.type.dtype) for v, out in zip(both, node.outputs, strict=True))
 
 
 # --- the regularized incomplete beta function ------------------------------------------

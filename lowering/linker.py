@@ -7,6 +7,8 @@ from pytensor.graph.rewriting.db import RewriteDatabaseQuery
 from pytensor.link.basic import JITLinker
 from pytensor.link.utils import raise_with_op
 
+from lowering import rewrites
+
 # PyTensor rewrites left out: they only help the C and Numba backends, or they
 # produce Ops whose meaning is a memory layout XLA decides for itself.
 EXCLUDED_REWRITES = (
@@ -32,7 +34,8 @@ EXCLUDED_REWRITES = (
 # ScanSaveMem) keeps only the steps a Scan's clients read. A while-Scan whose last state
 # alone is used (pm.Truncated's rejection loop) then has a static buffer instead of a
 # trace whose length, the steps taken, each call measures and compiles for again.
-REQUIRED_REWRITES = ("minimum_compile", "scan_save_mem_no_prealloc")
+# `rewrites.TAG`: our own (lowering/rewrites.py), where one Op computes what two shared.
+REQUIRED_REWRITES = ("minimum_compile", "scan_save_mem_no_prealloc", rewrites.TAG)
 
 
 class StableHLOLinker(JITLinker):

@@ -30,6 +30,27 @@ def test_incomplete_gamma_matches_scipy_across_the_domain(name):
     np.testing.assert_array_equal(f(_EDGES_A, _EDGES_X), getattr(sp, name)(_EDGES_A, _EDGES_X))
 
 
+def test_p_and_q_of_the_same_arguments_share_their_loops():
+    """STABLEHLO pairs gammainc(a, x) and gammaincc(a, x) into one GammaIncPair
+    (lowering/rewrites.py), whose loops run once for both: scipy's values, its edge
+    cases exactly. Q of other arguments stays apart."""
+    from pytensor.tensor.elemwise import Elemwise
+
+    a, x, y = pt.dvector("a"), pt.dvector("x"), pt.dvector("y")
+    fn = pytensor.function([a, x, y], [pt.gammainc(a, x), pt.gammaincc(a, x), pt.gammaincc(a, y)], mode="STABLEHLO")
+    ops = sorted(type(n.op.scalar_op).__name__ for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, Elemwise))
+    assert ops == ["GammaIncC", "GammaIncPair"]
+    av, xv = np.concatenate([_A, _EDGES_A]), np.concatenate([_X, _EDGES_X])
+    p, q, q_y = fn(av, xv, xv[::-1].copy())
+    inside = slice(0, _A.size)
+    np.testing.assert_allclose(p[inside], sp.gammainc(_A, _X), rtol=5e-13, atol=1e-300)
+    np.testing.assert_allclose(q[inside], sp.gammaincc(_A, _X), rtol=5e-13, atol=1e-300)
+    edges = slice(_A.size, None)
+    np.testing.assert_array_equal(p[edges], sp.gammainc(_EDGES_A, _EDGES_X))
+    np.testing.assert_array_equal(q[edges], sp.gammaincc(_EDGES_A, _EDGES_X))
+    np.testing.assert_allclose(q_y, sp.gammaincc(av, xv[::-1]), rtol=5e-13, atol=1e-300)
+
+
 def _assert_p_and_q_match_scipy(a, x, rtol):
     """gammainc and gammaincc of same-shaped `a` and `x` in one STABLEHLO function."""
     ta, tx = (pt.tensor(name, dtype="float64", shape=(None,) * a.ndim) for name in "ax")

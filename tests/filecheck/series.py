@@ -3,8 +3,10 @@
 # over whole tensors, carrying the step count, the mask of elements still summing
 # and the series' state; elements whose terms vanished keep their state (select).
 import pytensor.tensor as pt
+from pytensor.tensor.elemwise import Elemwise
 
 from ir_printing import print_ir
+from lowering.rewrites import gammainc_pair
 
 a, x = pt.dvector("a"), pt.dvector("x")
 
@@ -30,6 +32,19 @@ a, x = pt.dvector("a"), pt.dvector("x")
 # CHECK-NOT: stablehlo.while
 # CHECK: chlo.erfc
 print_ir("gammainc", [a, x], [pt.gammainc(a, x)])
+
+# gammainc and gammaincc of the same a and x, as STABLEHLO's rewrite pairs them
+# (lowering/rewrites.py): one GammaIncPair, whose three loops and Temme's sum run once
+# for both, with one erfc for each tail.
+# CHECK-LABEL: TEST: gammainc_pair opt
+# CHECK-COUNT-3: stablehlo.while
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.while
+# CHECK-NOT: stablehlo.while
+# CHECK-COUNT-2: chlo.erfc
+# CHECK-NOT: stablehlo.while
+# CHECK: return
+print_ir("gammainc_pair", [a, x], Elemwise(gammainc_pair)(a, x))
 
 # Its gradient wrt a: PyTensor's ScalarLoops, each a while whose elements stop on
 # their own `until` (the carried done mask is updated with a select).

@@ -1,0 +1,67 @@
+"""PyTensor graph rewrites of the STABLEHLO mode (tag "stablehlo", one of the linker's
+required rewrites): where two Ops share most of their work, one Op computes both.
+
+A censored Gamma model's logp and gradient evaluate gammaincc(a, x) (the survival of the
+censored points) and gammainc(a, x) (inside gammaincc's gradient) on the same a and x.
+Each is a series or a continued fraction, loops that run until the slowest element has
+converged; computed apart, every loop runs twice. GammaIncPair computes both from one
+run of each loop (dialect_rules/series.py), each element by the same steps as alone
+(XLA may compile the shared steps into other kernels, whose roundings can differ in the
+last bits: 2 and 27 of 5,000 random points, within 3e-14 of each other).
+"""
+
+from __future__ import annotations
+
+import pytensor.scalar.basic as ps
+import pytensor.scalar.math as psm
+from pytensor.compile.mode import optdb
+from pytensor.graph.rewriting.basic import in2out, node_rewriter
+from pytensor.tensor.elemwise import Elemwise
+from scipy import special
+
+TAG = "stablehlo"
+
+
+class GammaIncPair(ps.ScalarOp):
+    """The regularized lower and upper incomplete gamma functions, P(k, x) and Q(k, x),
+    of the same k and x: scipy's gammainc and gammaincc."""
+
+    nin = 2
+    nout = 2
+
+    def output_types(self, types):
+        (out,) = ps.upgrade_to_float(*types)
+        return [out, out]
+
+    def impl(self, k, x):
+        return special.gammainc(k, x), special.gammaincc(k, x)
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+gammainc_pair = GammaIncPair(name="gammainc_pair")
+
+
+def _elemwise_of(node, scalar_op_type) -> bool:
+    return isinstance(getattr(node, "op", None), Elemwise) and isinstance(node.op.scalar_op, scalar_op_type)
+
+
+@node_rewriter([Elemwise])
+def pair_incomplete_gamma(fgraph, node):
+    """gammaincc(k, x) and gammainc(k, x) of the same variables -> one GammaIncPair."""
+    if not _elemwise_of(node, psm.GammaIncC):
+        return None
+    for client, _ in fgraph.clients[node.inputs[0]]:
+        if _elemwise_of(client, psm.GammaInc) and client.inputs == node.inputs:
+            p, q = Elemwise(gammainc_pair)(*node.inputs)
+            return {client.outputs[0]: p, node.outputs[0]: q}
+    return None
+
+
+# After canonicalize, stabilize and specialize (the pair's inputs merged into the same
+# variables), before the destroy handler.
+optdb.register("stablehlo_pair_incomplete_gamma", in2out(pair_incomplete_gamma), TAG, position=49.2)
