@@ -242,10 +242,10 @@ class LoweringContext:
         """Call the Python function `fn` on the host, from inside the executable.
 
         For the few Ops that have neither a StableHLO form nor a jaxlib target (QZ:
-        LAPACK's gges): XLA's CPU client runs `fn(*arrays)` (read-only numpy arrays) in
-        the middle of the computation; it returns one array per (dims, dtype) of
-        `results`. The executable holds `fn`; the module can be compiled for the CPU only,
-        and neither exported nor cached on disk.
+        LAPACK's gges; Schur with `sort`: gees' selection): XLA's CPU client runs
+        `fn(*arrays)` (read-only numpy arrays) in the middle of the computation; it
+        returns one array per (dims, dtype) of `results`. The executable holds `fn`; the
+        module can be compiled for the CPU only, and neither exported nor cached on disk.
         """
         if self.options.platform != "cpu":
             raise UnsupportedParameterError(
