@@ -426,8 +426,9 @@ def log_gamma(x):
     -inf at -inf (C's lgamma gives +inf; found by tests/test_fuzz.py). Other dtypes get
     XLA's lgamma, which is 10 to 250 ulps off on [0.5, 4), keeps only its absolute error
     (1e-15) at the roots 1 and 2, and took 25 ns a float64 element on one core, most of it
-    in libm's sine and logs (this, 10.4 ns: its logs and sine are polynomials XLA
-    vectorizes)."""
+    in libm's sine and logs. This takes 7.8 ns on [0.5, 50) and 11.4 on (-50, 50): its logs
+    and sine are polynomials XLA vectorizes, and the reflection runs only when some element
+    is below 1/2 (`_where_some`)."""
     if value_dtype(x) != "float64":
         return chlo.lgamma(x)
     reflect = compare(x, full_like(x, 0.5), "LT")
