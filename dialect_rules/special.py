@@ -153,7 +153,7 @@ def _digamma(x):
     positive = compare(x, zero, "GT")
     value = _digamma_positive(select(positive, x, hlo.subtract(one, x)))
 
-    def reflected():
+    def with_reflection():
         _, fraction = nearest_integer_and_offset(x)  # cot(pi x) has period 1
         sine, cosine = sin_cos_pi_of_offset(fraction)
         cotangent = divide(hlo.multiply(full_like(x, math.pi), cosine), sine)
@@ -163,7 +163,7 @@ def _digamma(x):
         reflected = select(pole, full_like(x, np.nan), reflected)
         return select(compare(x, zero, "EQ"), hlo.negate(copysign(full_like(x, math.inf), x)), reflected)
 
-    return _where_some(hlo.not_(positive), value, reflected)
+    return _where_some(hlo.not_(positive), value, with_reflection)
 
 
 def _where_some(mask, value, compute):
@@ -434,7 +434,7 @@ def log_gamma(x):
     reflect = compare(x, full_like(x, 0.5), "LT")
     value = _lgamma_from_half(select(reflect, hlo.subtract(full_like(x, 1.0), x), x))
 
-    def reflected():
+    def with_reflection():
         _, offset = nearest_integer_and_offset(x)
         sine, _ = sin_cos_pi_of_offset(offset)
         reflected = hlo.subtract(hlo.subtract(full_like(x, math.log(math.pi)), polynomial_log(hlo.abs(sine))), value)
@@ -443,7 +443,7 @@ def log_gamma(x):
         minus_inf = full_like(x, -np.inf)
         return select(compare(x, minus_inf, "EQ"), minus_inf, select(reflect, reflected, value))
 
-    return _where_some(reflect, value, reflected)
+    return _where_some(reflect, value, with_reflection)
 
 
 def _exp_of_square(x):
