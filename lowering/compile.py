@@ -200,7 +200,8 @@ def compile_module(
     with lock or contextlib.nullcontext():
         bytecode = module_bytecode(module)
         elemental = platform == "cpu" and suits_elemental_emitter(module)
-        small_loops = platform == "cpu" and (elemental or _op_count(module, ELEMENTAL_MAX_OPS) <= ELEMENTAL_MAX_OPS)
+        # The small-loop functions' kernels come from the elemental emitter too.
+        small_loops = elemental or (platform == "cpu" and _fits_elemental_stack(module))
     return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large,
                             small_loops=small_loops)
 
@@ -226,15 +227,28 @@ def suits_elemental_emitter(module: ir.Module) -> bool:
     """Whether every tensor of `module` (results and block arguments, loop states
     included; static shapes) has at most SMALL_TENSOR_ELEMENTS elements, it has no
     scatter, and at most ELEMENTAL_MAX_OPS ops."""
-    suits = True
+    return _fits_elemental_stack(module) and _small_tensors_only(module)
+
+
+def _fits_elemental_stack(module: ir.Module) -> bool:
+    """Whether `module` has at most ELEMENTAL_MAX_OPS ops (counted up to one more)."""
     ops = 0
 
     def visit(op):
-        nonlocal suits, ops
+        nonlocal ops
         ops += 1
-        if ops > ELEMENTAL_MAX_OPS:
-            suits = False
-            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.INTERRUPT if ops > ELEMENTAL_MAX_OPS else ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return ops <= ELEMENTAL_MAX_OPS
+
+
+def _small_tensors_only(module: ir.Module) -> bool:
+    """No tensor over SMALL_TENSOR_ELEMENTS elements (or of a dynamic shape), no scatter."""
+    suits = True
+
+    def visit(op):
+        nonlocal suits
         types = [r.type for r in op.results]
         for region in op.regions:
             for block in region.blocks:
@@ -250,19 +264,6 @@ def suits_elemental_emitter(module: ir.Module) -> bool:
 
     module.operation.walk(visit)
     return suits
-
-
-def _op_count(module: ir.Module, limit: int) -> int:
-    """The number of ops in `module`, counted up to limit + 1."""
-    ops = 0
-
-    def visit(op):
-        nonlocal ops
-        ops += 1
-        return ir.WalkResult.INTERRUPT if ops > limit else ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return ops
 
 
 # XLA:CPU runs a while loop through its executor: every iteration runs the body's kernels
