@@ -490,7 +490,10 @@ def _disk_path(key) -> Path | None:
     root = os.environ.get(DISK_CACHE_ENV)
     if not root:
         return None
-    return Path(root) / f"{key[0]}-{key[1]}-{_build_fingerprint()}.xla"
+    # The module's hash and its options, hashed again: the options alone can pass the
+    # file system's 255 bytes a name.
+    name = hashlib.sha256(key[1].encode()).hexdigest()
+    return Path(root) / f"{key[0]}-{name}-{_build_fingerprint()}.xla"
 
 
 @functools.cache

@@ -900,6 +900,18 @@ def test_a_second_process_loads_its_executables_from_the_opt_in_disk_cache(tmp_p
     assert all(entry.read_bytes() != b"not an executable" for entry in entries)
 
 
+def test_disk_cache_names_stay_short_whatever_the_options(tmp_path, monkeypatch):
+    """An entry is named by a hash of the module's hash and its compile options: the
+    options spelled out could pass the 255 bytes a file name may have (NO_FMA's took 240)."""
+    import lowering.compile as comp
+
+    monkeypatch.setenv(comp.DISK_CACHE_ENV, str(tmp_path))
+    keys = [("cpu", "0" * 64 + "".join(f"-xla_option_{i}=value" for i in range(n))) for n in (1, 40)]
+    paths = [comp._disk_path(key) for key in keys]
+    assert paths[0] != paths[1] and all(len(path.name) < 120 for path in paths)
+    paths[1].write_bytes(b"")  # a name the file system takes
+
+
 def test_device_arrays_from_jax_own_client_are_moved_to_ours():
     """A jax array on jax's default CPU client (another client than the one our
     executables run on) is copied over, on the first call and on later ones."""
