@@ -853,8 +853,9 @@ class Counting:
     def __getattr__(self, name):
         return getattr(self.backend, name)
     def compile_and_load(self, *args):
+        exe = self.backend.compile_and_load(*args)  # an option this XLA refuses is no compile
         compiles.append(1)
-        return self.backend.compile_and_load(*args)
+        return exe
 real = comp.get_backend
 comp.get_backend = lambda *args: Counting(real(*args))
 x = pt.dvector("x")
