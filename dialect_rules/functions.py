@@ -12,9 +12,15 @@ results and are raised by the caller, as in @main.
 from __future__ import annotations
 
 from pytensor.compile.builders import OpFromGraph
-from pytensor.graph.basic import Constant
-from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.graph.basic import Apply, Constant
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.replace import _vectorize_node, clone_replace
+from pytensor.graph.rewriting.basic import dfs_rewriter
+from pytensor.graph.traversal import toposort, truncated_graph_inputs
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.rewriting.blockwise import local_blockwise_alloc, local_useless_unbatched_blockwise
+from pytensor.tensor.rewriting.subtensor import local_blockwise_inc_subtensor, local_blockwise_of_subtensor
+from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.type import TensorType
 
 from dialect_rules.blockwise import lower_per_entry
@@ -46,8 +52,8 @@ def lower_op_from_graph(ctx, node, *operands):
 @register_batched(OpFromGraph)
 def lower_batched_op_from_graph(ctx, node, batch_ndim, *operands):
     """Blockwise(OpFromGraph): the inner graph vectorized over the batch dims (its Ops
-    become their Blockwise forms, PyTensor's `vectorize_graph`), lowered once, where
-    each of those has a batched rule; otherwise the inner graph per batch entry."""
+    become their Blockwise forms, `_vectorize`), lowered once, where each of those has
+    a batched rule; otherwise the inner graph per batch entry."""
     core = node.op.core_op
     key = ("BatchedOpFromGraph", core, batch_ndim)
     if key not in ctx.memo:
@@ -55,7 +61,7 @@ def lower_batched_op_from_graph(ctx, node, batch_ndim, *operands):
         batched = [
             TensorType(v.type.dtype, shape=(None,) * batch_ndim + v.type.shape)() for v in inner.inputs
         ]
-        outputs = vectorize_graph(list(inner.outputs), replace=dict(zip(inner.inputs, batched)))
+        outputs = _vectorize(list(inner.outputs), dict(zip(inner.inputs, batched)))
         ctx.memo[key] = (
             lower_function(ctx, batched, outputs, _symbol(core) + "_batched")
             if _batched_throughout(batched, outputs) else None
@@ -64,6 +70,41 @@ def lower_batched_op_from_graph(ctx, node, batch_ndim, *operands):
     if fn is None:
         return lower_per_entry(ctx, node, operands)
     return tuple(ctx.call_function(fn, list(operands), len(node.outputs)))
+
+
+# PyTensor's rewrites of the Blockwise Ops a vectorized graph has where its sizes are the
+# same for every entry: into plain Ops over the whole batch.
+_UNBATCH = dfs_rewriter(
+    local_useless_unbatched_blockwise, local_blockwise_alloc, local_blockwise_of_subtensor,
+    local_blockwise_inc_subtensor,
+)
+
+
+def _vectorize(outputs, replace):
+    """PyTensor's `vectorize_graph`, except that shapes stay unbatched.
+
+    Every entry of a batched tensor has the same core shape, but PyTensor's vectorized
+    `Shape` broadcasts it over the batch, so a size computed from it (an `eye(m)`, a
+    slice's stop) is a value per entry and its Op a Blockwise with no batched rule
+    (`_batched_throughout`). Kept unbatched, the sizes leave Blockwise Ops that
+    PyTensor's own rewrites (`_UNBATCH`) make plain ones over the batch.
+    """
+    inputs = truncated_graph_inputs(outputs, ancestors_to_include=replace.keys())
+    batched = {v: replace.get(v, v) for v in inputs}
+    for node in toposort(outputs, blockers=inputs):
+        operands = [batched.get(v, v) for v in node.inputs]
+        if isinstance(node.op, Shape | Shape_i):
+            (x,) = operands
+            core = x.shape[x.type.ndim - node.inputs[0].type.ndim:]
+            results = [core] if isinstance(node.op, Shape) else [core[node.op.i]]
+        else:
+            results = _vectorize_node(node.op, node, *operands)
+            results = results.outputs if isinstance(results, Apply) else results
+        batched.update(zip(node.outputs, results))
+    vectorized = [batched[v] for v in outputs]
+    graph = FunctionGraph(outputs=vectorized, clone=False)
+    _UNBATCH.rewrite(graph)
+    return list(graph.outputs)
 
 
 def _batched_throughout(inputs, outputs) -> bool:

@@ -71,6 +71,25 @@ def test_op_from_graph_with_several_outputs_runs_per_entry():
     compare_with_py([xb, kb], outputs, [rng.normal(size=(4, 3, 2)), np.array([0, 1, -2, 2])])
 
 
+def test_op_from_graph_sized_by_its_inputs_shapes_runs_as_one_batch():
+    """Sizes an inner graph takes from its inputs' shapes are the same for every entry:
+    its eye, alloc and block writes lower over the whole batch, with no loop over entries
+    (PyTensor's vectorized Shape broadcasts them over the batch, as values per entry)."""
+    x = pt.matrix("x")
+    n = x.shape[0]
+    block = pt.zeros((2 * n, 2 * n))
+    block = pt.set_subtensor(block[:n, :n], x)
+    block = pt.set_subtensor(block[n:, n:], pt.eye(n))
+    core = OpFromGraph([x], [block[:, n:] * 2, block[:n].sum(-1)])
+    xb = pt.tensor3("xb")
+    outputs = vectorize_graph(core(x), {x: xb})
+    assert "stablehlo.while" not in lower(FunctionGraph([xb], outputs, clone=True)).as_text()
+    values = np.random.default_rng(1).normal(size=(4, 3, 3))
+    compare_with_py([xb], outputs, [values], rtol=0, atol=0)
+    empty = pytensor.function([xb], outputs, mode="STABLEHLO")(values[:0])  # perform refuses it
+    assert [v.shape for v in empty] == [(0, 6, 3), (0, 3)]
+
+
 def test_empty_batch_gives_empty_outputs():
     # Blockwise.perform raises NotImplementedError on an empty batch (README: knowingly differ).
     k, kb = pt.lscalar("k"), pt.lvector("kb")

@@ -28,6 +28,29 @@ print_ir("ofg", [x], [op(x, pt.constant(np.full(3, 2.0)))], raw=True)
 # CHECK-NOT: func.func private
 print_ir("ofg", [x], [op(x, x)])
 
+# Blockwise(OpFromGraph) whose inner graph sizes blocks by its input's shape: vectorized
+# with that shape unbatched, so the zeros, the eye and the block writes cover the whole
+# batch in one private function; no loop over the entries.
+from pytensor.graph.replace import vectorize_graph
+
+m = pt.matrix("m")
+k = m.shape[0]
+blocks = pt.set_subtensor(pt.set_subtensor(pt.zeros((2 * k, 2 * k))[:k, :k], m)[k:, k:], pt.eye(k))
+mb = pt.tensor("mb", shape=(5, 3, 3))
+# CHECK-LABEL: TEST: ofg_batched raw
+# CHECK: call @OpFromGraph_batched
+# CHECK-NOT: stablehlo.while
+# CHECK-LABEL: TEST: ofg_batched opt
+# CHECK-NOT: stablehlo.while
+# CHECK: stablehlo.dynamic_update_slice %{{.*}}, %arg0, {{.*}} : (tensor<5x6x6xf64>, tensor<5x3x3xf64>,
+# CHECK: stablehlo.broadcast_in_dim %{{.*}}, dims = [1, 2] : (tensor<3x3xf64>) -> tensor<5x3x3xf64>
+# CHECK: stablehlo.dynamic_update_slice
+# CHECK-NOT: stablehlo.while
+# CHECK: return {{.*}} : tensor<5x6x6xf64>
+batched_blocks = [vectorize_graph(OpFromGraph([m], [blocks])(m), {m: mb})]
+print_ir("ofg_batched", [mb], batched_blocks, raw=True)
+print_ir("ofg_batched", [mb], batched_blocks)
+
 # fold-constant-reduce (part of the specialization loop) evaluates reduces of constants.
 # CHECK-LABEL: TEST: fold_constant_reduce
 # CHECK: stablehlo.constant dense<7> : tensor<i64>
