@@ -168,10 +168,10 @@ def _digamma(x):
 
 def _where_some(mask, value, compute):
     """`compute()` (`value` where `mask` is false), run only when some element of `mask`
-    holds: the reflections of psi and lgamma below their positive range. PyMC's gamma
-    functions take positive parameters, and branch-free, every element paid for the
-    reflection's sine, cosine, log and division: the beta regression's logp and gradient
-    (3 lgamma, 3 psi a point) took 102 µs a call with them, 73 without."""
+    holds: the reflections of psi, trigamma and lgamma below their positive range.
+    PyMC's gamma functions take positive parameters, and branch-free, every element paid
+    for the reflection's sine, cosine, log and division: the beta regression's logp and
+    gradient (3 lgamma, 3 psi a point) took 102 µs a call with them, 73 without."""
     (value,) = if_else(any_true(mask), [value.type], lambda: [compute()], lambda: [value])
     return value
 
@@ -182,14 +182,19 @@ def _trigamma(x):
     with sin(pi x) from x reduced exactly (pi x itself is 4e-8 off at x = -1.6e8). At 0
     and the negative integers (-inf too), +inf; at +inf, 0."""
     zero, one = full_like(x, 0), full_like(x, 1)
+    negative = compare(x, zero, "LT")
     direct = chlo.polygamma(one, x)
-    sin = sinpi(x)
-    reflected = hlo.subtract(
-        divide(full_like(x, math.pi**2), hlo.multiply(sin, sin)),
-        chlo.polygamma(one, hlo.subtract(one, x)),
-    )
+
+    def with_reflection():
+        sin = sinpi(x)
+        reflected = hlo.subtract(
+            divide(full_like(x, math.pi**2), hlo.multiply(sin, sin)),
+            chlo.polygamma(one, hlo.subtract(one, x)),
+        )
+        return select(negative, reflected, direct)
+
     pole = hlo.and_(compare(x, zero, "LE"), compare(hlo.floor(x), x, "EQ"))
-    value = select(compare(x, zero, "LT"), reflected, direct)
+    value = _where_some(negative, direct, with_reflection)
     value = _polygamma_far_out(one, x, value)
     return select(pole, full_like(x, math.inf), value)
 

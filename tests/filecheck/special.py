@@ -50,8 +50,11 @@ print_ir("psi", [x], pt.psi(x), raw=True)
 # CHECK: stablehlo.reduce
 # CHECK: "stablehlo.if"
 # CHECK: stablehlo.round_nearest_even
+# CHECK: stablehlo.reduce
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.round_nearest_even
 # CHECK: return
-print_ir("reflections_when_needed", [x], [pt.gammaln(x), pt.psi(x)])
+print_ir("reflections_when_needed", [x], [pt.gammaln(x), pt.psi(x), pt.tri_gamma(x)])
 
 # float32 gammaln computes in float64: the same steps, then one rounding.
 # CHECK-LABEL: TEST: gammaln_float32 raw
