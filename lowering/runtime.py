@@ -158,13 +158,16 @@ class Compiled:
 
     def _bind(self, args) -> None:
         """Choose the client at the first call (`compile.cpu_threads`): on CPU, one with a
-        thread per core where the arguments and constants hold LARGE_CALL_BYTES or more,
-        else one with a single thread; later calls keep it. Put the constants there."""
+        thread per core where the arguments, the constants and the results of a shape
+        known before the call hold LARGE_CALL_BYTES or more, else one with a single
+        thread; later calls keep it. Put the constants there."""
         with self._lock:
             if self._bound:
                 return
             hoisted = self.lowered.hoisted_constants
             size = sum(c.value.nbytes for c in hoisted) + sum(getattr(a, "nbytes", 0) for a in args)
+            # A function of little input may write much: 10^6 normal draws, 8 MB.
+            size += sum(_static_nbytes(t) for t in self.lowered.output_types)
             self._large = self.platform == "cpu" and size >= LARGE_CALL_BYTES
             self._backend = get_backend(self.platform, self._large)
             self._device = self._backend.local_devices()[0]
@@ -518,6 +521,14 @@ _ALIGN_FROM_BYTES = 1 << 16
 def _reads_host_memory(device) -> bool:
     """Whether `device`'s client reads a host array in place (zero copy)."""
     return device.platform == "cpu"
+
+
+def _static_nbytes(tensor_type) -> int:
+    """The bytes of a tensor of this type, where its shape is known; else 0."""
+    shape = getattr(tensor_type, "shape", None)
+    if shape is None or None in shape or is_rng_type(tensor_type):
+        return 0
+    return int(np.prod(shape)) * np.dtype(storage_dtype(tensor_type)).itemsize
 
 
 def _may_be_large(tensor_type) -> bool:

@@ -623,19 +623,24 @@ a, b = f(values)
 np.testing.assert_allclose(a, sp.gammaln(values), rtol=2e-13)
 np.testing.assert_allclose(b, sp.psi(values).sum(), rtol=1e-13)
 small = pool()
-big = np.linspace(0.0, 1.0, LARGE_CALL_BYTES // 8)
+n = LARGE_CALL_BYTES // 8
+h = pytensor.function([x], pt.exp(pt.alloc(x[0], n)), mode="STABLEHLO")  # a large result
+np.testing.assert_allclose(h(np.array([-0.5])), np.full(n, np.exp(-0.5)), rtol=1e-15)
+written = pool()
+big = np.linspace(0.0, 1.0, n)
 g = pytensor.function([x], (pt.exp(x) * 2).sum(), mode="STABLEHLO")
 np.testing.assert_allclose(g(big), (np.exp(big) * 2).sum(), rtol=1e-12)
 np.testing.assert_allclose(g(big[:10]), (np.exp(big[:10]) * 2).sum(), rtol=1e-12)  # the same client
-print(small, pool(), os.environ.get("PJRT_NPROC"))
+print(small, written, pool(), os.environ.get("PJRT_NPROC"))
 """
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
 def test_the_cpu_client_starts_with_the_threads_asked_for():
     """A function with small data runs on a client with one pool thread; one whose first
-    call brings LARGE_CALL_BYTES or more, on a client with XLA's pool of one thread per
-    core; STABLEHLO_PYTENSOR_THREADS gives every function its count. The results are the
+    call brings LARGE_CALL_BYTES or more, or whose results of a static shape hold that
+    much, on a client with XLA's pool of one thread per core (one pool for both);
+    STABLEHLO_PYTENSOR_THREADS gives every function its count. The results are the
     same, and PJRT_NPROC (which XLA reads as a client starts) is left as it was, so jax's
     own client still gets a thread per core."""
     import subprocess
@@ -646,13 +651,13 @@ def test_the_cpu_client_starts_with_the_threads_asked_for():
         done = subprocess.run([sys.executable, "-c", _THREADS_RUN], capture_output=True, text=True,
                               env={**environ, **env})
         assert done.returncode == 0, done.stderr[-2000:]
-        small, both, nproc = done.stdout.split()
-        return int(small), int(both), nproc
+        small, written, both, nproc = done.stdout.split()
+        return int(small), int(written), int(both), nproc
 
     cores = len(os.sched_getaffinity(0))
-    assert run() == (1, 1 + cores, "None")
-    assert run(STABLEHLO_PYTENSOR_THREADS="2") == (2, 2, "None")
-    assert run(STABLEHLO_PYTENSOR_THREADS="3", PJRT_NPROC="5") == (3, 3, "5")
+    assert run() == (1, 1 + cores, 1 + cores, "None")
+    assert run(STABLEHLO_PYTENSOR_THREADS="2") == (2, 2, 2, "None")
+    assert run(STABLEHLO_PYTENSOR_THREADS="3", PJRT_NPROC="5") == (3, 3, 3, "5")
 
 
 def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
