@@ -188,6 +188,81 @@ def censored_gamma(n: int = 1000):
     return model_graph(model, "censored-gamma")
 
 
+def student_t_regression(n: int = 2000, d: int = 10):
+    """Robust regression: StudentT errors with their degrees of freedom a parameter."""
+    import pymc as pm
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + rng.standard_t(3, size=n)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=d)
+        sigma = pm.HalfNormal("sigma", 1)
+        nu = pm.Gamma("nu", 2, 0.1)
+        pm.StudentT("y", nu=nu, mu=X @ beta, sigma=sigma, observed=y)
+    return model_graph(model, "student-t-regression")
+
+
+def count_regressions(zero_inflated: bool, n: int = 2000, d: int = 5):
+    """Counts with a log link: zero-inflated Poisson, or negative binomial."""
+    import pymc as pm
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(n, d))
+    counts = rng.poisson(np.exp(X @ np.full(d, 0.2)))
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=d)
+        mu = pm.math.exp(X @ beta)
+        if zero_inflated:
+            psi = pm.Beta("psi", 2, 2)
+            pm.ZeroInflatedPoisson("y", psi=psi, mu=mu, observed=counts * (rng.random(n) > 0.3))
+        else:
+            alpha = pm.Exponential("alpha", 1)
+            pm.NegativeBinomial("y", mu=mu, alpha=alpha, observed=counts)
+    return model_graph(model, "zero-inflated-poisson" if zero_inflated else "negative-binomial")
+
+
+def lkj_mvnormal(n: int = 500):
+    """Correlated 3-d data: MvNormal with an LKJ Cholesky covariance."""
+    import pymc as pm
+
+    rng = np.random.default_rng(9)
+    y = rng.normal(size=(n, 3)) @ np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.3], [0.0, 0.0, 1.0]])
+    with pm.Model() as model:
+        chol, _, _ = pm.LKJCholeskyCov(
+            "chol", n=3, eta=2.0, sd_dist=pm.Exponential.dist(1.0, shape=3), compute_corr=True
+        )
+        mu = pm.Normal("mu", 0, 2, shape=3)
+        pm.MvNormal("y", mu, chol=chol, observed=y)
+    return model_graph(model, "lkj-mvnormal")
+
+
+def dirichlet_multinomial(n: int = 300):
+    """300 draws of 50 counts over 3 categories, DirichletMultinomial."""
+    import pymc as pm
+
+    rng = np.random.default_rng(10)
+    y = rng.multinomial(50, [0.2, 0.3, 0.5], size=n)
+    with pm.Model() as model:
+        a = pm.Exponential("a", 1, shape=3)
+        pm.DirichletMultinomial("y", n=50, a=a, observed=y)
+    return model_graph(model, "dirichlet-multinomial")
+
+
+def random_walk(n: int = 500):
+    """A latent Gaussian random walk of 500 steps under noisy observations."""
+    import pymc as pm
+
+    rng = np.random.default_rng(11)
+    y = np.cumsum(rng.normal(size=n)) + rng.normal(size=n)
+    with pm.Model() as model:
+        sigma = pm.HalfNormal("sigma", 1)
+        noise = pm.HalfNormal("noise", 1)
+        x = pm.GaussianRandomWalk("x", sigma=sigma, init_dist=pm.Normal.dist(0, 10), shape=n)
+        pm.Normal("y", x, noise, observed=y)
+    return model_graph(model, "random-walk")
+
+
 def gp_marginal(n: int):
     """PyMC's GP marginal likelihood: ExpQuad kernel plus noise, Cholesky-based MvNormal."""
     import pymc as pm
@@ -244,6 +319,12 @@ MODELS = {
     "gp-marginal-1000": lambda: gp_marginal(1000),
     "schur-sort-100": schur_sort,
     "dare-batched-8": dare_batched,
+    "student-t-regression": student_t_regression,
+    "zero-inflated-poisson": lambda: count_regressions(zero_inflated=True),
+    "negative-binomial": lambda: count_regressions(zero_inflated=False),
+    "lkj-mvnormal": lkj_mvnormal,
+    "dirichlet-multinomial": dirichlet_multinomial,
+    "random-walk": random_walk,
 }
 
 
@@ -253,7 +334,8 @@ MODELS = {
 PYMC_MODELS = {
     "eight-schools", "linear-regression", "logistic-glm", "normal-mixture",
     "hierarchical-regression", "arma", "garch", "beta-regression", "censored-gamma",
-    "gp-marginal-100", "gp-marginal-1000",
+    "gp-marginal-100", "gp-marginal-1000", "student-t-regression", "zero-inflated-poisson",
+    "negative-binomial", "lkj-mvnormal", "dirichlet-multinomial", "random-walk",
 }
 
 
