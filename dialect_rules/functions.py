@@ -89,6 +89,7 @@ def _vectorize(outputs, replace):
     (`_batched_throughout`). Kept unbatched, the sizes leave Blockwise Ops that
     PyTensor's own rewrites (`_UNBATCH`) make plain ones over the batch.
     """
+    # The loop of PyTensor's vectorize_graph, with its (private) per-node dispatch.
     inputs = truncated_graph_inputs(outputs, ancestors_to_include=replace.keys())
     batched = {v: replace.get(v, v) for v in inputs}
     for node in toposort(outputs, blockers=inputs):

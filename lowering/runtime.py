@@ -535,9 +535,7 @@ def _may_be_large(tensor_type) -> bool:
     shape = getattr(tensor_type, "shape", None)
     if shape is None or is_rng_type(tensor_type):
         return False
-    if None in shape:
-        return True
-    return int(np.prod(shape)) * np.dtype(storage_dtype(tensor_type)).itemsize >= _ALIGN_FROM_BYTES
+    return None in shape or _static_nbytes(tensor_type) >= _ALIGN_FROM_BYTES
 
 
 def _in_place(array: np.ndarray) -> bool:
