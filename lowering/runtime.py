@@ -32,6 +32,7 @@ from lowering._jax_internal import (
 from lowering._jax_internal import to_numpy as _to_numpy
 from lowering.compile import (
     LARGE_CALL_BYTES,
+    LARGE_DRAW_BYTES,
     compile_module,
     get_backend,
     no_contraction_overrides,
@@ -159,16 +160,18 @@ class Compiled:
     def _bind(self, args) -> None:
         """Choose the client at the first call (`compile.cpu_threads`): on CPU, one with a
         thread per core where the arguments, the constants and the results of a shape
-        known before the call hold LARGE_CALL_BYTES or more, else one with a single
-        thread; later calls keep it. Put the constants there."""
+        known before the call hold LARGE_CALL_BYTES or more (LARGE_DRAW_BYTES of results
+        for a function that draws), else one with a single thread; later calls keep it.
+        Put the constants there."""
         with self._lock:
             if self._bound:
                 return
             hoisted = self.lowered.hoisted_constants
             size = sum(c.value.nbytes for c in hoisted) + sum(getattr(a, "nbytes", 0) for a in args)
             # A function of little input may write much: 10^6 normal draws, 8 MB.
-            size += sum(_static_nbytes(t) for t in self.lowered.output_types)
-            self._large = self.platform == "cpu" and size >= LARGE_CALL_BYTES
+            results = sum(_static_nbytes(t) for t in self.lowered.output_types)
+            large = size + results >= LARGE_CALL_BYTES or (self._rng and results >= LARGE_DRAW_BYTES)
+            self._large = self.platform == "cpu" and bool(large)
             self._backend = get_backend(self.platform, self._large)
             self._device = self._backend.local_devices()[0]
             self._sharding = SingleDeviceSharding(self._device)

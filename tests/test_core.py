@@ -660,6 +660,23 @@ def test_the_cpu_client_starts_with_the_threads_asked_for():
     assert run(STABLEHLO_PYTENSOR_THREADS="3", PJRT_NPROC="5") == (3, 3, 3, "5")
 
 
+def test_functions_that_draw_much_get_a_thread_per_core():
+    """Random draws are compute enough that LARGE_DRAW_BYTES of them go to the client
+    with a thread per core; fewer stay on the one-thread client, as does a function
+    that writes that much without drawing."""
+    from lowering.compile import LARGE_DRAW_BYTES
+
+    n = LARGE_DRAW_BYTES // 8
+    x = pt.dvector("x")
+    for size, draws, large in ((n - 1, True, False), (n, True, True), (n, False, False)):
+        rng = pytensor.shared(np.random.default_rng(0))
+        next_rng, drawn = pt.random.normal(x[0], 1.0, size=size, rng=rng).owner.outputs
+        out, updates = (drawn, {rng: next_rng}) if draws else (pt.alloc(x[0], size) * 2, {})
+        fn = pytensor.function([x], out, updates=updates, mode="STABLEHLO")
+        assert fn(np.array([0.5])).shape == (size,)
+        assert fn.vm.jit_fn.compiled._large is large, (size, draws)
+
+
 def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
     """Small results are read back as one byte buffer and split into views (one
     transfer instead of one per result); each output is still a separate, writable
