@@ -38,6 +38,7 @@ from lowering.builders import (
     divide,
     full,
     full_like,
+    gather_indexed,
     iota,
     is_static,
     ir_constant,
@@ -50,7 +51,7 @@ from lowering.builders import (
     value_dtype,
     vector_element,
 )
-from lowering.regions import any_true, while_loop
+from lowering.regions import any_true, cumulative, fold, if_else, scatter_indexed, while_loop
 from lowering.registry import register_lowering
 from lowering.runtime import peek_key
 from lowering.types import static_shape
@@ -168,6 +169,11 @@ def uniforms(key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool 
     return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(n)]
 
 
+def uniform_draws(dtype, n: int, open_zero: bool = False) -> Callable[[ir.Value, Sequence[Dim]], list[ir.Value]]:
+    """A `rejection` round's `draw`: `n` tensors of uniform numbers (`uniforms`)."""
+    return lambda key, dims: uniforms(key, dims, dtype, n, open_zero)
+
+
 def normal_of(u: ir.Value) -> ir.Value:
     """Standard normal numbers sqrt(2) erfinv(2u - 1) of open uniforms u (finite)."""
     centered = hlo.subtract(hlo.add(u, u), full_like(u, 1.0))
@@ -188,37 +194,106 @@ def exponential(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
     return exponential_of(uniform(key, dims, dtype, open_zero=True))
 
 
+# A rejection loop over n elements (a static count) compacts while n / _COMPACT_RATIO is
+# COMPACT_MIN or more: see `_compacting`.
+COMPACT_MIN = 1024
+_COMPACT_RATIO = 16
+
+
 def rejection(
     key: ir.Value,
     dims: Sequence[Dim],
     dtype,
-    draw: Callable[[ir.Value], list[ir.Value]],
+    draw: Callable[[ir.Value, Sequence[Dim]], list[ir.Value]],
     propose: Callable[..., tuple[ir.Value, ir.Value]],
+    params: Sequence[ir.Value] = (),
     pending: ir.Value | None = None,
     default: ir.Value | None = None,
 ) -> ir.Value:
-    """Rejection sampling on whole tensors: `draw(key)` gives a round's random numbers,
-    `propose(*numbers)` the candidates and an acceptance mask of shape `dims`; each
-    `pending` element (all by default) keeps its first accepted candidate, the others
-    `default` (0). The loop runs until every pending element has one: leave out
-    elements whose parameters never accept.
+    """Rejection sampling on whole tensors. Each round, `draw(key, dims)` gives the
+    round's random numbers and `propose(params, *numbers)` the candidates and an
+    acceptance mask of shape `dims`; `params` are the per-element parameters (tensors of
+    shape `dims`) as that round sees them, and `propose` reads no other tensor of shape
+    `dims`. Each `pending` element (all by default) keeps its first accepted candidate,
+    the others `default` (0). The loop runs until every pending element has one: leave
+    out elements whose parameters never accept.
 
-    Each round's numbers are drawn at the end of the round before and carried in the
-    loop state. Drawn inside the round, XLA's CPU fusion copies their Threefry into
-    every fusion of the test that reads them and recomputes it there (five times in a
-    Poisson PTRS round, which ran eight times slower)."""
+    A round costs as much for a few pending elements as for all of them, and the last of
+    10^6 gammas needs five or six rounds where most need one: a tensor of a static size
+    compacts its pending elements (`_compacting`)."""
     out = full(0, dims, dtype) if default is None else default
     pending = full(True, dims, "bool") if pending is None else pending
-    key, first = split(key, 2)
+    n = dim_product(dims)
+    if not isinstance(n, int):
+        return _rounds(key, dims, draw, propose, params, pending, out)[1]
+    pending, out, *params = (reshape(x, [n]) for x in (pending, out, *params))
+    return reshape(_compacting(key, n, draw, propose, params, pending, out), dims)
+
+
+def _rounds(key, dims, draw, propose, params, pending, out, limit: int = 0) -> list[ir.Value]:
+    """`rejection`'s rounds over the whole tensor while more than `limit` elements are
+    pending: [pending, out] after them.
+
+    A round's numbers are drawn at the end of the round before, only if there is a next
+    round, and carried in the loop state. Drawn inside the round, XLA's CPU fusion copies
+    their Threefry into every fusion of the test that reads them and recomputes it there
+    (five times in a Poisson PTRS round, which ran eight times slower)."""
+    def more(pending):
+        if limit == 0:
+            return any_true(pending)
+        count = fold(convert(pending, "int64"), range(len(dims)), hlo.add, 0)
+        return compare(count, dim_value(limit), "GT")
 
     def body(values):
-        key, pending, out, *numbers = values
-        candidate, accepted = propose(*numbers)
+        key, pending, out, _, *numbers = values
+        candidate, accepted = propose(params, *numbers)
         key, following = split(key, 2)
-        take = hlo.and_(pending, accepted)
-        return [key, hlo.and_(pending, hlo.not_(accepted)), select(take, candidate, out), *draw(following)]
+        out = select(hlo.and_(pending, accepted), candidate, out)
+        pending = hlo.and_(pending, hlo.not_(accepted))
+        again = more(pending)
+        numbers = if_else(again, [x.type for x in numbers], lambda: draw(following, dims), lambda: numbers)
+        return [key, pending, out, again, *numbers]
 
-    return while_loop([key, pending, out, *draw(first)], lambda values: any_true(values[1]), body)[2]
+    def loop():
+        state = [key, pending, out, ir_constant(np.True_), *draw(first, dims)]
+        return while_loop(state, lambda values: values[3], body)[1:3]
+
+    key, first = split(key, 2)
+    return if_else(more(pending), [pending.type, out.type], loop, lambda: [pending, out])
+
+
+def _compacting(key, n: int, draw, propose, params, pending, out) -> ir.Value:
+    """`rejection` over `n` elements (flat). While m = n / _COMPACT_RATIO is COMPACT_MIN
+    or more: rounds over all n until at most m are pending; then, if any is, the rest of
+    the loop runs over m elements, the pending ones gathered first with their parameters
+    (a prefix sum gives each its slot), and their draws are scattered back. Each level
+    is one more copy of the round in the module (XLA compiles each in about 0.4 s)."""
+    m = n // _COMPACT_RATIO
+    if m < COMPACT_MIN:
+        return _rounds(key, [n], draw, propose, params, pending, out)[1]
+    key, inner = split(key, 2)
+    pending, out = _rounds(key, [n], draw, propose, params, pending, out, m)
+
+    def compact():
+        index_dtype = "int32" if n < 2**31 else "int64"
+        seen = cumulative(convert(pending, index_dtype), 0, hlo.add, 0)
+        # The i-th pending element goes to slot i; the others to slot m, which is dropped.
+        slot = select(pending, hlo.subtract(seen, full_like(seen, 1)), full_like(seen, m))
+        positions = iota([n], 0, index_dtype)
+        taken = scatter_indexed(full(n, [m], index_dtype), [0], reshape(slot, [n, 1]), positions, False, _replace)
+        # Slots past the pending ones hold n: a gather clamps it, a scatter drops it.
+        taken = reshape(taken, [m, 1])
+        count = broadcast_in_dim(reshape(static_slice(seen, [n - 1], [n]), []), [m], [])
+        left = compare(iota([m], 0, index_dtype), count, "LT")
+        gathered = [gather_indexed(x, [0], taken, front=False) for x in (out, *params)]
+        drawn = _compacting(inner, m, draw, propose, gathered[1:], left, gathered[0])
+        return [scatter_indexed(out, [0], taken, drawn, False, _replace)]
+
+    return if_else(any_true(pending), [out.type], compact, lambda: [out])[0]
+
+
+def _replace(_, update):
+    return update
 
 
 def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
@@ -229,8 +304,10 @@ def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
     d = hlo.subtract(alpha, full_like(alpha, 1 / 3))
     c = hlo.rsqrt(hlo.multiply(d, full_like(d, 9.0)))
 
-    def propose(u_normal, u):
+    def propose(params, u_normal, u):
+        d, c = params
         x = normal_of(u_normal)
+        one = full_like(x, 1.0)
         cube_root = hlo.add(one, hlo.multiply(c, x))
         v = hlo.multiply(hlo.multiply(cube_root, cube_root), cube_root)
         bound = hlo.add(
@@ -245,7 +322,7 @@ def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
         compare(alpha, full_like(alpha, 0.0), "EQ"), full_like(alpha, 0.0),
         select(compare(alpha, full_like(alpha, np.inf), "EQ"), alpha, full_like(alpha, np.nan)),
     )
-    return rejection(key, dims, dtype, lambda k: uniforms(k, dims, dtype, 2, open_zero=True), propose, pending, special)
+    return rejection(key, dims, dtype, uniform_draws(dtype, 2, open_zero=True), propose, [d, c], pending, special)
 
 
 def gamma_parts(key: ir.Value, alpha: ir.Value, u: ir.Value) -> tuple[ir.Value, ir.Value]:

@@ -37,6 +37,7 @@ from dialect_rules.random import (
     scipy_domain_error,
     split,
     uniform,
+    uniform_draws,
     uniforms,
 )
 from dialect_rules.special import erfc_inverse_of_log, erfcx
@@ -363,14 +364,15 @@ def _vonmises(key, dims, mu, kappa):
     c = divide(one_minus_rho, hlo.subtract(_c(rho, 2.0), one_minus_rho))
     s_minus_one = divide(_square(one_minus_rho), hlo.add(rho, rho))
 
-    def propose(u, v):
+    def propose(params, u, v):
+        c, kappa, s_minus_one = params
         half = chlo.atan(hlo.multiply(c, cauchy_of(u)))
         y = hlo.multiply(kappa, hlo.add(s_minus_one, hlo.multiply(_c(half, 2.0), _square(hlo.sine(half)))))
         bound = hlo.add(hlo.subtract(hlo.log(y), hlo.log(v)), hlo.subtract(_c(y, 1.0), y))
         return hlo.add(half, half), compare(bound, _c(bound, 0.0), "GE")
 
     middle = hlo.and_(compare(kappa, _c(kappa, _VONMISES_UNIFORM), "GE"), compare(kappa, _c(kappa, _VONMISES_NORMAL), "LE"))
-    theta = hlo.add(mu, rejection(loop_key, dims, dtype, lambda k: uniforms(k, dims, dtype, 2, open_zero=True), propose, middle))
+    theta = hlo.add(mu, rejection(loop_key, dims, dtype, uniform_draws(dtype, 2, open_zero=True), propose, [c, kappa, s_minus_one], middle))
     # numpy's fmod(|x| + pi, 2 pi) - pi, with x's sign
     wrapped = hlo.subtract(remainder(hlo.add(hlo.abs(theta), _c(theta, math.pi)), _c(theta, 2 * math.pi)), _c(theta, math.pi))
     wrapped = select(_lt(theta, 0.0), hlo.negate(wrapped), wrapped)

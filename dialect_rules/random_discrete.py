@@ -34,7 +34,7 @@ from dialect_rules.random import (
     split,
     standard_gamma,
     uniform,
-    uniforms,
+    uniform_draws,
 )
 from lowering.builders import (
     add_all,
@@ -128,20 +128,24 @@ def _log_factorial(k: ir.Value) -> ir.Value:
 # --- sequential search of a CDF ------------------------------------------------------------
 
 
-def _inversion(key, first: ir.Value, ratio, bound: ir.Value, pending: ir.Value) -> ir.Value:
+def _inversion(key, first: ir.Value, ratio, ratio_params, bound: ir.Value, pending: ir.Value) -> ir.Value:
     """Inversion by sequential search on whole tensors (float64 counts): for a uniform u,
-    the first x with u < p(0) + ... + p(x), where p(x) = p(x - 1) ratio(x). One uniform
-    per draw and a multiply-add per step: the loop runs to the largest count drawn, so the
-    callers keep it for small means. A search that walks past `bound` (rounding left u
-    above all the summed mass) starts again with a new u, as numpy's binomial inversion
-    does; elements not `pending` give 0."""
+    the first x with u < p(0) + ... + p(x), where p(x) = p(x - 1) ratio(ratio_params, x)
+    (`ratio_params` of the counts' shape). One uniform per draw and a multiply-add per
+    step: the loop runs to the largest count drawn, so the callers keep it for small
+    means. A search that walks past `bound` (rounding left u above all the summed mass)
+    starts again with a new u, as numpy's binomial inversion does; elements not `pending`
+    give 0."""
     dims = shape_of(first)
 
-    def propose(u):
+    def propose(params, u):
+        first, bound, pending, *ratio_params = params
+        dims = shape_of(u)
+
         def body(values):
             active, x, px, u = values
             x1 = hlo.add(x, _c(x, 1.0))
-            u1, px1 = hlo.subtract(u, px), hlo.multiply(px, ratio(x1))
+            u1, px1 = hlo.subtract(u, px), hlo.multiply(px, ratio(ratio_params, x1))
             x, px, u = select(active, x1, x), select(active, px1, px), select(active, u1, u)
             return [all_of(active, _le(x, bound), compare(u, px, "GT")), x, px, u]
 
@@ -149,7 +153,8 @@ def _inversion(key, first: ir.Value, ratio, bound: ir.Value, pending: ir.Value) 
         x = while_loop([active, full(0.0, dims, F64), first, u], lambda v: any_true(v[0]), body)[1]
         return x, _le(x, bound)
 
-    return rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 1), propose, pending)
+    params = [first, bound, pending, *ratio_params]
+    return rejection(key, dims, F64, uniform_draws(F64, 1), propose, params, pending)
 
 
 # --- Poisson --------------------------------------------------------------------------------
@@ -167,7 +172,7 @@ def poisson(key: ir.Value, lam: ir.Value) -> ir.Value:
     small_key, large_key = split(key, 2)
     # The tail past lam + 20 sd is below 1e-30 for lam < 10: restarts there cost nothing.
     bound = hlo.add(lam, hlo.multiply(_c(lam, 20.0), hlo.sqrt(hlo.add(lam, _c(lam, 1.0)))))
-    few = _inversion(small_key, hlo.exponential(hlo.negate(lam)), lambda x: divide(lam, x), bound, small)
+    few = _inversion(small_key, hlo.exponential(hlo.negate(lam)), lambda params, x: divide(params[0], x), [lam], bound, small)
     many = _poisson_ptrs(large_key, lam, large)
     return convert(select(large, many, few), I64)
 
@@ -183,7 +188,8 @@ def _poisson_ptrs(key, lam, pending):
     vr = hlo.subtract(_c(lam, 0.9277), divide(_c(lam, 3.6224), hlo.subtract(b, _c(lam, 2.0))))
     log_inv_alpha = hlo.log(inv_alpha)
 
-    def propose(u, v):
+    def propose(params, u, v):
+        lam, loglam, a, b, vr, log_inv_alpha = params
         u = hlo.subtract(u, _c(lam, 0.5))
         us = hlo.subtract(_c(lam, 0.5), hlo.abs(u))
         spread = hlo.add(divide(hlo.multiply(_c(lam, 2.0), a), us), b)
@@ -194,7 +200,8 @@ def _poisson_ptrs(key, lam, pending):
         rhs = hlo.subtract(hlo.subtract(hlo.multiply(k, loglam), lam), _log_factorial(hlo.maximum(k, _c(k, 0.0))))
         return k, any_of(quick, all_of(_not(squeezed_out), _le(lhs, rhs)))
 
-    return rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 2), propose, pending)
+    params = [lam, loglam, a, b, vr, log_inv_alpha]
+    return rejection(key, dims, F64, uniform_draws(F64, 2), propose, params, pending)
 
 
 # --- binomial -------------------------------------------------------------------------------
@@ -220,13 +227,14 @@ def binomial(key: ir.Value, n: ir.Value, p: ir.Value, q: ir.Value) -> ir.Value:
     first = hlo.exponential(hlo.multiply(nf, hlo.log_plus_one(hlo.negate(small))))
     odds = divide(small, large)
 
-    def ratio(x):  # p(x) / p(x - 1)
+    def ratio(params, x):  # p(x) / p(x - 1)
+        nf, odds = params
         return hlo.multiply(divide(hlo.add(hlo.subtract(nf, x), _c(x, 1.0)), x), odds)
 
     k = select(
         btrs,
         _binomial_btrs(btrs_key, nf, small, large, btrs),
-        _inversion(inversion_key, first, ratio, bound, inversion),
+        _inversion(inversion_key, first, ratio, [nf, odds], bound, inversion),
     )
     k = convert(k, I64)
     return select(flip, hlo.subtract(n, k), k)
@@ -249,7 +257,8 @@ def _binomial_btrs(key, n, p, q, pending):
     slope = hlo.log(divide(hlo.multiply(rest1, p), hlo.multiply(m1, q)))
     tails_at_mode = hlo.add(_stirling_tail(m), _stirling_tail(hlo.subtract(n, m)))
 
-    def propose(u, v):
+    def propose(params, u, v):
+        n, a, b, c, vr, alpha, m, m1, rest1, slope, tails_at_mode = params
         u = hlo.subtract(u, _c(n, 0.5))
         us = hlo.subtract(_c(n, 0.5), hlo.abs(u))
         k = hlo.floor(hlo.add(hlo.multiply(hlo.add(divide(hlo.multiply(_c(n, 2.0), a), us), b), u), c))
@@ -268,7 +277,8 @@ def _binomial_btrs(key, n, p, q, pending):
         log_v = hlo.log(divide(hlo.multiply(v, alpha), hlo.add(divide(a, hlo.multiply(us, us)), b)))
         return k, all_of(in_range, any_of(quick, _le(log_v, log_ratio)))
 
-    return rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 2), propose, pending)
+    params = [n, a, b, c, vr, alpha, m, m1, rest1, slope, tails_at_mode]
+    return rejection(key, dims, F64, uniform_draws(F64, 2), propose, params, pending)
 
 
 # --- hypergeometric -------------------------------------------------------------------------
@@ -323,26 +333,28 @@ def _hypergeometric_hrua(key, good, bad, sample, pending):
     h = hlo.add(hlo.multiply(_c(N, _D1), c), _c(N, _D2))
     m = hlo.floor(divide(hlo.multiply(hlo.add(n, one), hlo.add(M, one)), hlo.add(N, _c(N, 2.0))))
 
-    def log_weight(k):
+    def log_weight(M, n, L, k):
         return add_all(
             _log_factorial(k), _log_factorial(hlo.subtract(M, k)),
             _log_factorial(hlo.subtract(n, k)), _log_factorial(hlo.add(hlo.subtract(L, n), k)),
         )
 
-    g = log_weight(m)
+    g = log_weight(M, n, L, m)
     upper = hlo.minimum(hlo.add(hlo.minimum(n, M), one), hlo.floor(hlo.add(a, hlo.multiply(_c(N, 16.0), c))))
 
-    def propose(u, v):
+    def propose(params, u, v):
+        M, n, L, a, h, g, upper = params
         x = hlo.add(a, divide(hlo.multiply(h, hlo.subtract(v, _c(v, 0.5))), u))
         inside = all_of(compare(x, _c(x, 0.0), "GE"), _lt(x, upper))
         k = hlo.floor(select(inside, x, _c(x, 0.0)))
-        t = hlo.subtract(g, log_weight(k))
+        t = hlo.subtract(g, log_weight(M, n, L, k))
         quick = _le(hlo.subtract(hlo.multiply(u, hlo.subtract(_c(u, 4.0), u)), _c(u, 3.0)), t)
-        squeezed_out = compare(hlo.multiply(u, hlo.subtract(u, t)), one, "GE")
+        squeezed_out = compare(hlo.multiply(u, hlo.subtract(u, t)), _c(u, 1.0), "GE")
         slow = all_of(_not(squeezed_out), _le(hlo.multiply(_c(u, 2.0), hlo.log(u)), t))
         return k, all_of(inside, any_of(quick, slow))
 
-    k = convert(rejection(key, dims, F64, lambda k: uniforms(k, dims, F64, 2), propose, pending), I64)
+    params = [M, n, L, a, h, g, upper]
+    k = convert(rejection(key, dims, F64, uniform_draws(F64, 2), propose, params, pending), I64)
     k = select(compare(good, bad, "GT"), hlo.subtract(count, k), k)
     return select(_lt(count, sample), hlo.subtract(good, k), k)
 
@@ -374,11 +386,12 @@ def bounded_integers(key: ir.Value, low: ir.Value, high: ir.Value) -> ir.Value:
     span = select(valid, span, _c(span, 1))
     threshold = remainder(hlo.subtract(_c(span, 0), span), span)  # 2**64 mod span
 
-    def propose(word):
+    def propose(params, word):
+        low, span, threshold = params
         offset, low_word = _multiply_wide(word, span)
         return hlo.add(low, hlo.bitcast_convert(with_dtype(low.type, I64), offset)), compare(low_word, threshold, "GE")
 
-    return rejection(key, dims, I64, lambda k: [bits(k, dims)], propose, valid, low)
+    return rejection(key, dims, I64, lambda key, dims: [bits(key, dims)], propose, [low, span, threshold], valid, low)
 
 
 # --- searching cumulative sums along the core axis -----------------------------------------

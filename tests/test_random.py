@@ -12,9 +12,10 @@ from jax.extend.mlir.dialects import func
 
 from jax.extend.mlir.dialects import stablehlo as hlo
 
+from dialect_rules import random as random_rules
 from dialect_rules.random import threefry2x32
 from lowering._jax_internal import make_ir_context
-from lowering.builders import compare, ir_constant
+from lowering.builders import compare, convert, full_like, iota, ir_constant, select
 from lowering.regions import while_loop
 from lowering.compile import compile_module
 from lowering.types import tensor_type
@@ -231,6 +232,57 @@ def test_gamma_edge_parameters():
     assert x[0] == 0.0 and x[1] == np.inf and np.isnan(x[2]) and np.isfinite(x[3:]).all()
     with pytest.raises(ValueError, match="shape < 0"):
         f(np.array([-1.0]))
+
+
+# --- rejection loops --------------------------------------------------------------------
+
+
+def _toy_rejection(n, key=(7, 11)):
+    """`rejection` over n elements of a toy proposal: element i has the parameters
+    offset i and p_i in [0.05, 0.95]; a uniform u is accepted below p_i and gives
+    i + u / p_i, so i + U(0, 1). Every third element is not pending and gives -1.
+    Returns (draws, the module's text)."""
+    with make_ir_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("main", ir.FunctionType.get([], [tensor_type((n,), "float64")]))
+            fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+            with ir.InsertionPoint(fn.add_entry_block()):
+                index = iota([n], 0, "int64")
+                offset = convert(index, "float64")
+                p = hlo.add(full_like(offset, 0.05), hlo.multiply(convert(hlo.remainder(index, full_like(index, 7)), "float64"), full_like(offset, 0.15)))
+                pending = compare(hlo.remainder(index, full_like(index, 3)), full_like(index, 0), "NE")
+
+                def propose(params, u):
+                    offset, p = params
+                    return hlo.add(offset, hlo.divide(u, p)), compare(u, p, "LT")
+
+                out = random_rules.rejection(
+                    ir_constant(np.array(key, dtype=np.uint32)), [n], "float64", random_rules.uniform_draws("float64", 1),
+                    propose, [offset, p], pending, full_like(offset, -1.0),
+                )
+                func.return_([out])
+        text = str(module)
+        exe = compile_module(module, "cpu")
+    return np.asarray(exe.execute_sharded([]).disassemble_into_single_device_arrays()[0][0]), text
+
+
+@pytest.mark.parametrize("n", [1000, 40_000, 300_000])
+def test_rejection_gives_each_pending_element_a_draw_from_its_own_parameters(n):
+    """Below 16 * COMPACT_MIN elements every round runs over the whole tensor; 40,000
+    compact once, 300,000 twice, after whole rounds (an element of p = 0.05 leaves more
+    than 1/16 pending after the first). A draw scattered back to another element, or made
+    with another element's parameters, falls outside [i, i + 1)."""
+    x, text = _toy_rejection(n)
+    levels = text.count("\"stablehlo.scatter\"(") // 2  # a scatter builds the slots, one writes back
+    assert levels == {1000: 0, 40_000: 1, 300_000: 2}[n]
+    i = np.arange(n)
+    skipped = i % 3 == 0
+    assert (x[skipped] == -1.0).all()
+    fraction = x[~skipped] - i[~skipped]
+    assert ((fraction >= 0) & (fraction < 1)).all()
+    for k in range(7):  # each acceptance rate on its own
+        assert_distribution(fraction[(i[~skipped] % 7) == k], st.uniform())
 
 
 # --- PyMC -------------------------------------------------------------------------------

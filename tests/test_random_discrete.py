@@ -16,7 +16,7 @@ import pytensor.tensor as pt
 import pytest
 import scipy.stats as st
 
-from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, device_put
+from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, device_put, draw
 
 N = N_DRAWS
 INF, NAN = np.inf, np.nan
@@ -425,3 +425,32 @@ def test_scalar_parameters_get_numpys_scalar_wording_and_float_counts_its_type_e
     hypergeometric = pytensor.function([p], pt.random.hypergeometric(p, 5, 2, rng=rng), mode="STABLEHLO")
     with pytest.raises(TypeError, match=r"Cannot cast scalar from dtype\('float64'\) to dtype\('int64'\)"):
         hypergeometric(3.0)
+
+
+# --- sizes known when lowering: rejection loops compact ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make, dists",
+    [
+        # inversion, PTRS and both far apart, in one loop each
+        (lambda r, size: pt.random.poisson([3.0, 20.0, 1e4], size=size, rng=r), [st.poisson(m) for m in (3.0, 20.0, 1e4)]),
+        # inversion and BTRS, with p above 1/2 (drawn as n - Binomial(n, 1 - p))
+        (lambda r, size: pt.random.binomial([100, 7], [0.3, 0.9], size=size, rng=r), [st.binom(100, 0.3), st.binom(7, 0.9)]),
+        # HRUA, and the urn below 10 items drawn
+        (lambda r, size: pt.random.hypergeometric([50, 5], [50, 8], [40, 6], size=size, rng=r),
+         [st.hypergeom(100, 50, 40), st.hypergeom(13, 5, 6)]),
+        (lambda r, size: pt.random.integers([0, -5], [3, 2**40], size=size, rng=r), [st.randint(0, 3), None]),
+    ],
+    ids=["poisson", "binomial", "hypergeometric", "integers"],
+)
+def test_rejection_samplers_at_a_static_size(make, dists):
+    """The tests above read `size` at run time; a size known when lowering compacts the
+    pending elements of each rejection loop (`rejection`), from 16,384 elements on."""
+    x = draw(make, n=(N_DRAWS, len(dists)))
+    for column, dist in zip(x.T, dists):
+        if dist is None:  # a range of 2**40 + 5: its quartiles
+            assert -5 <= column.min() and column.max() < 2**40
+            assert np.allclose(np.quantile(column, [0.25, 0.5, 0.75]) / 2**40, [0.25, 0.5, 0.75], atol=0.01)
+            continue
+        assert_distribution(column, dist, discrete=True)

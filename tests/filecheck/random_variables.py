@@ -28,10 +28,27 @@ nxt, x = pt.random.uniform(size=(n, 2), rng=rng).owner.outputs
 print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
 
 # Gamma: Marsaglia-Tsang's rejection runs as one stablehlo.while over the whole tensor,
-# carrying the key, the elements still pending and the accepted values.
+# carrying the key, the elements still pending, the accepted values, whether there is a next
+# round and that round's numbers.
 # CHECK-LABEL: TEST: gamma opt RandomGeneratorType float64[?]
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<ui32>, tensor<2xui32>, tensor<2xui32>, tensor<ui32>
 a = pt.dvector("a")
 nxt, x = pt.random.gamma(a, scale=1.0, rng=rng).owner.outputs
 print_ir("gamma", [rng, a], [nxt, x])
+
+# Of a size known when lowering (20,000), the loop compacts: rounds over the whole tensor
+# while more than 1/16 of it is pending, then a prefix sum (a reduce_window) gives each pending
+# element its slot, a scatter writes their positions there, gathers read their parameters, the
+# rounds go on over 1,250 elements, and a scatter writes their draws back.
+# CHECK-LABEL: TEST: gamma_static_size opt
+# CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<20000xi1>, tensor<20000xf64>, tensor<i1>
+# CHECK: "stablehlo.reduce_window"({{.*}}window_dimensions = array<i64: 20000>
+# CHECK: "stablehlo.scatter"
+# CHECK: }) : (tensor<1250xi32>, tensor<20000x1xi32>, tensor<20000xi32>) -> tensor<1250xi32>
+# CHECK: "stablehlo.gather"({{.*}}-> tensor<1250xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<1250xi1>, tensor<1250xf64>, tensor<i1>
+# CHECK: "stablehlo.scatter"
+# CHECK: }) : (tensor<20000xf64>, tensor<1250x1xi32>, tensor<1250xf64>) -> tensor<20000xf64>
+nxt, x = pt.random.gamma(2.5, scale=1.0, size=20_000, rng=rng).owner.outputs
+print_ir("gamma_static_size", [rng], [nxt, x])
