@@ -15,7 +15,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from dialect_rules import random as random_rules
 from dialect_rules.random import threefry2x32
 from lowering._jax_internal import make_ir_context
-from lowering.builders import compare, convert, full_like, iota, ir_constant, select
+from lowering.builders import compare, convert, full_like, iota, ir_constant
 from lowering.regions import while_loop
 from lowering.compile import compile_module
 from lowering.types import tensor_type
