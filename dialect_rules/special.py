@@ -44,7 +44,7 @@ from lowering.builders import (
     value_dtype,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.regions import any_true, if_else
+from lowering.regions import where_some
 from lowering.registry import register_lowering
 
 
@@ -163,22 +163,17 @@ def _digamma(x):
         reflected = select(pole, full_like(x, np.nan), reflected)
         return select(compare(x, zero, "EQ"), hlo.negate(copysign(full_like(x, math.inf), x)), reflected)
 
-    return _where_some(hlo.not_(positive), value, with_reflection)
+    return where_some(hlo.not_(positive), value, with_reflection)
 
 
-def _where_some(mask, value, compute):
-    """`compute()` (`value` where `mask` is false), run only when some element of `mask`
-    holds: the reflections of psi, trigamma and lgamma below their positive range.
-    PyMC's gamma functions take positive parameters, and branch-free, every element paid
-    for the reflection's sine, cosine, log and division: the beta regression's logp and
-    gradient (3 lgamma, 3 psi a point) took 102 µs a call with them, 73 without.
-
-    Kept for small tensors too: the `if` also stops XLA from fusing the function through
-    a broadcast into a larger consumer, where it would recompute the polynomials per
-    element. Branch-free below 128 elements, the Dirichlet-multinomial model (a gammaln
-    of 3 elements broadcast over 300 x 3) took 128.6 µs a call against 36.4."""
-    (value,) = if_else(any_true(mask), [value.type], lambda: [compute()], lambda: [value])
-    return value
+# The reflections of psi, trigamma and lgamma below their positive range run under
+# `where_some`. PyMC's gamma functions take positive parameters, and branch-free, every
+# element paid for the reflection's sine, cosine, log and division: the beta regression's
+# logp and gradient (3 lgamma, 3 psi a point) took 102 µs a call with them, 73 without.
+# The guard stays for small tensors too: the `if` also stops XLA from fusing the function
+# through a broadcast into a larger consumer, where it would recompute the polynomials per
+# element. Branch-free below 128 elements, the Dirichlet-multinomial model (a gammaln of 3
+# elements broadcast over 300 x 3) took 128.6 µs a call against 36.4.
 
 
 def _trigamma(x):
@@ -199,7 +194,7 @@ def _trigamma(x):
         return select(negative, reflected, direct)
 
     pole = hlo.and_(compare(x, zero, "LE"), compare(hlo.floor(x), x, "EQ"))
-    value = _where_some(negative, direct, with_reflection)
+    value = where_some(negative, direct, with_reflection)
     value = _polygamma_far_out(one, x, value)
     return select(pole, full_like(x, math.inf), value)
 
@@ -438,7 +433,7 @@ def log_gamma(x):
     (1e-15) at the roots 1 and 2, and took 25 ns a float64 element on one core, most of it
     in libm's sine and logs. This takes 7.8 ns on [0.5, 50) and 11.4 on (-50, 50): its logs
     and sine are polynomials XLA vectorizes, and the reflection runs only when some element
-    is below 1/2 (`_where_some`)."""
+    is below 1/2 (`where_some`)."""
     if value_dtype(x) != "float64":
         return chlo.lgamma(x)
     reflect = compare(x, full_like(x, 0.5), "LT")
@@ -453,7 +448,7 @@ def log_gamma(x):
         minus_inf = full_like(x, -np.inf)
         return select(compare(x, minus_inf, "EQ"), minus_inf, select(reflect, reflected, value))
 
-    return _where_some(reflect, value, with_reflection)
+    return where_some(reflect, value, with_reflection)
 
 
 def _exp_of_square(x):

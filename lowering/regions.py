@@ -254,6 +254,14 @@ def if_else(
     return list(op.results)
 
 
+def where_some(mask: ir.Value, value: ir.Value, compute: Callable[[], ir.Value]) -> ir.Value:
+    """`compute()` if some element of the boolean `mask` holds, else `value`; `compute()`
+    must give `value` where `mask` is false. Work that few elements need (a reflection, a
+    boost) then costs an or-reduce when none does. The `if` is also a fusion barrier: XLA
+    does not fuse `value`'s producers into consumers beyond it."""
+    return if_else(any_true(mask), [value.type], lambda: [compute()], lambda: [value])[0]
+
+
 def scatter_indexed(x, axes, index, updates, front, combine):
     """x with `updates` (shaped like `gather_indexed(x, axes, index, front)`) combined in."""
     batch = list(shape_of(index))[:-1]

@@ -1,8 +1,8 @@
 # RUN: %PYTHON %s | FileCheck %s
 # A Generator enters @main as a tensor<2xui32> Threefry key and leaves as the key after the
 # draws. Each element's 64 bits are Threefry-2x32 of its flat index (a ui64 iota split in two
-# words); the key schedule's parity constant is 0x1BD11BDA = 466688986. In a function body
-# the cipher's 20 rounds are unrolled; in a loop body (a rejection round) its five groups of
+# words); the key schedule's parity constant is 0x1BD11BDA = 466688986. Outside loops the
+# cipher's 20 rounds are unrolled; in a loop body (a rejection round) its five groups of
 # four rounds are a while loop carrying the counters, the key schedule and the rotations.
 import pytensor.tensor as pt
 
