@@ -60,6 +60,8 @@ WORKLOADS = {
     "beta-1e5": _draws(lambda r: pt.random.beta(0.5, 2.0, size=100_000, rng=r)),
     "poisson-1e5": _draws(lambda r: pt.random.poisson(20.0, size=100_000, rng=r)),
     "binomial-1e5": _draws(lambda r: pt.random.binomial(100, 0.3, size=100_000, rng=r)),
+    "vonmises-1e5": _draws(lambda r: pt.random.vonmises(0.0, 2.0, size=100_000, rng=r)),
+    "hypergeometric-1e5": _draws(lambda r: pt.random.hypergeometric(50, 50, 40, size=100_000, rng=r)),
     "dirichlet-1e4x10": _draws(lambda r: pt.random.dirichlet(np.ones(10), size=10_000, rng=r)),
     "mvnormal-1e4x10": _draws(lambda r: pt.random.multivariate_normal(np.zeros(10), np.eye(10) + 0.5, size=10_000, rng=r)),
 }

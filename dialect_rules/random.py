@@ -346,10 +346,16 @@ def gamma_parts(key: ir.Value, alpha: ir.Value, u: ir.Value) -> tuple[ir.Value, 
     log G' and tail = log u stay finite. For alpha >= 1 (and NaN, inf, negative
     alpha: NaN, inf, NaN), tail = 0.
     """
-    zero, one = full_like(alpha, 0.0), full_like(alpha, 1.0)
-    boosted = hlo.and_(compare(alpha, one, "LT"), compare(alpha, zero, "GE"))
-    head = hlo.log(marsaglia_tsang(key, select(boosted, hlo.add(alpha, one), alpha)))
-    return head, select(boosted, hlo.log(u), full_like(u, 0.0))
+    boosted, draws = _boosted_gamma(key, alpha)
+    return hlo.log(draws), select(boosted, hlo.log(u), full_like(u, 0.0))
+
+
+def _boosted_gamma(key: ir.Value, alpha: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(boosted, G'): where 0 <= alpha < 1 (boosted), G' ~ Gamma(alpha + 1); elsewhere
+    `marsaglia_tsang`'s Gamma(alpha)."""
+    one = full_like(alpha, 1.0)
+    boosted = hlo.and_(compare(alpha, one, "LT"), compare(alpha, full_like(alpha, 0.0), "GE"))
+    return boosted, marsaglia_tsang(key, select(boosted, hlo.add(alpha, one), alpha))
 
 
 def log_standard_gamma(key: ir.Value, alpha: ir.Value, u: ir.Value) -> ir.Value:
@@ -368,9 +374,7 @@ def standard_gamma(key: ir.Value, alpha: ir.Value) -> ir.Value:
     uniforms drawn only when some alpha needs them: for alpha >= 1 the draw is the
     loop's, with no uniform, log and exp over the tensor besides."""
     gamma_key, uniform_key = split(key, 2)
-    zero, one = full_like(alpha, 0.0), full_like(alpha, 1.0)
-    boosted = hlo.and_(compare(alpha, one, "LT"), compare(alpha, zero, "GE"))
-    draws = marsaglia_tsang(gamma_key, select(boosted, hlo.add(alpha, one), alpha))
+    boosted, draws = _boosted_gamma(gamma_key, alpha)
 
     def boost():
         u = uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True)
