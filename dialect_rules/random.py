@@ -204,8 +204,8 @@ def exponential(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
     return exponential_of(uniform(key, dims, dtype, open_zero=True))
 
 
-# A rejection loop over n elements (a static count) compacts while n / _COMPACT_RATIO is
-# COMPACT_MIN or more: see `_compacting`.
+# A rejection loop over n elements compacts while n / _COMPACT_RATIO is COMPACT_MIN or
+# more: see `_compacting`.
 COMPACT_MIN = 1024
 _COMPACT_RATIO = 16
 
@@ -229,18 +229,16 @@ def rejection(
     out elements whose parameters never accept.
 
     A round costs as much for a few pending elements as for all of them, and the last of
-    10^6 gammas needs five or six rounds where most need one: a tensor of a static size
-    compacts its pending elements (`_compacting`)."""
+    10^6 gammas needs five or six rounds where most need one: the loop compacts its
+    pending elements (`_compacting`)."""
     out = full(0, dims, dtype) if default is None else default
     pending = full(True, dims, "bool") if pending is None else pending
     n = dim_product(dims)
-    if not isinstance(n, int):
-        return _rounds(key, dims, draw, propose, params, pending, out)[1]
     pending, out, *params = (reshape(x, [n]) for x in (pending, out, *params))
     return reshape(_compacting(key, n, draw, propose, params, pending, out), dims)
 
 
-def _rounds(key, dims, draw, propose, params, pending, out, limit: int = 0) -> list[ir.Value]:
+def _rounds(key, dims, draw, propose, params, pending, out, limit: Dim = 0) -> list[ir.Value]:
     """`rejection`'s rounds over the whole tensor while more than `limit` elements are
     pending: [pending, out] after them.
 
@@ -249,7 +247,7 @@ def _rounds(key, dims, draw, propose, params, pending, out, limit: int = 0) -> l
     their Threefry into every fusion of the test that reads them and recomputes it there
     (five times in a Poisson PTRS round, which ran eight times slower)."""
     def more(pending):
-        if limit == 0:
+        if isinstance(limit, int) and limit == 0:
             return any_true(pending)
         count = fold(convert(pending, "int64"), range(len(dims)), hlo.add, 0)
         return compare(count, dim_value(limit), "GT")
@@ -272,31 +270,51 @@ def _rounds(key, dims, draw, propose, params, pending, out, limit: int = 0) -> l
     return if_else(more(pending), [pending.type, out.type], loop, lambda: [pending, out])
 
 
-def _compacting(key, n: int, draw, propose, params, pending, out) -> ir.Value:
+def _compacting(key, n: Dim, draw, propose, params, pending, out) -> ir.Value:
     """`rejection` over `n` elements (flat). While m = n / _COMPACT_RATIO is COMPACT_MIN
     or more: rounds over all n until at most m are pending; then, if any is, the rest of
     the loop runs over m elements, the pending ones gathered first with their parameters
-    (a prefix sum gives each its slot), and their draws are scattered back. Each level
-    is one more copy of the round in the module (XLA compiles each in about 0.4 s)."""
-    m = n // _COMPACT_RATIO
-    if m < COMPACT_MIN:
-        return _rounds(key, [n], draw, propose, params, pending, out)[1]
+    (a prefix sum gives each its slot), and their draws are scattered back.
+
+    Of a static n, compacting again while m allows; each level is one more copy of the
+    round in the module (XLA compiles each in about 0.4 s). Of an n known only at run
+    time, one level, and only if n is large enough then: the module has one shape for
+    all n. Its prefix sum is then `prefix_scan` (log2 n gathers), not a reduce_window:
+    about 1 ms for 10^5 elements, 6-10 ms for 10^6."""
+    if isinstance(n, int):
+        m = limit = n // _COMPACT_RATIO
+        if m < COMPACT_MIN:
+            return _rounds(key, [n], draw, propose, params, pending, out)[1]
+        index_dtype = "int32" if n < 2**31 else "int64"
+    else:
+        ratio = dim_value(_COMPACT_RATIO)
+        m = hlo.divide(n, ratio)
+        large = compare(m, dim_value(COMPACT_MIN), "GE")
+        limit = select(large, m, dim_value(0))  # 0: every round over all n
+        index_dtype = "int64"
     key, inner = split(key, 2)
-    pending, out = _rounds(key, [n], draw, propose, params, pending, out, m)
+    pending, out = _rounds(key, [n], draw, propose, params, pending, out, limit)
 
     def compact():
-        index_dtype = "int32" if n < 2**31 else "int64"
         seen = cumulative(convert(pending, index_dtype), 0, hlo.add, 0)
+        if isinstance(n, int):
+            count = reshape(static_slice(seen, [n - 1], [n]), [])
+        else:  # (a slice of the last would not compile where n is 0)
+            count = fold(convert(pending, index_dtype), [0], hlo.add, 0)
         # The i-th pending element goes to slot i; the others to slot m, which is dropped.
-        slot = select(pending, hlo.subtract(seen, full_like(seen, 1)), full_like(seen, m))
+        beyond = convert(dim_value(m), index_dtype)
+        slot = select(pending, hlo.subtract(seen, full_like(seen, 1)), broadcast_in_dim(beyond, [n], []))
         positions = iota([n], 0, index_dtype)
-        taken = scatter_indexed(full(n, [m], index_dtype), [0], reshape(slot, [n, 1]), positions, False, _replace)
+        empty = broadcast_in_dim(convert(dim_value(n), index_dtype), [m], [])
+        taken = scatter_indexed(empty, [0], reshape(slot, [n, 1]), positions, False, _replace)
         # Slots past the pending ones hold n: a gather clamps it, a scatter drops it.
         taken = reshape(taken, [m, 1])
-        count = broadcast_in_dim(reshape(static_slice(seen, [n - 1], [n]), []), [m], [])
-        left = compare(iota([m], 0, index_dtype), count, "LT")
+        left = compare(iota([m], 0, index_dtype), broadcast_in_dim(count, [m], []), "LT")
         gathered = [gather_indexed(x, [0], taken, front=False) for x in (out, *params)]
-        drawn = _compacting(inner, m, draw, propose, gathered[1:], left, gathered[0])
+        if isinstance(n, int):
+            drawn = _compacting(inner, m, draw, propose, gathered[1:], left, gathered[0])
+        else:
+            drawn = _rounds(inner, [m], draw, propose, gathered[1:], left, gathered[0])[1]
         return [scatter_indexed(out, [0], taken, drawn, False, _replace)]
 
     return if_else(any_true(pending), [out.type], compact, lambda: [out])[0]

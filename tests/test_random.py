@@ -15,9 +15,10 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from dialect_rules import random as random_rules
 from dialect_rules.random import threefry2x32
 from lowering._jax_internal import make_ir_context
-from lowering.builders import compare, convert, full_like, iota, ir_constant
+from lowering.builders import compare, convert, full_like, ir_constant, shape_of
 from lowering.regions import while_loop
 from lowering.compile import compile_module
+from lowering.passes import run_pipeline, specialize_pipeline
 from lowering.types import tensor_type
 from tests.helpers import PY_MODE, assert_distribution, device_put, draw
 
@@ -237,18 +238,20 @@ def test_gamma_edge_parameters():
 # --- rejection loops --------------------------------------------------------------------
 
 
-def _toy_rejection(n, key=(7, 11)):
+def _toy_rejection(n, dynamic=False, key=(7, 11)):
     """`rejection` over n elements of a toy proposal: element i has the parameters
     offset i and p_i in [0.05, 0.95]; a uniform u is accepted below p_i and gives
     i + u / p_i, so i + U(0, 1). Every third element is not pending and gives -1.
-    Returns (draws, the module's text)."""
+    With `dynamic`, the module takes the indices as a tensor<?xi32> and is specialized to
+    n, as a size known only at run time is. Returns (draws, the module's text)."""
     with make_ir_context(), ir.Location.unknown():
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
-            fn = func.FuncOp("main", ir.FunctionType.get([], [tensor_type((n,), "float64")]))
+            shape = (None if dynamic else n,)
+            fn = func.FuncOp("main", ir.FunctionType.get([tensor_type(shape, "int32")], [tensor_type(shape, "float64")]))
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
             with ir.InsertionPoint(fn.add_entry_block()):
-                index = iota([n], 0, "int64")
+                index = convert(fn.arguments[0], "int64")
                 offset = convert(index, "float64")
                 p = hlo.add(full_like(offset, 0.05), hlo.multiply(convert(hlo.remainder(index, full_like(index, 7)), "float64"), full_like(offset, 0.15)))
                 pending = compare(hlo.remainder(index, full_like(index, 3)), full_like(index, 0), "NE")
@@ -258,30 +261,35 @@ def _toy_rejection(n, key=(7, 11)):
                     return hlo.add(offset, hlo.divide(u, p)), compare(u, p, "LT")
 
                 out = random_rules.rejection(
-                    ir_constant(np.array(key, dtype=np.uint32)), [n], "float64", random_rules.uniform_draws("float64", 1),
-                    propose, [offset, p], pending, full_like(offset, -1.0),
+                    ir_constant(np.array(key, dtype=np.uint32)), shape_of(offset), "float64",
+                    random_rules.uniform_draws("float64", 1), propose, [offset, p], pending, full_like(offset, -1.0),
                 )
                 func.return_([out])
         text = str(module)
+        if dynamic:
+            run_pipeline(module, specialize_pipeline([f"tensor<{n}xi32>"]))
         exe = compile_module(module, "cpu")
-    return np.asarray(exe.execute_sharded([]).disassemble_into_single_device_arrays()[0][0]), text
+    args = [device_put(np.arange(n, dtype=np.int32))]
+    return np.asarray(exe.execute_sharded(args).disassemble_into_single_device_arrays()[0][0]), text
 
 
-@pytest.mark.parametrize("n", [1000, 40_000, 300_000])
-def test_rejection_gives_each_pending_element_a_draw_from_its_own_parameters(n):
-    """Below 16 * COMPACT_MIN elements every round runs over the whole tensor; 40,000
-    compact once, 300,000 twice, after whole rounds (an element of p = 0.05 leaves more
-    than 1/16 pending after the first). A draw scattered back to another element, or made
-    with another element's parameters, falls outside [i, i + 1)."""
-    x, text = _toy_rejection(n)
+@pytest.mark.parametrize("n, dynamic", [(1000, False), (40_000, False), (300_000, False), (1000, True), (40_000, True), (0, True)])
+def test_rejection_gives_each_pending_element_a_draw_from_its_own_parameters(n, dynamic):
+    """Of a static size below 16 * COMPACT_MIN every round runs over the whole tensor;
+    40,000 compact once, 300,000 twice, after whole rounds (an element of p = 0.05 leaves
+    more than 1/16 pending after the first). A size known only at run time compacts
+    once, if it is 16 * COMPACT_MIN or more then. A draw scattered back to another
+    element, or made with another element's parameters, falls outside [i, i + 1)."""
+    x, text = _toy_rejection(n, dynamic)
     levels = text.count("\"stablehlo.scatter\"(") // 2  # a scatter builds the slots, one writes back
-    assert levels == {1000: 0, 40_000: 1, 300_000: 2}[n]
+    assert levels == (1 if dynamic else {1000: 0, 40_000: 1, 300_000: 2}[n])
+    assert x.shape == (n,)
     i = np.arange(n)
     skipped = i % 3 == 0
     assert (x[skipped] == -1.0).all()
     fraction = x[~skipped] - i[~skipped]
     assert ((fraction >= 0) & (fraction < 1)).all()
-    for k in range(7):  # each acceptance rate on its own
+    for k in range(7 if n else 0):  # each acceptance rate on its own
         assert_distribution(fraction[(i[~skipped] % 7) == k], st.uniform())
 
 

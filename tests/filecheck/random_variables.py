@@ -27,12 +27,20 @@ n = pt.lscalar("n")
 nxt, x = pt.random.uniform(size=(n, 2), rng=rng).owner.outputs
 print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
 
-# Gamma: Marsaglia-Tsang's rejection runs as one stablehlo.while over the whole tensor,
+# Gamma: Marsaglia-Tsang's rejection runs as a stablehlo.while over the whole tensor,
 # carrying the key, the elements still pending, the accepted values, whether there is a next
-# round and that round's numbers.
+# round and that round's numbers. Of a size known only at run time, it compacts once: a
+# prefix sum of the pending mask (`prefix_scan`, a loop of gathers) slots the pending
+# elements, a scatter writes their positions, and the rounds go on in a second loop.
 # CHECK-LABEL: TEST: gamma opt RandomGeneratorType float64[?]
-# CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>, tensor<i1>
 # CHECK: stablehlo.while({{.*}}) : tensor<ui32>, tensor<2xui32>, tensor<2xui32>, tensor<ui32>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x1xi64>
+# CHECK: "stablehlo.scatter"
+# CHECK: }) : (tensor<?xi64>, tensor<?x1xi64>, tensor<?xi64>) -> tensor<?xi64>
+# CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>, tensor<i1>
+# CHECK: "stablehlo.scatter"
+# CHECK: }) : (tensor<?xf64>, tensor<?x1xi64>, tensor<?xf64>) -> tensor<?xf64>
 a = pt.dvector("a")
 nxt, x = pt.random.gamma(a, scale=1.0, rng=rng).owner.outputs
 print_ir("gamma", [rng, a], [nxt, x])
