@@ -288,7 +288,7 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out) -> ir.Value:
         index_dtype = "int32" if n < 2**31 else "int64"
     else:
         ratio = dim_value(_COMPACT_RATIO)
-        m = hlo.divide(n, ratio)
+        m = divide(n, ratio)
         large = compare(m, dim_value(COMPACT_MIN), "GE")
         limit = select(large, m, dim_value(0))  # 0: every round over all n
         index_dtype = "int64"

@@ -17,6 +17,7 @@ import numpy as np
 
 from jax import Array
 from jax.errors import JaxRuntimeError
+from jax.extend.mlir import ir
 from jax.sharding import SingleDeviceSharding
 from pytensor.scalar import ScalarType
 
@@ -30,6 +31,7 @@ from lowering._jax_internal import (
     x64_enabled,
 )
 from lowering._jax_internal import to_numpy as _to_numpy
+from lowering.builders import function_type
 from lowering.compile import (
     LARGE_CALL_BYTES,
     LARGE_DRAW_BYTES,
@@ -44,12 +46,13 @@ from lowering.specialize import (
     drop_folded_checks,
     has_dynamic_ops,
     is_fully_static,
+    main_function,
     pack_small_results,
     probe_module,
     runtime_dims,
     scalar_arguments,
 )
-from lowering.types import is_rng_type, storage_dtype
+from lowering.types import dtype_of, is_rng_type, storage_dtype
 
 
 class _Aval:
@@ -170,6 +173,8 @@ class Compiled:
             size = sum(c.value.nbytes for c in hoisted) + sum(getattr(a, "nbytes", 0) for a in args)
             # A function of little input may write much: 10^6 normal draws, 8 MB.
             results = sum(_static_nbytes(t) for t in self.lowered.output_types)
+            if self._rng and results < LARGE_DRAW_BYTES and any(_static_nbytes(t) == 0 for t in self.lowered.output_types):
+                results = max(results, self._first_result_bytes(args))
             large = size + results >= LARGE_CALL_BYTES or (self._rng and results >= LARGE_DRAW_BYTES)
             self._large = self.platform == "cpu" and bool(large)
             self._backend = get_backend(self.platform, self._large)
@@ -178,6 +183,18 @@ class Compiled:
             self._device_memory = _device_memory(self._device)
             self._constant_buffers = tuple(self._put(c.value, c.value.dtype) for c in hoisted)
             self._bound = True
+
+    def _first_result_bytes(self, args) -> int:
+        """The bytes of the results of this first call, by the module specialized to it:
+        draws of a size read from an input (PyMC's posterior predictive of `pm.Data`)
+        have no shape before. 0 where the arguments do not fit (the call raises that)."""
+        try:
+            module = self.lowered.specialize(*args)
+        except Exception:  # noqa: BLE001  (reported by the call itself, with its context)
+            return 0
+        with self.lowered.lock:
+            types = function_type(main_function(module)).results
+        return sum(_static_nbytes_of_ir(t) for t, out in zip(types, self.lowered.output_types) if not is_rng_type(out))
 
     def _run(self, args):
         if not self._bound:
@@ -532,6 +549,12 @@ def _static_nbytes(tensor_type) -> int:
     if shape is None or None in shape or is_rng_type(tensor_type):
         return 0
     return int(np.prod(shape)) * np.dtype(storage_dtype(tensor_type)).itemsize
+
+
+def _static_nbytes_of_ir(t: ir.Type) -> int:
+    """The bytes of an MLIR tensor type of a static shape; else 0."""
+    t = ir.RankedTensorType(t)
+    return int(np.prod(t.shape)) * np.dtype(dtype_of(t)).itemsize if t.has_static_shape else 0
 
 
 def _may_be_large(tensor_type) -> bool:

@@ -663,7 +663,8 @@ def test_the_cpu_client_starts_with_the_threads_asked_for():
 def test_functions_that_draw_much_get_a_thread_per_core():
     """Random draws are compute enough that LARGE_DRAW_BYTES of them go to the client
     with a thread per core; fewer stay on the one-thread client, as does a function
-    that writes that much without drawing."""
+    that writes that much without drawing. A size known only at run time counts at the
+    first call."""
     from lowering.compile import LARGE_DRAW_BYTES
 
     n = LARGE_DRAW_BYTES // 8
@@ -675,6 +676,15 @@ def test_functions_that_draw_much_get_a_thread_per_core():
         fn = pytensor.function([x], out, updates=updates, mode="STABLEHLO")
         assert fn(np.array([0.5])).shape == (size,)
         assert fn.vm.jit_fn.compiled._large is large, (size, draws)
+    # A size read from an input (as PyMC's posterior predictive reads pm.Data's shape):
+    # the first call's specialized module tells the results' bytes.
+    size = pt.lscalar("size")
+    for first, large in ((n - 1, False), (n, True), (0, False)):
+        rng = pytensor.shared(np.random.default_rng(0))
+        next_rng, drawn = pt.random.normal(x[0], 1.0, size=(size,), rng=rng).owner.outputs
+        fn = pytensor.function([x, size], drawn, updates={rng: next_rng}, mode="STABLEHLO")
+        assert fn(np.array([0.5]), first).shape == (first,)
+        assert fn.vm.jit_fn.compiled._large is large, first
 
 
 def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
