@@ -83,6 +83,7 @@ class Compiled:
         self.platform = platform
         self.fp_contraction = fp_contraction
         self._bound = False  # to a client, at the first call (`_bind`)
+        self._unsettled = None  # see `_settle_threads`
         self._in_types = lowered.input_types
         self._dtypes = tuple(np.dtype(storage_dtype(t)) for t in self._in_types)
         self._names = [lowered.input_names[i] for i in range(len(self._in_types))]
@@ -165,36 +166,45 @@ class Compiled:
         thread per core where the arguments, the constants and the results of a shape
         known before the call hold LARGE_CALL_BYTES or more (LARGE_DRAW_BYTES of results
         for a function that draws), else one with a single thread; later calls keep it.
-        Put the constants there."""
+        Put the constants there. A function that draws results of a shape unknown before
+        the call may still move to the threads at its first compile (`_settle_threads`)."""
         with self._lock:
             if self._bound:
                 return
-            hoisted = self.lowered.hoisted_constants
-            size = sum(c.value.nbytes for c in hoisted) + sum(getattr(a, "nbytes", 0) for a in args)
+            size = sum(c.value.nbytes for c in self.lowered.hoisted_constants)
+            size += sum(getattr(a, "nbytes", 0) for a in args)
             # A function of little input may write much: 10^6 normal draws, 8 MB.
             results = sum(_static_nbytes(t) for t in self.lowered.output_types)
-            if self._rng and results < LARGE_DRAW_BYTES and any(_static_nbytes(t) == 0 for t in self.lowered.output_types):
-                results = max(results, self._first_result_bytes(args))
             large = size + results >= LARGE_CALL_BYTES or (self._rng and results >= LARGE_DRAW_BYTES)
-            self._large = self.platform == "cpu" and bool(large)
-            self._backend = get_backend(self.platform, self._large)
-            self._device = self._backend.local_devices()[0]
-            self._sharding = SingleDeviceSharding(self._device)
-            self._device_memory = _device_memory(self._device)
-            self._constant_buffers = tuple(self._put(c.value, c.value.dtype) for c in hoisted)
+            self._unsettled = None
+            if not large and self._rng and any(_static_nbytes(t) == 0 for t in self.lowered.output_types):
+                self._unsettled = size
+            self._use_client(self.platform == "cpu" and bool(large))
             self._bound = True
 
-    def _first_result_bytes(self, args) -> int:
-        """The bytes of the results of this first call, by the module specialized to it:
-        draws of a size read from an input (PyMC's posterior predictive of `pm.Data`)
-        have no shape before. 0 where the arguments do not fit (the call raises that)."""
-        try:
-            module = self.lowered.specialize(*args)
-        except Exception:  # noqa: BLE001  (reported by the call itself, with its context)
-            return 0
+    def _use_client(self, large: bool) -> None:
+        self._large = large
+        self._backend = get_backend(self.platform, large)
+        self._device = self._backend.local_devices()[0]
+        self._sharding = SingleDeviceSharding(self._device)
+        self._device_memory = _device_memory(self._device)
+        self._constant_buffers = tuple(self._put(c.value, c.value.dtype) for c in self.lowered.hoisted_constants)
+
+    def _settle_threads(self, module) -> None:
+        """At the first compile of a function that draws results of a shape unknown at
+        `_bind` (a size read from an input, as PyMC's posterior predictive reads
+        `pm.Data`'s shape), count the results of the module specialized to that call,
+        and move to the client with a thread per core if they reach LARGE_DRAW_BYTES.
+        Nothing has been compiled for the first client yet. Called under `_lock`."""
+        size, self._unsettled = self._unsettled, None
+        if size is None or self.platform != "cpu":
+            return
         with self.lowered.lock:
             types = function_type(main_function(module)).results
-        return sum(_static_nbytes_of_ir(t) for t, out in zip(types, self.lowered.output_types) if not is_rng_type(out))
+        outputs = self.lowered.output_types
+        results = sum(_static_nbytes_of_ir(t) for t, out in zip(types, outputs) if not is_rng_type(out))
+        if results >= LARGE_DRAW_BYTES or size + results >= LARGE_CALL_BYTES:
+            self._use_client(True)
 
     def _run(self, args):
         if not self._bound:
@@ -317,6 +327,7 @@ class Compiled:
                     # Some shape may depend on a value: key on the scalar ints too.
                     _bounded_put(self._by_shapes, shapes, None, self.max_signatures)
                     return None  # the caller retries with values
+                self._settle_threads(module)
                 exe = self._executable(module, shapes, strict=False)
                 _bounded_put(self._by_shapes, shapes, exe, self.max_signatures)
                 return exe
@@ -331,6 +342,7 @@ class Compiled:
                 measured = self._measured_for_all_values(shapes)
                 if measured is not None:
                     return measured
+            self._settle_threads(module)
             exe = self._executable(module, shapes)
             _bounded_put(self._by_values, key, exe, self.max_signatures)
             return exe
@@ -396,6 +408,7 @@ class Compiled:
         """Compile, refusing before any allocation what cannot fit in the device's memory."""
         checked = bool(self._checks) and not probe
         packed = None
+        self._unsettled = None  # the client is the one this compiles for
         with self.lowered.lock:
             if checked:
                 checked = not drop_folded_checks(module)

@@ -677,13 +677,16 @@ def test_functions_that_draw_much_get_a_thread_per_core():
         assert fn(np.array([0.5])).shape == (size,)
         assert fn.vm.jit_fn.compiled._large is large, (size, draws)
     # A size read from an input (as PyMC's posterior predictive reads pm.Data's shape):
-    # the first call's specialized module tells the results' bytes.
+    # the module specialized to the first call tells the results' bytes; later calls of
+    # other sizes keep the client.
     size = pt.lscalar("size")
     for first, large in ((n - 1, False), (n, True), (0, False)):
         rng = pytensor.shared(np.random.default_rng(0))
         next_rng, drawn = pt.random.normal(x[0], 1.0, size=(size,), rng=rng).owner.outputs
         fn = pytensor.function([x, size], drawn, updates={rng: next_rng}, mode="STABLEHLO")
         assert fn(np.array([0.5]), first).shape == (first,)
+        assert fn.vm.jit_fn.compiled._large is large, first
+        assert fn(np.array([0.5]), 3).shape == (3,) and fn(np.array([0.5]), n + 1).shape == (n + 1,)
         assert fn.vm.jit_fn.compiled._large is large, first
 
 
