@@ -53,6 +53,17 @@ def prior_predictive():
     return outputs, collect_default_updates(outputs=outputs)
 
 
+def _sized_by_data(make):
+    """Draws sized by a shared array's shape, as PyMC's posterior predictive sizes an
+    observed variable by its `pm.Data`: a size known only at run time."""
+    def build():
+        rng = pytensor.shared(np.random.default_rng(0))
+        data = pytensor.shared(np.zeros(20_000), name="data")
+        next_rng, x = make(rng, data.shape).owner.outputs
+        return [x], {rng: next_rng}
+    return build
+
+
 WORKLOADS = {
     "prior-predictive": prior_predictive,
     "normal-1e6": _draws(lambda r: pt.random.normal(0.0, 1.0, size=1_000_000, rng=r)),
@@ -62,6 +73,7 @@ WORKLOADS = {
     "binomial-1e5": _draws(lambda r: pt.random.binomial(100, 0.3, size=100_000, rng=r)),
     "vonmises-1e5": _draws(lambda r: pt.random.vonmises(0.0, 2.0, size=100_000, rng=r)),
     "hypergeometric-1e5": _draws(lambda r: pt.random.hypergeometric(50, 50, 40, size=100_000, rng=r)),
+    "poisson-pm-data-2e4": _sized_by_data(lambda r, size: pt.random.poisson(20.0, size=size, rng=r)),
     "dirichlet-1e4x10": _draws(lambda r: pt.random.dirichlet(np.ones(10), size=10_000, rng=r)),
     "mvnormal-1e4x10": _draws(lambda r: pt.random.multivariate_normal(np.zeros(10), np.eye(10) + 0.5, size=10_000, rng=r)),
 }
