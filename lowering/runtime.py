@@ -183,7 +183,10 @@ class Compiled:
             self._bound = True
 
     def _use_client(self, large: bool) -> None:
+        """Run on the client with a thread per core (`large`) or one thread: constants
+        put there, and buffers of shared variables held for another client dropped."""
         self._large = large
+        self._held = dict.fromkeys(self._held)
         self._backend = get_backend(self.platform, large)
         self._device = self._backend.local_devices()[0]
         self._sharding = SingleDeviceSharding(self._device)

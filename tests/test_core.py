@@ -688,6 +688,18 @@ def test_functions_that_draw_much_get_a_thread_per_core():
         assert fn.vm.jit_fn.compiled._large is large, first
         assert fn(np.array([0.5]), 3).shape == (3,) and fn(np.array([0.5]), n + 1).shape == (n + 1,)
         assert fn.vm.jit_fn.compiled._large is large, first
+    # Sized by a shared array (pm.Data): the array's buffer, put on the first client before
+    # the move, is put again on the new one, so later calls take the dispatch's fast path.
+    data = pytensor.shared(np.ones(n), name="data")
+    rng = pytensor.shared(np.random.default_rng(0))
+    next_rng, drawn = pt.random.normal(data, 1.0, size=data.shape, rng=rng).owner.outputs
+    fn = pytensor.function([], drawn, updates={rng: next_rng}, mode="STABLEHLO")
+    for _ in range(3):
+        assert fn().shape == (n,)
+    compiled = fn.vm.jit_fn.compiled
+    assert compiled._large
+    held = [h for h in compiled._held.values() if h is not None]
+    assert held and all(buffer.devices() == {compiled._device} for _, buffer in held)
 
 
 def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
