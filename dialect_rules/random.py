@@ -33,6 +33,7 @@ from lowering.builders import (
     compare,
     convert,
     dim_product,
+    dim_quotient,
     dim_size,
     dim_value,
     divide,
@@ -47,6 +48,7 @@ from lowering.builders import (
     shape_of,
     signbit,
     slice_axis,
+    splat,
     static_slice,
     value_dtype,
     vector_element,
@@ -278,43 +280,35 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out) -> ir.Value:
 
     Of a static n, compacting again while m allows; each level is one more copy of the
     round in the module (XLA compiles each in about 0.4 s). Of an n known only at run
-    time, one level, and only if n is large enough then: the module has one shape for
-    all n. Its prefix sum is then `prefix_scan` (log2 n gathers), not a reduce_window:
-    about 1 ms for 10^5 elements, 6-10 ms for 10^6."""
-    if isinstance(n, int):
-        m = limit = n // _COMPACT_RATIO
+    time, one level, taken only if m is large enough then: the module has one shape for
+    all n. Its prefix sum is then `prefix_scan` (log2 n gathers), not a reduce_window."""
+    m = dim_quotient(n, _COMPACT_RATIO)
+    if isinstance(m, int):
         if m < COMPACT_MIN:
             return _rounds(key, [n], draw, propose, params, pending, out)[1]
-        index_dtype = "int32" if n < 2**31 else "int64"
-    else:
-        ratio = dim_value(_COMPACT_RATIO)
-        m = divide(n, ratio)
-        large = compare(m, dim_value(COMPACT_MIN), "GE")
-        limit = select(large, m, dim_value(0))  # 0: every round over all n
-        index_dtype = "int64"
+        limit = m
+    else:  # 0: every round over all n
+        limit = select(compare(m, dim_value(COMPACT_MIN), "GE"), m, dim_value(0))
     key, inner = split(key, 2)
     pending, out = _rounds(key, [n], draw, propose, params, pending, out, limit)
 
     def compact():
-        seen = cumulative(convert(pending, index_dtype), 0, hlo.add, 0)
-        if isinstance(n, int):
-            count = reshape(static_slice(seen, [n - 1], [n]), [])
-        else:  # (a slice of the last would not compile where n is 0)
-            count = fold(convert(pending, index_dtype), [0], hlo.add, 0)
+        # (a dim read at run time is below 2**31: `specialize` refuses larger ones)
+        index_dtype = "int64" if isinstance(n, int) and n >= 2**31 else "int32"
+        flags = convert(pending, index_dtype)
+        seen = cumulative(flags, 0, hlo.add, 0)
         # The i-th pending element goes to slot i; the others to slot m, which is dropped.
-        beyond = convert(dim_value(m), index_dtype)
-        slot = select(pending, hlo.subtract(seen, full_like(seen, 1)), broadcast_in_dim(beyond, [n], []))
-        positions = iota([n], 0, index_dtype)
-        empty = broadcast_in_dim(convert(dim_value(n), index_dtype), [m], [])
-        taken = scatter_indexed(empty, [0], reshape(slot, [n, 1]), positions, False, _replace)
+        slot = select(pending, hlo.subtract(seen, full_like(seen, 1)), splat(dim_value(m), seen))
+        slots = iota([m], 0, index_dtype)
         # Slots past the pending ones hold n: a gather clamps it, a scatter drops it.
+        taken = scatter_indexed(splat(dim_value(n), slots), [0], reshape(slot, [n, 1]), iota([n], 0, index_dtype), False, _replace)
         taken = reshape(taken, [m, 1])
-        left = compare(iota([m], 0, index_dtype), broadcast_in_dim(count, [m], []), "LT")
-        gathered = [gather_indexed(x, [0], taken, front=False) for x in (out, *params)]
+        left = compare(slots, splat(fold(flags, [0], hlo.add, 0), slots), "LT")
+        out_m, *params_m = (gather_indexed(x, [0], taken, front=False) for x in (out, *params))
         if isinstance(n, int):
-            drawn = _compacting(inner, m, draw, propose, gathered[1:], left, gathered[0])
+            drawn = _compacting(inner, m, draw, propose, params_m, left, out_m)
         else:
-            drawn = _rounds(inner, [m], draw, propose, gathered[1:], left, gathered[0])[1]
+            drawn = _rounds(inner, [m], draw, propose, params_m, left, out_m)[1]
         return [scatter_indexed(out, [0], taken, drawn, False, _replace)]
 
     return if_else(any_true(pending), [out.type], compact, lambda: [out])[0]

@@ -728,6 +728,11 @@ def dim_max(a: Dim, b: Dim) -> Dim:
     return _dim_binary(a, b, max, hlo.maximum)
 
 
+def dim_quotient(a: Dim, b: Dim) -> Dim:
+    """a // b for dims (non-negative, so truncation is floor)."""
+    return _dim_binary(a, b, lambda x, y: x // y, divide)
+
+
 def add_all(*values: ir.Value) -> ir.Value:
     """values[0] + values[1] + ... (same shapes and dtype)."""
     return functools.reduce(hlo.add, values)

@@ -35,12 +35,12 @@ print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
 # CHECK-LABEL: TEST: gamma opt RandomGeneratorType float64[?]
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>, tensor<i1>
 # CHECK: stablehlo.while({{.*}}) : tensor<ui32>, tensor<2xui32>, tensor<2xui32>, tensor<ui32>
-# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x1xi64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x1xi32>
 # CHECK: "stablehlo.scatter"
-# CHECK: }) : (tensor<?xi64>, tensor<?x1xi64>, tensor<?xi64>) -> tensor<?xi64>
+# CHECK: }) : (tensor<?xi32>, tensor<?x1xi32>, tensor<?xi32>) -> tensor<?xi32>
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>, tensor<i1>
 # CHECK: "stablehlo.scatter"
-# CHECK: }) : (tensor<?xf64>, tensor<?x1xi64>, tensor<?xf64>) -> tensor<?xf64>
+# CHECK: }) : (tensor<?xf64>, tensor<?x1xi32>, tensor<?xf64>) -> tensor<?xf64>
 a = pt.dvector("a")
 nxt, x = pt.random.gamma(a, scale=1.0, rng=rng).owner.outputs
 print_ir("gamma", [rng, a], [nxt, x])
