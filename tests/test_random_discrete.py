@@ -445,8 +445,9 @@ def test_scalar_parameters_get_numpys_scalar_wording_and_float_counts_its_type_e
     ids=["poisson", "binomial", "hypergeometric", "integers"],
 )
 def test_rejection_samplers_at_a_static_size(make, dists):
-    """The tests above read `size` at run time; a size known when lowering compacts the
-    pending elements of each rejection loop (`rejection`), from 16,384 elements on."""
+    """The tests above read `size` at run time, where a rejection loop compacts its
+    pending elements once; a size known when lowering compacts them while it can
+    (`rejection`, from 16,384 elements on)."""
     x = draw(make, n=(N_DRAWS, len(dists)))
     for column, dist in zip(x.T, dists):
         if dist is None:  # a range of 2**40 + 5: its quartiles
