@@ -138,18 +138,18 @@ def _synchronous_cpu_client(threads: int | None = 1):
 
 
 # XLA's CPU client runs a module's independent kernels at once on a pool of threads, one
-# per core, and splits a costly elementwise kernel into parts across them. For the
-# models a sampler calls, whose kernels take microseconds, handing work to another thread
-# costs more than it saves (a beta regression's logp+dlogp, 1,000 points and about 30
-# kernels: 105-115 µs a call on one thread, 147-190 with a thread per core, on 2 cores),
-# and PyMC samples each chain in a process of its own. Large arrays are where threads
-# pay (a logistic regression with 40 MB of inputs: 28 against 43 ms). So a function
-# whose first call's arguments, constants and results (of a static shape) hold at least
-# LARGE_CALL_BYTES runs on a client with a thread per core, any other on one with one
-# thread; with STABLEHLO_PYTENSOR_THREADS set, every function gets that many ("all": one
-# per core). Random draws are work enough from LARGE_DRAW_BYTES of results (Threefry
-# and a sampler per element; on 2 cores, 16,384 normals 312 against 256 µs, gammas 2.3
-# against 1.9 ms, Poissons 3.4 against 2.7 ms; at 8,192 about even).
+# per core, and splits a costly elementwise kernel into parts across them. For the models
+# a sampler calls, whose kernels take microseconds, handing work to another thread costs
+# more than it saves (a beta regression's logp+dlogp, 1,000 points and about 30 kernels:
+# 105-115 µs a call on one thread, 147-190 with a thread per core, on 2 cores), and PyMC
+# samples each chain in a process of its own. Large arrays are where threads pay (a
+# logistic regression with 40 MB of inputs: 28 against 43 ms). So a function whose first
+# call's arguments, constants and results (of the shapes its first compile gives them)
+# hold at least LARGE_CALL_BYTES runs on a client with a thread per core, any other on one
+# with one thread; with STABLEHLO_PYTENSOR_THREADS set, every function gets that many
+# ("all": one per core). Random draws are work enough from LARGE_DRAW_BYTES of results
+# (Threefry and a sampler per element; on 2 cores, 16,384 normals 312 against 256 µs,
+# gammas 2.3 against 1.9 ms, Poissons 3.4 against 2.7 ms; at 8,192 about even).
 THREADS_ENV = "STABLEHLO_PYTENSOR_THREADS"
 LARGE_CALL_BYTES = 4 << 20
 LARGE_DRAW_BYTES = 128 << 10

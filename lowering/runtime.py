@@ -166,8 +166,8 @@ class Compiled:
         thread per core where the arguments, the constants and the results of a shape
         known before the call hold LARGE_CALL_BYTES or more (LARGE_DRAW_BYTES of results
         for a function that draws), else one with a single thread; later calls keep it.
-        Put the constants there. A function that draws results of a shape unknown before
-        the call may still move to the threads at its first compile (`_settle_threads`)."""
+        Put the constants there. A function with results of a shape unknown before the
+        call may still move to the threads at its first compile (`_settle_threads`)."""
         with self._lock:
             if self._bound:
                 return
@@ -177,7 +177,7 @@ class Compiled:
             results = sum(_static_nbytes(t) for t in self.lowered.output_types)
             large = size + results >= LARGE_CALL_BYTES or (self._rng and results >= LARGE_DRAW_BYTES)
             self._unsettled = None
-            if not large and self._rng and any(_static_nbytes(t) == 0 for t in self.lowered.output_types):
+            if not large and any(None in getattr(t, "shape", ()) for t in self.lowered.output_types):
                 self._unsettled = size
             self._use_client(self.platform == "cpu" and bool(large))
             self._bound = True
@@ -194,11 +194,12 @@ class Compiled:
         self._constant_buffers = tuple(self._put(c.value, c.value.dtype) for c in self.lowered.hoisted_constants)
 
     def _settle_threads(self, module) -> None:
-        """At the first compile of a function that draws results of a shape unknown at
-        `_bind` (a size read from an input, as PyMC's posterior predictive reads
-        `pm.Data`'s shape), count the results of the module specialized to that call,
-        and move to the client with a thread per core if they reach LARGE_DRAW_BYTES.
-        Nothing has been compiled for the first client yet. Called under `_lock`."""
+        """At the first compile of a function with results of a shape unknown at `_bind`
+        (a size read from an input, as PyMC's posterior predictive reads `pm.Data`'s
+        shape), count the results of the module specialized to that call, and move to
+        the client with a thread per core if they reach what `_bind` asks of results
+        known before. Nothing has been compiled for the first client yet. Called under
+        `_lock`."""
         size, self._unsettled = self._unsettled, None
         if size is None or self.platform != "cpu":
             return
@@ -206,7 +207,7 @@ class Compiled:
             types = function_type(main_function(module)).results
         outputs = self.lowered.output_types
         results = sum(_static_nbytes_of_ir(t) for t, out in zip(types, outputs) if not is_rng_type(out))
-        if results >= LARGE_DRAW_BYTES or size + results >= LARGE_CALL_BYTES:
+        if size + results >= LARGE_CALL_BYTES or (self._rng and results >= LARGE_DRAW_BYTES):
             self._use_client(True)
 
     def _run(self, args):

@@ -663,8 +663,8 @@ def test_the_cpu_client_starts_with_the_threads_asked_for():
 def test_functions_that_draw_much_get_a_thread_per_core():
     """Random draws are compute enough that LARGE_DRAW_BYTES of them go to the client
     with a thread per core; fewer stay on the one-thread client, as does a function
-    that writes that much without drawing. A size known only at run time counts at the
-    first call."""
+    that writes that much without drawing. Results of a size known only at run time
+    count at the first compile."""
     from lowering.compile import LARGE_DRAW_BYTES
 
     n = LARGE_DRAW_BYTES // 8
@@ -687,6 +687,14 @@ def test_functions_that_draw_much_get_a_thread_per_core():
         assert fn(np.array([0.5]), first).shape == (first,)
         assert fn.vm.jit_fn.compiled._large is large, first
         assert fn(np.array([0.5]), 3).shape == (3,) and fn(np.array([0.5]), n + 1).shape == (n + 1,)
+        assert fn.vm.jit_fn.compiled._large is large, first
+    # Without draws, LARGE_CALL_BYTES of results sized at run time, as of a static shape.
+    from lowering.compile import LARGE_CALL_BYTES
+
+    edge = (LARGE_CALL_BYTES - 16) // 8  # with the 16 bytes of x and size
+    for first, large in ((edge - 1, False), (edge, True)):
+        fn = pytensor.function([x, size], pt.exp(pt.alloc(x[0], size)), mode="STABLEHLO")
+        assert fn(np.array([0.5]), first).shape == (first,)
         assert fn.vm.jit_fn.compiled._large is large, first
     # Sized by a shared array (pm.Data): the array's buffer, put on the first client before
     # the move, is put again on the new one, so later calls take the dispatch's fast path.
