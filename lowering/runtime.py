@@ -206,7 +206,7 @@ class Compiled:
         with self.lowered.lock:
             types = function_type(main_function(module)).results
         outputs = self.lowered.output_types
-        results = sum(_static_nbytes_of_ir(t) for t, out in zip(types, outputs) if not is_rng_type(out))
+        results = sum(_static_nbytes(t) for t, out in zip(types, outputs) if not is_rng_type(out))
         if size + results >= LARGE_CALL_BYTES or (self._rng and results >= LARGE_DRAW_BYTES):
             self._use_client(True)
 
@@ -561,17 +561,17 @@ def _reads_host_memory(device) -> bool:
 
 
 def _static_nbytes(tensor_type) -> int:
-    """The bytes of a tensor of this type, where its shape is known; else 0."""
+    """The bytes of a tensor of this type (a PyTensor type, or an MLIR one of the
+    specialized module), where its shape is known; else 0."""
+    if isinstance(tensor_type, ir.Type):
+        t = ir.RankedTensorType(tensor_type)
+        if not t.has_static_shape:
+            return 0
+        return int(np.prod(t.shape)) * np.dtype(dtype_of(t)).itemsize
     shape = getattr(tensor_type, "shape", None)
     if shape is None or None in shape or is_rng_type(tensor_type):
         return 0
     return int(np.prod(shape)) * np.dtype(storage_dtype(tensor_type)).itemsize
-
-
-def _static_nbytes_of_ir(t: ir.Type) -> int:
-    """The bytes of an MLIR tensor type of a static shape; else 0."""
-    t = ir.RankedTensorType(t)
-    return int(np.prod(t.shape)) * np.dtype(dtype_of(t)).itemsize if t.has_static_shape else 0
 
 
 def _may_be_large(tensor_type) -> bool:
