@@ -64,6 +64,18 @@ def _sized_by_data(make):
     return build
 
 
+def poisson_regression_predictive():
+    """One posterior predictive draw of a Poisson regression on 20,000 rows of `pm.Data`,
+    the function `pm.sample_posterior_predictive` calls once per draw: means
+    exp(1 + X beta) from 0.2 to 40 (most below 10: numpy's and our inversion), the size
+    read from X's shape at run time."""
+    rng = pytensor.shared(np.random.default_rng(0))
+    X = pytensor.shared(np.random.default_rng(1).normal(size=(20_000, 3)), name="X")
+    mu = pt.exp(1.0 + X @ np.array([0.3, -0.2, 0.5]))
+    next_rng, y = pt.random.poisson(mu, size=X.shape[:1], rng=rng).owner.outputs
+    return [y], {rng: next_rng}
+
+
 WORKLOADS = {
     "prior-predictive": prior_predictive,
     "normal-1e6": _draws(lambda r: pt.random.normal(0.0, 1.0, size=1_000_000, rng=r)),
@@ -73,6 +85,9 @@ WORKLOADS = {
     "binomial-1e5": _draws(lambda r: pt.random.binomial(100, 0.3, size=100_000, rng=r)),
     "vonmises-1e5": _draws(lambda r: pt.random.vonmises(0.0, 2.0, size=100_000, rng=r)),
     "hypergeometric-1e5": _draws(lambda r: pt.random.hypergeometric(50, 50, 40, size=100_000, rng=r)),
+    "poisson-3-1e5": _draws(lambda r: pt.random.poisson(3.0, size=100_000, rng=r)),
+    "binomial-20-1e5": _draws(lambda r: pt.random.binomial(20, 0.2, size=100_000, rng=r)),
+    "poisson-regression-2e4": poisson_regression_predictive,
     "poisson-pm-data-2e4": _sized_by_data(lambda r, size: pt.random.poisson(20.0, size=size, rng=r)),
     "dirichlet-1e4x10": _draws(lambda r: pt.random.dirichlet(np.ones(10), size=10_000, rng=r)),
     "mvnormal-1e4x10": _draws(lambda r: pt.random.multivariate_normal(np.zeros(10), np.eye(10) + 0.5, size=10_000, rng=r)),
