@@ -27,6 +27,7 @@ from pytensor.tensor.random import basic as rv
 from dialect_rules.random import (
     beta_log_odds,
     bits,
+    evolve,
     register_sampler,
     rejection,
     require,
@@ -133,25 +134,27 @@ def _inversion(key, first: ir.Value, ratio, ratio_params, bound: ir.Value, pendi
     the first x with u < p(0) + ... + p(x), where p(x) = p(x - 1) ratio(ratio_params, x)
     (`ratio_params` of the counts' shape). One uniform per draw and a multiply-add per
     step: the loop runs to the largest count drawn, so the callers keep it for small
-    means. A search that walks past `bound` (rounding left u above all the summed mass)
-    starts again with a new u, as numpy's binomial inversion does; elements not `pending`
-    give 0."""
+    means; past the first steps it runs over the few elements still searching
+    (`evolve`). A search that walks past `bound` (rounding left u above all the summed
+    mass) starts again with a new u, as numpy's binomial inversion does; elements not
+    `pending` give 0."""
     dims = shape_of(first)
 
     def propose(params, u):
-        first, bound, pending, *ratio_params = params
-        dims = shape_of(u)
+        first, *search_params = params
 
-        def body(values):
-            active, x, px, u = values
+        def searching(params, state):
+            bound, pending = params[:2]
+            x, px, u = state
+            return all_of(pending, _le(x, bound), compare(u, px, "GT"))
+
+        def step(params, state):
+            x, px, u = state
             x1 = hlo.add(x, _c(x, 1.0))
-            u1, px1 = hlo.subtract(u, px), hlo.multiply(px, ratio(ratio_params, x1))
-            x, px, u = select(active, x1, x), select(active, px1, px), select(active, u1, u)
-            return [all_of(active, _le(x, bound), compare(u, px, "GT")), x, px, u]
+            return [x1, hlo.multiply(px, ratio(params[2:], x1)), hlo.subtract(u, px)]
 
-        active = all_of(pending, compare(u, first, "GT"))
-        x = while_loop([active, full(0.0, dims, F64), first, u], lambda v: any_true(v[0]), body)[1]
-        return x, _le(x, bound)
+        x = evolve([full(0.0, shape_of(u), F64), first, u], search_params, searching, step)[0]
+        return x, _le(x, search_params[0])
 
     params = [first, bound, pending, *ratio_params]
     return rejection(key, dims, F64, uniform_draws(F64, 1), propose, params, pending)

@@ -238,39 +238,49 @@ def test_gamma_edge_parameters():
 # --- rejection loops --------------------------------------------------------------------
 
 
-def _toy_rejection(n, dynamic=False, key=(7, 11)):
-    """`rejection` over n elements of a toy proposal: element i has the parameters
-    offset i and p_i in [0.05, 0.95]; a uniform u is accepted below p_i and gives
-    i + u / p_i, so i + U(0, 1). Every third element is not pending and gives -1.
-    With `dynamic`, the module takes the indices as a tensor<?xi32> and is specialized to
-    n, as a size known only at run time is. Returns (draws, the module's text)."""
+def _toy(n, dynamic, build, outputs=1):
+    """Run `build(index)` (an i64 iota of n, as a value) in a module of its own; its
+    float64 results as numpy arrays, and the module's text. With `dynamic`, the module
+    takes the indices as a tensor<?xi32> and is specialized to n, as a size known only
+    at run time is."""
     with make_ir_context(), ir.Location.unknown():
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
             shape = (None if dynamic else n,)
-            fn = func.FuncOp("main", ir.FunctionType.get([tensor_type(shape, "int32")], [tensor_type(shape, "float64")]))
+            types = ir.FunctionType.get([tensor_type(shape, "int32")], [tensor_type(shape, "float64")] * outputs)
+            fn = func.FuncOp("main", types)
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
             with ir.InsertionPoint(fn.add_entry_block()):
-                index = convert(fn.arguments[0], "int64")
-                offset = convert(index, "float64")
-                p = hlo.add(full_like(offset, 0.05), hlo.multiply(convert(hlo.remainder(index, full_like(index, 7)), "float64"), full_like(offset, 0.15)))
-                pending = compare(hlo.remainder(index, full_like(index, 3)), full_like(index, 0), "NE")
-
-                def propose(params, u):
-                    offset, p = params
-                    return hlo.add(offset, hlo.divide(u, p)), compare(u, p, "LT")
-
-                out = random_rules.rejection(
-                    ir_constant(np.array(key, dtype=np.uint32)), shape_of(offset), "float64",
-                    random_rules.uniform_draws("float64", 1), propose, [offset, p], pending, full_like(offset, -1.0),
-                )
-                func.return_([out])
+                func.return_(build(convert(fn.arguments[0], "int64")))
         text = str(module)
         if dynamic:
             run_pipeline(module, specialize_pipeline([f"tensor<{n}xi32>"]))
         exe = compile_module(module, "cpu")
     args = [device_put(np.arange(n, dtype=np.int32))]
-    return np.asarray(exe.execute_sharded(args).disassemble_into_single_device_arrays()[0][0]), text
+    return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()], text
+
+
+def _toy_rejection(n, dynamic=False, key=(7, 11)):
+    """`rejection` over n elements of a toy proposal: element i has the parameters
+    offset i and p_i in [0.05, 0.95]; a uniform u is accepted below p_i and gives
+    i + u / p_i, so i + U(0, 1). Every third element is not pending and gives -1.
+    Returns (draws, the module's text)."""
+    def build(index):
+        offset = convert(index, "float64")
+        p = hlo.add(full_like(offset, 0.05), hlo.multiply(convert(hlo.remainder(index, full_like(index, 7)), "float64"), full_like(offset, 0.15)))
+        pending = compare(hlo.remainder(index, full_like(index, 3)), full_like(index, 0), "NE")
+
+        def propose(params, u):
+            offset, p = params
+            return hlo.add(offset, hlo.divide(u, p)), compare(u, p, "LT")
+
+        return [random_rules.rejection(
+            ir_constant(np.array(key, dtype=np.uint32)), shape_of(offset), "float64",
+            random_rules.uniform_draws("float64", 1), propose, [offset, p], pending, full_like(offset, -1.0),
+        )]
+
+    (x,), text = _toy(n, dynamic, build)
+    return x, text
 
 
 @pytest.mark.parametrize("n, dynamic", [(1000, False), (40_000, False), (300_000, False), (1000, True), (40_000, True), (0, True)])
@@ -291,6 +301,44 @@ def test_rejection_gives_each_pending_element_a_draw_from_its_own_parameters(n, 
     assert ((fraction >= 0) & (fraction < 1)).all()
     for k in range(7 if n else 0):  # each acceptance rate on its own
         assert_distribution(fraction[(i[~skipped] % 7) == k], st.uniform())
+
+
+def _toy_targets(i):
+    """Steps element i takes in the toy search: every 29th element 0 to 96 steps, the
+    others 0 to 2, so after the first iteration at most 1/16 of them are searching."""
+    return np.where(i % 29 == 0, i % 97, i % 3)
+
+
+@pytest.mark.parametrize("n, dynamic", [(1000, False), (40_000, False), (300_000, False), (1000, True), (40_000, True), (0, True)])
+def test_evolve_takes_each_element_to_its_own_stop(n, dynamic):
+    """A toy search: element i counts x up to its target t_i, adding its own parameter
+    i to y at each step, so it ends at (t_i, t_i * i). Static sizes compact as
+    `rejection` does (none for 1,000, once for 40,000, twice for 300,000), run-time
+    sizes once; a state scattered back to another element, or stepped with another's
+    parameters, ends elsewhere."""
+    def build(index):
+        target = convert(hlo.select(
+            compare(hlo.remainder(index, full_like(index, 29)), full_like(index, 0), "EQ"),
+            hlo.remainder(index, full_like(index, 97)), hlo.remainder(index, full_like(index, 3))), "float64")
+        offset = convert(index, "float64")
+
+        def active(params, state):
+            return compare(state[0], params[0], "LT")
+
+        def step(params, state):
+            x, y = state
+            return [hlo.add(x, full_like(x, 1.0)), hlo.add(y, params[1])]
+
+        zero = full_like(offset, 0.0)
+        return random_rules.evolve([zero, zero], [target, offset], active, step)
+
+    (x, y), text = _toy(n, dynamic, build, outputs=2)
+    levels = text.count("\"stablehlo.scatter\"(") // 3  # one builds the slots, two write back
+    assert levels == (1 if dynamic else {1000: 0, 40_000: 1, 300_000: 2}[n])
+    i = np.arange(n)
+    t = _toy_targets(i)
+    np.testing.assert_array_equal(x, t)
+    np.testing.assert_array_equal(y, t * i.astype(np.float64))
 
 
 # --- PyMC -------------------------------------------------------------------------------

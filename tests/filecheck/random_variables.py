@@ -60,3 +60,18 @@ print_ir("gamma", [rng, a], [nxt, x])
 # CHECK: }) : (tensor<20000xf64>, tensor<1250x1xi32>, tensor<1250xf64>) -> tensor<20000xf64>
 nxt, x = pt.random.gamma(2.5, scale=1.0, size=20_000, rng=rng).owner.outputs
 print_ir("gamma_static_size", [rng], [nxt, x])
+
+# Poisson below lam = 10 is an inversion: each element searches the CDF for its uniform
+# (`evolve`). The search loop carries which elements are still searching, the counts, the
+# probabilities and what is left of the uniforms, and takes four steps an iteration. Of a
+# size known when lowering (20,000), it compacts as a rejection loop does: once at most 1/16
+# still search, the rest of the search runs over 1,250 elements and its state is scattered back.
+# CHECK-LABEL: TEST: poisson_static_size opt
+# CHECK: stablehlo.while({{.*}}) : tensor<20000xi1>, tensor<20000xf64>, tensor<20000xf64>, tensor<20000xf64>
+# CHECK-COUNT-4: stablehlo.divide {{.*}} : tensor<20000xf64>
+# CHECK: stablehlo.return {{.*}} : tensor<20000xi1>, tensor<20000xf64>, tensor<20000xf64>, tensor<20000xf64>
+# CHECK: }) : (tensor<1250xi32>, tensor<20000x1xi32>, tensor<20000xi32>) -> tensor<1250xi32>
+# CHECK: stablehlo.while({{.*}}) : tensor<1250xi1>, tensor<1250xf64>, tensor<1250xf64>, tensor<1250xf64>
+# CHECK-COUNT-3: }) : (tensor<20000xf64>, tensor<1250x1xi32>, tensor<1250xf64>) -> tensor<20000xf64>
+nxt, x = pt.random.poisson(3.0, size=20_000, rng=rng).owner.outputs
+print_ir("poisson_static_size", [rng], [nxt, x])
