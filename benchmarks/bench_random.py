@@ -4,8 +4,9 @@
 
 Per workload and backend (FAST_RUN is the C backend; it draws with numpy): compile time (first call included) and the median time of a
 call, its results read back as numpy arrays (JAX returns before its work is done
-otherwise). Each function updates its shared Generator, as PyMC's do. Numbers depend on
-the machine; compare ratios within one run only.
+otherwise). Each function updates its shared Generator, as PyMC's do. Then, end to end,
+`pm.sample_posterior_predictive` of the Poisson regression (`posterior-predictive`).
+Numbers depend on the machine; compare ratios within one run only.
 """
 
 from __future__ import annotations
@@ -64,16 +65,48 @@ def _sized_by_data(make):
     return build
 
 
+_BETA = np.array([0.3, -0.2, 0.5])
+
+
+def _regression_rows(n: int = 20_000) -> np.ndarray:
+    return np.random.default_rng(1).normal(size=(n, len(_BETA)))
+
+
 def poisson_regression_predictive():
     """One posterior predictive draw of a Poisson regression on 20,000 rows of `pm.Data`,
     the function `pm.sample_posterior_predictive` calls once per draw: means
     exp(1 + X beta) from 0.2 to 40 (most below 10: numpy's and our inversion), the size
     read from X's shape at run time."""
     rng = pytensor.shared(np.random.default_rng(0))
-    X = pytensor.shared(np.random.default_rng(1).normal(size=(20_000, 3)), name="X")
-    mu = pt.exp(1.0 + X @ np.array([0.3, -0.2, 0.5]))
-    next_rng, y = pt.random.poisson(mu, size=X.shape[:1], rng=rng).owner.outputs
+    X = pytensor.shared(_regression_rows(), name="X")
+    next_rng, y = pt.random.poisson(pt.exp(1.0 + X @ _BETA), size=X.shape[:1], rng=rng).owner.outputs
     return [y], {rng: next_rng}
+
+
+def posterior_predictive_end_to_end(mode: str, draws: int = 2000) -> float:
+    """Seconds `pm.sample_posterior_predictive` takes for `draws` posterior draws of the
+    Poisson regression above (compile included): its function, once per draw."""
+    import arviz as az
+    import pymc as pm
+    import xarray as xr
+
+    X = _regression_rows()
+    rng = np.random.default_rng(2)
+    with pm.Model() as model:
+        data = pm.Data("X", X)
+        b = pm.Normal("b", 0, 1, shape=len(_BETA))
+        a = pm.Normal("a", 0, 1)
+        pm.Poisson("y", pm.math.exp(a + data @ b), observed=rng.poisson(np.exp(1.0 + X @ _BETA)), shape=data.shape[0])
+    posterior = xr.Dataset({
+        "b": (("chain", "draw", "b_dim_0"), _BETA + 0.01 * rng.normal(size=(1, draws, len(_BETA)))),
+        "a": (("chain", "draw"), 1.0 + 0.01 * rng.normal(size=(1, draws))),
+    })
+    start = time.perf_counter()
+    with model:
+        pm.sample_posterior_predictive(
+            az.InferenceData(posterior=posterior), compile_kwargs={"mode": mode}, progressbar=False, random_seed=1,
+        )
+    return time.perf_counter() - start
 
 
 WORKLOADS = {
@@ -94,6 +127,9 @@ WORKLOADS = {
 }
 
 
+END_TO_END = "posterior-predictive"
+
+
 def time_mode(build, mode, repeat):
     outputs, updates = build()
     start = time.perf_counter()
@@ -111,7 +147,7 @@ def time_mode(build, mode, repeat):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
-    parser.add_argument("--only", nargs="*", choices=list(WORKLOADS), help="run these workloads only")
+    parser.add_argument("--only", nargs="*", choices=[*WORKLOADS, END_TO_END], help="run these workloads only")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")  # JAX's "shared RNG is copied" warnings
     for name, build in WORKLOADS.items():
@@ -129,6 +165,14 @@ def main() -> int:
         print(f"{'mode':<10} {'compile s':>10} {'per call us':>12} {'vs STABLEHLO':>13}")
         for mode, (compile_s, per_call) in rows.items():
             print(f"{mode:<10} {compile_s:>10.3f} {per_call * 1e6:>12.1f} {per_call / ours:>12.2f}x")
+    if not args.only or END_TO_END in args.only:
+        import logging
+
+        logging.getLogger("pymc").setLevel(logging.ERROR)
+        print(f"\n{END_TO_END}: pm.sample_posterior_predictive, 2,000 draws of poisson-regression-2e4")
+        seconds = {mode: posterior_predictive_end_to_end(mode) for mode in MODES}
+        for mode, s in seconds.items():
+            print(f"{mode:<10} {s:>10.2f} s {s / seconds['STABLEHLO']:>12.2f}x")
     return 0
 
 
