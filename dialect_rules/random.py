@@ -221,6 +221,7 @@ def rejection(
     params: Sequence[ir.Value] = (),
     pending: ir.Value | None = None,
     default: ir.Value | None = None,
+    compacts: bool = True,
 ) -> ir.Value:
     """Rejection sampling on whole tensors. Each round, `draw(key, dims)` gives the
     round's random numbers and `propose(params, *numbers)` the candidates and an
@@ -232,11 +233,14 @@ def rejection(
 
     A round costs as much for a few pending elements as for all of them, and the last of
     10^6 gammas needs five or six rounds where most need one: the loop compacts its
-    pending elements (`_compacting`)."""
+    pending elements (`_compacting`), unless `compacts` is false (for proposals rejected
+    so rarely that the copies of the round it compiles would never run)."""
     out = full(0, dims, dtype) if default is None else default
     pending = full(True, dims, "bool") if pending is None else pending
     n = dim_product(dims)
     pending, out, *params = (reshape(x, [n]) for x in (pending, out, *params))
+    if not compacts:
+        return reshape(_rounds(key, [n], draw, propose, params, pending, out)[1], dims)
     return reshape(_compacting(key, n, draw, propose, params, pending, out), dims)
 
 

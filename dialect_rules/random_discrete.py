@@ -156,8 +156,10 @@ def _inversion(key, first: ir.Value, ratio, ratio_params, bound: ir.Value, pendi
         x = evolve([full(0.0, shape_of(u), F64), first, u], search_params, searching, step)[0]
         return x, _le(x, search_params[0])
 
+    # A search restarts only past `bound` (10 or 20 sd from the mean, or all the mass as
+    # rounded): compacting the restarts would compile copies of the search that never run.
     params = [first, bound, pending, *ratio_params]
-    return rejection(key, dims, F64, uniform_draws(F64, 1), propose, params, pending)
+    return rejection(key, dims, F64, uniform_draws(F64, 1), propose, params, pending, compacts=False)
 
 
 # --- Poisson --------------------------------------------------------------------------------
