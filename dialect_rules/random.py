@@ -239,9 +239,7 @@ def rejection(
     pending = full(True, dims, "bool") if pending is None else pending
     n = dim_product(dims)
     pending, out, *params = (reshape(x, [n]) for x in (pending, out, *params))
-    if not compacts:
-        return reshape(_rounds(key, [n], draw, propose, params, pending, out)[1], dims)
-    return reshape(_compacting(key, n, draw, propose, params, pending, out), dims)
+    return reshape(_compacting(key, n, draw, propose, params, pending, out, compacts), dims)
 
 
 def _rounds(key, dims, draw, propose, params, pending, out, limit: Dim = 0) -> list[ir.Value]:
@@ -277,7 +275,7 @@ def _more_than(mask: ir.Value, limit: Dim) -> ir.Value:
     return compare(fold(convert(mask, "int64"), [0], hlo.add, 0), dim_value(limit), "GT")
 
 
-def _compacting(key, n: Dim, draw, propose, params, pending, out) -> ir.Value:
+def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool = True) -> ir.Value:
     """`rejection` over `n` elements (flat). While m = n / _COMPACT_RATIO is COMPACT_MIN
     or more: rounds over all n until at most m are pending; then, if any is, the rest of
     the loop runs over m elements, the pending ones gathered first with their parameters
@@ -286,8 +284,9 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out) -> ir.Value:
     Of a static n, compacting again while m allows; each level is one more copy of the
     round in the module (XLA compiles each in about 0.4 s). Of an n known only at run
     time, one level, taken only if m is large enough then: the module has one shape for
-    all n. Its prefix sum is then `prefix_scan` (log2 n gathers), not a reduce_window."""
-    level = _level(n)
+    all n. Its prefix sum is then `prefix_scan` (log2 n gathers), not a reduce_window.
+    Without `compacts`, every round runs over all n."""
+    level = _level(n) if compacts else None
     if level is None:
         return _rounds(key, [n], draw, propose, params, pending, out)[1]
     m, limit = level
@@ -297,10 +296,7 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out) -> ir.Value:
     def compact():
         taken, left = _slots(pending, n, m)
         out_m, *params_m = (gather_indexed(x, [0], taken, front=False) for x in (out, *params))
-        if isinstance(n, int):
-            drawn = _compacting(inner, m, draw, propose, params_m, left, out_m)
-        else:
-            drawn = _rounds(inner, [m], draw, propose, params_m, left, out_m)[1]
+        drawn = _compacting(inner, m, draw, propose, params_m, left, out_m, compacts=isinstance(n, int))
         return [scatter_indexed(out, [0], taken, drawn, False, _replace)]
 
     return if_else(any_true(pending), [out.type], compact, lambda: [out])[0]
