@@ -13,7 +13,10 @@ from lowering.builders import (
     broadcast_in_dim,
     cast_shape,
     compare,
+    dim_add,
     dim_product,
+    dim_quotient,
+    dim_sub,
     dim_value,
     full,
     full_like,
@@ -25,6 +28,7 @@ from lowering.builders import (
     result_type,
     select,
     shape_of,
+    slice_axis,
     splat,
     transpose,
     value_dtype,
@@ -275,10 +279,10 @@ def scatter_indexed(x, axes, index, updates, front, combine):
 
 
 def cumulative(x, axis, combine, identity):
-    """Inclusive scan along `axis`: a reduce_window where the axis is static, otherwise
-    `prefix_scan`."""
+    """Inclusive scan along `axis`: a reduce_window where the axis is static and at most
+    _STATIC_SCAN_MAX long, otherwise `prefix_scan`."""
     n = static_shape(x.type)[axis]
-    if n is None:
+    if n is None or n > _STATIC_SCAN_MAX:
         return prefix_scan(x, axis, combine, identity)
     if n == 0:
         return x  # (nothing to scan; a window of size 0 is invalid)
@@ -289,29 +293,60 @@ def cumulative(x, axis, combine, identity):
     return reduce_window(x, init, window, padding, combine)
 
 
-def prefix_scan(x, axis, combine, identity):
-    """Inclusive scan along `axis` of a size known only at run time: log2(n) rounds, round
-    i combining each row with the row 2**i before it (a row gather), so every shape is
-    static once n is (a reduce_window needs n as an attribute)."""
+# Rows per block of `prefix_scan`: each block is scanned by a reduce_window of this static
+# size, and only the blocks' totals by the loop of gathers.
+_SCAN_BLOCK = 16
+# Longer static axes are scanned by blocks too: XLA's reduce_window over a whole axis of
+# 10^5 float64s took 775 µs a call, the blocks 403 (2·10^4: 142 and 95 µs; 10^3: equal).
+_STATIC_SCAN_MAX = 256
 
+
+def prefix_scan(x, axis, combine, identity):
+    """Inclusive scan along `axis` of a size known only at run time (a reduce_window
+    needs n as an attribute). The axis is padded with `identity` to m blocks of
+    _SCAN_BLOCK rows; a reduce_window scans within each block, `_doubling_scan` the
+    blocks' totals (log2 m rounds of gathers), and each block is combined with the total
+    of the blocks before it. Every shape is static once n is.
+    10^5 float64s of a run-time size: 438 µs a call, against 1,045 with the doubling scan
+    over all rows (NUMBA: 86 µs)."""
     rank = len(static_shape(x.type))
     perm = [axis] + [d for d in range(rank) if d != axis]
     moved = transpose(x, perm)
     dims = shape_of(moved)
-    rows = reshape(moved, [dims[0], dim_product(dims[1:])])
-    positions = iota([dims[0]], 0, "int64")
+    n, k = dims[0], dim_product(dims[1:])
+    rows = reshape(moved, [n, k])
+    b = _SCAN_BLOCK
+    m = dim_quotient(dim_add(n, b - 1), b)
+    padded = hlo.concatenate([rows, full(identity, [dim_sub(dim_product([m, b]), n), k], value_dtype(x))], 0)
+    blocks = reshape(padded, [m, b, k])
+    init = ir_constant(np.asarray(identity, dtype=value_dtype(x)))
+    within = reduce_window(blocks, init, [1, b, 1], [(0, 0), (b - 1, 0), (0, 0)], combine)
+    totals = reshape(slice_axis(within, 1, b - 1, b), [m, k])
+    before = _doubling_scan(totals, combine, identity)  # through each block
+    # block i + 1 gets the total through block i, the first the identity
+    offsets = slice_axis(hlo.concatenate([full(identity, [1, k], value_dtype(x)), before], 0), 0, 0, m)
+    scanned = combine(within, broadcast_in_dim(offsets, [m, b, k], [0, 2]))
+    out = slice_axis(reshape(scanned, [dim_product([m, b]), k]), 0, 0, n)
+    return transpose(reshape(out, dims), list(np.argsort(perm)))
+
+
+def _doubling_scan(rows, combine, identity):
+    """Inclusive scan down the rows of a (n, k) tensor, n known only at run time:
+    log2(n) rounds, round i combining each row with the row 2**i before it (a row
+    gather)."""
+    n = shape_of(rows)[0]
+    positions = iota([n], 0, "int64")
     zero, one = full_like(positions, 0), dim_value(1)
     empty = full_like(rows, identity)
 
     def cond(values):  # the last round needed shifts by less than n
-        return compare(hlo.shift_left(one, values[0]), dim_value(dims[0]), "LT")
+        return compare(hlo.shift_left(one, values[0]), dim_value(n), "LT")
 
     def body(values):
         i, acc = values
         source = hlo.subtract(positions, splat(hlo.shift_left(one, i), positions))
-        earlier = gather_indexed(acc, [0], reshape(hlo.maximum(source, zero), [dims[0], 1]), front=True)
+        earlier = gather_indexed(acc, [0], reshape(hlo.maximum(source, zero), [n, 1]), front=True)
         valid = broadcast_in_dim(compare(source, zero, "GE"), shape_of(acc), [0])
         return [hlo.add(i, one), combine(acc, select(valid, earlier, empty))]
 
-    out = while_loop([dim_value(0), rows], cond, body)[1]
-    return transpose(reshape(out, dims), list(np.argsort(perm)))
+    return while_loop([dim_value(0), rows], cond, body)[1]

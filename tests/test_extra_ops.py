@@ -256,3 +256,28 @@ def test_unique_along_an_axis_with_shapes_unknown_at_lowering():
         values = _rows_with_repeats("int32", shape, seed=sum(shape))
         for i, (g, e) in enumerate(zip(fn(values), expected_fn(values), strict=True)):
             assert_same(g, e, label=f"output {i}, shape {shape}")
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 256, 257, 1000, 40_000])
+def test_cumsum_cumprod_across_scan_blocks(n, static):
+    """Long axes are scanned in blocks of 16 (`prefix_scan`; static ones from 257): sizes
+    around a block, and a NaN, an inf and a sign change carried across blocks, along either
+    axis and flattened, against numpy."""
+    rng = np.random.default_rng(1)
+    x = pt.tensor("x", dtype="float64", shape=(n if static else None, 3))
+    i = pt.tensor("i", dtype="int64", shape=(n if static else None, 3))
+    v = rng.normal(size=(n, 3))
+    v[n // 2, 1] = np.nan
+    v[n // 3, 2] = np.inf
+    near_one = 1.0 + 1e-3 * v
+    iv = rng.integers(-1000, 1000, size=(n, 3))
+    outputs = [pt.cumsum(x, axis=0), pt.cumprod(x, axis=0), pt.cumsum(x), pt.cumsum(x.T, axis=1),
+               pt.cumsum(i, axis=0), pt.cumprod(pt.sgn(i) + (pt.eq(i, 0)), axis=0)]
+    got = pytensor.function([x, i], outputs, mode="STABLEHLO")(v, iv)
+    got_near_one = pytensor.function([x], pt.cumprod(x, axis=0), mode="STABLEHLO")(near_one)
+    expected = [np.cumsum(v, axis=0), np.cumprod(v, axis=0), np.cumsum(v), np.cumsum(v.T, axis=1),
+                np.cumsum(iv, axis=0), np.cumprod(np.sign(iv) + (iv == 0), axis=0)]
+    for k, (g, e) in enumerate(zip(got, expected)):
+        assert_same(g, e, rtol=1e-12, label=f"output {k}")
+    assert_same(got_near_one, np.cumprod(near_one, axis=0), rtol=1e-12)

@@ -46,12 +46,14 @@ nxt, x = pt.random.gamma(a, scale=1.0, rng=rng).owner.outputs
 print_ir("gamma", [rng, a], [nxt, x])
 
 # Of a size known when lowering (20,000), the loop compacts: rounds over the whole tensor
-# while more than 1/16 of it is pending, then a prefix sum (a reduce_window) gives each pending
-# element its slot, a scatter writes their positions there, gathers read their parameters, the
-# rounds go on over 1,250 elements, and a scatter writes their draws back.
+# while more than 1/16 of it is pending, then a prefix sum (by blocks of 16: a reduce_window
+# in each, a loop over the 1,250 blocks' totals) gives each pending element its slot, a
+# scatter writes their positions there, gathers read their parameters, the rounds go on
+# over 1,250 elements, and a scatter writes their draws back.
 # CHECK-LABEL: TEST: gamma_static_size opt
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<20000xi1>, tensor<20000xf64>, tensor<i1>
-# CHECK: "stablehlo.reduce_window"({{.*}}window_dimensions = array<i64: 20000>
+# CHECK: "stablehlo.reduce_window"({{.*}}window_dimensions = array<i64: 1, 16, 1>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1250x1xi32>
 # CHECK: "stablehlo.scatter"
 # CHECK: }) : (tensor<1250xi32>, tensor<20000x1xi32>, tensor<20000xi32>) -> tensor<1250xi32>
 # CHECK: "stablehlo.gather"({{.*}}-> tensor<1250xf64>

@@ -24,13 +24,28 @@ print_ir("argsort", [x], [pt.argsort(x, axis=0)], raw=True)
 xs = pt.matrix("xs", shape=(3, 5))
 print_ir("cumsum_static", [xs], [pt.cumsum(xs, axis=1)])
 
+# Of an axis of a size known only at run time: padded with 1s to blocks of 16 rows, a
+# reduce_window of 16 within each block, a loop doubling its reach over the blocks' totals
+# (row gathers), and each block multiplied by the product of the blocks before it.
 # CHECK-LABEL: TEST: cumprod_dynamic opt
+# CHECK: stablehlo.dynamic_reshape {{.*}} -> tensor<?x16x?xf64>
+# CHECK: "stablehlo.reduce_window"({{.*}}window_dimensions = array<i64: 1, 16, 1>
+# CHECK: stablehlo.multiply
 # CHECK: stablehlo.while
 # CHECK: stablehlo.shift_left
 # CHECK: "stablehlo.dynamic_gather"
 # CHECK: stablehlo.multiply
-# CHECK-NOT: stablehlo.reduce
+# CHECK: stablehlo.multiply {{.*}} : tensor<?x16x?xf64>
 print_ir("cumprod_dynamic", [x], [pt.cumprod(x, axis=0)])
+
+# A static axis longer than 256 is scanned by blocks too (1,000 rows: 63 blocks).
+# CHECK-LABEL: TEST: cumsum_static_long opt
+# CHECK: "stablehlo.reduce_window"({{.*}}window_dimensions = array<i64: 1, 16, 1>
+# CHECK: }) : (tensor<63x16x1xf64>, tensor<f64>) -> tensor<63x16x1xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<63x1xf64>
+# CHECK: stablehlo.add {{.*}} : tensor<63x16x1xf64>
+long = pt.vector("long", shape=(1000,))
+print_ir("cumsum_static_long", [long], [pt.cumsum(long)])
 
 # searchsorted: compare every value with every element (numpy's NaN order) and count.
 # CHECK-LABEL: TEST: searchsorted opt
