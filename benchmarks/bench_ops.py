@@ -1,0 +1,84 @@
+"""Single Ops on every PyTensor backend, in one run.
+
+    python benchmarks/bench_ops.py [--repeat N] [--only NAME ...]
+
+Per workload and backend: the median time of a call with `trust_input` (results read
+back as numpy arrays; JAX returns before its work is done otherwise), and each backend's
+ratio to STABLEHLO. An input of shape `(None,)` has a size known only at run time, as
+most PyTensor graphs' inputs do; a static shape is lowered with it. Numbers depend on the
+machine; compare ratios within one run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pytensor  # noqa: E402
+import pytensor.tensor as pt  # noqa: E402
+
+import lowering  # noqa: E402,F401  (registers the STABLEHLO mode)
+
+MODES = ("STABLEHLO", "JAX", "NUMBA", "FAST_RUN")
+
+
+def _cumsum(n: int, static: bool):
+    def build():
+        x = pt.tensor("x", dtype="float64", shape=(n if static else None,))
+        return [x], [pt.cumsum(x)], [np.random.default_rng(0).normal(size=n)]
+    return build
+
+
+WORKLOADS = {
+    f"cumsum-{label}-{'static' if static else 'run-time'}": _cumsum(n, static)
+    for n, label in ((1000, "1e3"), (100_000, "1e5"), (1_000_000, "1e6"))
+    for static in (False, True)
+}
+
+
+def time_mode(build, mode, repeat):
+    inputs, outputs, values = build()
+    fn = pytensor.function(inputs, outputs, mode=mode, trust_input=True)
+    expected = [np.asarray(r) for r in fn(*values)]
+    samples = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        [np.asarray(r) for r in fn(*values)]
+        samples.append(time.perf_counter() - t)
+    return statistics.median(samples), expected
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--only", nargs="*", choices=list(WORKLOADS), help="run these workloads only")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    for name, build in WORKLOADS.items():
+        if args.only and name not in args.only:
+            continue
+        rows = {}
+        for mode in MODES:
+            try:
+                rows[mode] = time_mode(build, mode, args.repeat)
+            except Exception as exc:  # a backend without a rule for these Ops
+                print(f"{name}: {mode} failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+        ours, ours_values = rows["STABLEHLO"]
+        print(f"\n{name}")
+        print(f"{'mode':<10} {'per call us':>12} {'vs STABLEHLO':>13}  same result")
+        for mode, (per_call, values) in rows.items():
+            same = all(np.allclose(a, b, rtol=1e-10, equal_nan=True) for a, b in zip(values, ours_values))
+            print(f"{mode:<10} {per_call * 1e6:>12.1f} {per_call / ours:>12.2f}x  {same}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
