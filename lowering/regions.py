@@ -302,8 +302,8 @@ _STATIC_SCAN_MAX = 256
 
 
 def prefix_scan(x, axis, combine, identity):
-    """Inclusive scan along `axis` of a size known only at run time (a reduce_window
-    needs n as an attribute). The axis is padded with `identity` to m blocks of
+    """Inclusive scan along `axis`, of a size known only at run time (a reduce_window
+    needs n as an attribute) or longer than _STATIC_SCAN_MAX. The axis is padded with `identity` to m blocks of
     _SCAN_BLOCK rows; a reduce_window scans within each block, `_doubling_scan` the
     blocks' totals (log2 m rounds of gathers), and each block is combined with the total
     of the blocks before it. Every shape is static once n is.
@@ -319,8 +319,7 @@ def prefix_scan(x, axis, combine, identity):
     m = dim_quotient(dim_add(n, b - 1), b)
     padded = hlo.concatenate([rows, full(identity, [dim_sub(dim_product([m, b]), n), k], value_dtype(x))], 0)
     blocks = reshape(padded, [m, b, k])
-    init = ir_constant(np.asarray(identity, dtype=value_dtype(x)))
-    within = reduce_window(blocks, init, [1, b, 1], [(0, 0), (b - 1, 0), (0, 0)], combine)
+    within = cumulative(blocks, 1, combine, identity)  # (a reduce_window of b)
     totals = reshape(slice_axis(within, 1, b - 1, b), [m, k])
     before = _doubling_scan(totals, combine, identity)  # through each block
     # block i + 1 gets the total through block i, the first the identity
