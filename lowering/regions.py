@@ -42,8 +42,13 @@ def reduce(
     axes: Sequence[int],
     body: Callable[[list[ir.Value], list[ir.Value]], Sequence[ir.Value]],
 ) -> list[ir.Value]:
-    """`stablehlo.reduce` of `operands` over `axes`; `body(accumulators, elements)`."""
+    """`stablehlo.reduce` of `operands` over `axes`; `body(accumulators, elements)`. Over
+    at most _UNROLLED_REDUCE_MAX static elements, the same combines written out
+    (`_unrolled`): `body` then gets tensors of the kept dims."""
     axes = sorted(axes)
+    sizes = [static_shape(operands[0].type)[a] for a in axes]
+    if axes and None not in sizes and 0 < int(np.prod(sizes)) <= _UNROLLED_REDUCE_MAX:
+        return _unrolled(operands, inits, axes, sizes, body)
     dims = [d for i, d in enumerate(shape_of(operands[0])) if i not in axes]
     dtypes = [value_dtype(v) for v in inits]
     op = hlo.ReduceOp(
@@ -56,6 +61,32 @@ def reduce(
         args = list(block.arguments)
         hlo.return_(list(body(args[: len(inits)], args[len(inits):])))
     return list(op.results)
+
+
+# Reduced axes of at most this many elements in all (static) are combined slice by slice,
+# in order from the inits: elementwise ops, which XLA fuses with the ops that make and read
+# them, where a reduce is a kernel of its own. numpy adds fewer than 8 elements one by one
+# too. The logsumexp over 2 or 3 components of a zero-inflated Poisson or a normal mixture
+# took 8-11% less time a call; no benchmark model's time grew (nor with 32).
+_UNROLLED_REDUCE_MAX = 7
+
+
+def _unrolled(operands, inits, axes, sizes, body) -> list[ir.Value]:
+    """`reduce` as a chain of `body` over the slices at each index of `axes` (C order)."""
+    dims = shape_of(operands[0])
+    kept = [d for i, d in enumerate(dims) if i not in axes]
+    # A float init goes behind a barrier: the folders drop `0.0 + x`, where numpy's sum of
+    # -0.0s is +0.0.
+    accs = [broadcast_in_dim(hlo.optimization_barrier([init]) if np.dtype(value_dtype(init)).kind in "fc" else init,
+                             kept, []) for init in inits]
+    for index in np.ndindex(*sizes):
+        elements = []
+        for x in operands:
+            for axis, i in zip(axes, index, strict=True):
+                x = slice_axis(x, axis, i, i + 1)
+            elements.append(reshape(x, kept))
+        accs = list(body(accs, elements))
+    return accs
 
 
 def identity_value(scalar_op, dtype) -> object | None:

@@ -32,6 +32,18 @@ def test_reductions_every_dtype(dtype):
     compare_with_py([x], reductions(x), [value])
 
 
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_reductions_over_a_few_static_elements_every_dtype(dtype):
+    """Reduced axes of at most 7 static elements in all are combined slice by slice
+    (`_unrolled`): here every reduction but the whole-tensor ones."""
+    x = pt.tensor("x", dtype=dtype, shape=(2, 3, 2))
+    value = finite_values(dtype, 12, seed=2).reshape(2, 3, 2)
+    compare_with_py([x], reductions(x), [value])
+    y = pt.tensor("y", dtype=dtype, shape=(None, 3))  # (the kept dim known at run time only)
+    compare_with_py([y], [y.sum(axis=1), y.max(axis=1), pt.argmax(y, axis=1), y.prod(axis=1)],
+                    [finite_values(dtype, 15, seed=3).reshape(5, 3)])
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "float16", "float32"])
 def test_accumulation_dtype(dtype):
     """int8 sums accumulate in int64 as numpy does; float32 stays float32."""
@@ -41,29 +53,45 @@ def test_accumulation_dtype(dtype):
                     rtol=1e-3 if dtype == "float16" else None)
 
 
-def test_nan_propagation_and_ties():
-    x = pt.matrix("x")
+@pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
+def test_nan_propagation_and_ties(static):
+    x = pt.tensor("x", dtype="float64", shape=(3, 4) if static else (None, None))
     value = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 2.0, -np.inf, 1.0], [np.inf, 0.0, np.inf, -0.0]])
     compare_with_py([x], [x.max(axis=1), x.min(axis=0), pt.argmax(x, axis=1), pt.argmin(x, axis=1),
                           pt.argmax(x, axis=0), x.sum(axis=1)], [value])
-    b = pt.vector("b", dtype="bool")
+    b = pt.tensor("b", dtype="bool", shape=(4,) if static else (None,))
     compare_with_py([b], [pt.argmax(b), b.max(), b.sum(), b.prod()], [np.array([False, True, True, False])])
+    # the sum of -0.0s is numpy's +0.0: it starts from the identity
+    z = pt.tensor("z", dtype="float64", shape=(2, 3) if static else (None, None))
+    got = compare_with_py([z], [z.sum(axis=1), z.prod(axis=1)], [np.full((2, 3), -0.0)])
+    assert not np.signbit(got[0]).any() and np.signbit(got[1]).all()
 
 
+@pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
+def test_short_sums_add_in_numpys_order(static):
+    """numpy adds fewer than 8 elements one by one, in order: 1 + 1e16 rounds to 1e16, so
+    this row sums to 0 (1 the other way round)."""
+    x = pt.tensor("x", dtype="float64", shape=(2, 3) if static else (None, None))
+    got = compare_with_py([x], [x.sum(axis=1)], [np.array([[1.0, 1e16, -1e16], [2.0, 3.0, 4.0]])])
+    assert got[0][0] == 0.0
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
-def test_complex_max_and_argmax_in_numpys_order(dtype):
+def test_complex_max_and_argmax_in_numpys_order(dtype, static):
     """numpy's lexicographic order, a NaN in either part winning (the first one, for
     argmax), ties to the lower index; max of complex used to fail with "Invalid integer
     data type 'c'" (its reduce init), argmax was refused. norm(ord=2) takes the max of
     singular values PyTensor types complex."""
-    x = pt.matrix("x", dtype=dtype)
+    x = pt.tensor("x", dtype=dtype, shape=(4, 4) if static else (None, None))
     re = np.array([[1, 1, 3, 3], [np.nan, 2, 2, -np.inf], [0, -0.0, np.inf, np.inf], [-np.inf] * 4])
     im = np.array([[2, 5, -1, -2], [0, np.nan, 7, 1], [np.nan, 0, -1, 1], [-np.inf, -np.inf, 0, -np.inf]])
     value = (re + 1j * im).astype(dtype)
     compare_with_py([x], [x.max(axis=1), x.max(axis=0), x.max(), pt.argmax(x, axis=1), pt.argmax(x, axis=0),
                           pt.argmax(x[:1])], [value])
     spread = (np.arange(9).reshape(3, 3) + 1j * np.eye(3)).astype(dtype)
-    compare_with_py([x], [pt.linalg.norm(x, ord=2)], [spread])
+    y = pt.tensor("y", dtype=dtype, shape=(3, 3) if static else (None, None))
+    compare_with_py([y], [pt.linalg.norm(y, ord=2)], [spread])
 
 
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])

@@ -1,5 +1,6 @@
 # RUN: %PYTHON %s | FileCheck %s
-# Reductions: one stablehlo.reduce with the scalar op's body and identity init.
+# Reductions: one stablehlo.reduce with the scalar op's body and identity init (of more
+# than 7 static elements, or of a run-time size).
 import pytensor.tensor as pt
 
 from ir_printing import print_ir
@@ -36,20 +37,41 @@ print_ir("max", [x], x.max(axis=0))
 
 # argmax reduces (value, index) pairs in one variadic reduce.
 # CHECK-LABEL: TEST: argmax opt
-# CHECK: stablehlo.iota dim = 0 : tensor<4xi64>
-# CHECK: stablehlo.reduce(%arg0 init: %{{.*}}), (%{{.*}} init: %{{.*}}) across dimensions = [1] : (tensor<3x4xf32>, tensor<3x4xi64>, tensor<f32>, tensor<i64>) -> (tensor<3xf32>, tensor<3xi64>)
+# CHECK: stablehlo.iota dim = 0 : tensor<9xi64>
+# CHECK: stablehlo.reduce(%arg0 init: %{{.*}}), (%{{.*}} init: %{{.*}}) across dimensions = [1] : (tensor<3x9xf32>, tensor<3x9xi64>, tensor<f32>, tensor<i64>) -> (tensor<3xf32>, tensor<3xi64>)
 # CHECK: stablehlo.select
-xs = pt.matrix("xs", shape=(3, 4), dtype="float32")
+xs = pt.matrix("xs", shape=(3, 9), dtype="float32")
 print_ir("argmax", [xs], pt.argmax(xs, axis=1))
 
 # A complex max keeps numpy's first NaN: its values reduce beside their indices, so
 # the order XLA reduces in cannot pick another NaN.
 # CHECK-LABEL: TEST: complex_max opt
-# CHECK: stablehlo.iota dim = 0 : tensor<3xi64>
-# CHECK: %[[R:.*]]:2 = stablehlo.reduce(%{{.*}} init: %{{.*}}), (%{{.*}} init: %{{.*}}) across dimensions = [1] : (tensor<4x3xcomplex<f64>>, tensor<4x3xi64>, tensor<complex<f64>>, tensor<i64>) -> (tensor<4xcomplex<f64>>, tensor<4xi64>)
+# CHECK: stablehlo.iota dim = 0 : tensor<9xi64>
+# CHECK: %[[R:.*]]:2 = stablehlo.reduce(%{{.*}} init: %{{.*}}), (%{{.*}} init: %{{.*}}) across dimensions = [1] : (tensor<4x9xcomplex<f64>>, tensor<4x9xi64>, tensor<complex<f64>>, tensor<i64>) -> (tensor<4xcomplex<f64>>, tensor<4xi64>)
 # CHECK: return %[[R]]#0 : tensor<4xcomplex<f64>>
-xc = pt.matrix("xc", shape=(3, 4), dtype="complex128")
+xc = pt.matrix("xc", shape=(9, 4), dtype="complex128")
 print_ir("complex_max", [xc], xc.max(axis=0))
+
+# A reduce of at most 7 static elements is written out: the slices combined one by one
+# from the init, elementwise ops that XLA fuses with their neighbours (a reduce is a
+# kernel of its own). A float init sits behind a barrier, where the folders would drop
+# `0.0 + x`: numpy's sum of -0.0s is +0.0.
+# CHECK-LABEL: TEST: short_axis opt
+# CHECK-NOT: stablehlo.reduce
+# CHECK: %[[E:.*]] = stablehlo.exponential %arg0 : tensor<5x2xf64>
+# CHECK: %[[INIT:.*]] = stablehlo.optimization_barrier %{{.*}} : tensor<f64>
+# CHECK: %[[ZERO:.*]] = stablehlo.broadcast_in_dim %[[INIT]], dims = [] : (tensor<f64>) -> tensor<5xf64>
+# CHECK: stablehlo.slice %[[E]] [0:5, 0:1]
+# CHECK: %[[FIRST:.*]] = stablehlo.reshape
+# CHECK: %[[ONE:.*]] = stablehlo.add %[[ZERO]], %[[FIRST]] : tensor<5xf64>
+# CHECK: stablehlo.slice %[[E]] [0:5, 1:2]
+# CHECK: %[[SECOND:.*]] = stablehlo.reshape
+# CHECK: %[[TWO:.*]] = stablehlo.add %[[ONE]], %[[SECOND]] : tensor<5xf64>
+# CHECK: stablehlo.log %[[TWO]]
+# CHECK-NOT: stablehlo.reduce
+# CHECK: return
+c = pt.matrix("c", shape=(5, 2))
+print_ir("short_axis", [c], pt.logsumexp(c, axis=1))
 
 # CHECK-LABEL: TEST: softmax opt
 # CHECK: stablehlo.compare GT

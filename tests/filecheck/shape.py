@@ -28,11 +28,12 @@ print_ir("dimshuffle", [s], s.dimshuffle(1, "x", 0))
 print_ir("shape", [x], x.shape, raw=True)
 
 # Blockwise(Reshape) with a shape per entry (einsum builds them): one reshape of the whole
-# batch, after the entries' requests (their -1 resolved) are compared; no loop.
+# batch, after the entries' requests (their -1 resolved) are compared: their minimum and
+# maximum over the 4 entries, taken one entry at a time; no loop.
 # CHECK-LABEL: TEST: reshape_per_entry opt
 # CHECK-NOT: stablehlo.while
-# CHECK: stablehlo.reduce({{.*}}) applies stablehlo.minimum across dimensions = [0] : (tensor<4x2xi64>, tensor<i64>) -> tensor<2xi64>
-# CHECK: stablehlo.reduce({{.*}}) applies stablehlo.maximum across dimensions = [0] : (tensor<4x2xi64>, tensor<i64>) -> tensor<2xi64>
+# CHECK-COUNT-4: stablehlo.minimum %{{.*}}, %{{.*}} : tensor<2xi64>
+# CHECK-COUNT-4: stablehlo.maximum %{{.*}}, %{{.*}} : tensor<2xi64>
 # CHECK: stablehlo.dynamic_reshape %arg0, %{{.*}} : (tensor<4x6xf64>, tensor<3xi64>) -> tensor<4x?x?xf64>
 # CHECK-NOT: stablehlo.while
 core, request = pt.dvector("core"), pt.lvector("request", shape=(2,))

@@ -61,12 +61,17 @@ print_ir("searchsorted", [a, v], [pt.searchsorted(a, v)])
 r = pt.matrix("r", shape=(3, 2))
 print_ir("repeat", [r], [pt.repeat(r, [1, 0, 2], axis=0)])
 
-# Repeat with counts computed at run time: the counts' sum (a reduce) sizes a zero vector
-# with a spare slot; a scatter-add puts a 1 where each element's run ends, and the running
-# sum of those (a while of shifted gathers), sliced to the sum that the runtime measures,
-# is each output row's source, gathered from r.
+# Repeat with counts computed at run time: the counts' sum (of 3, added one by one: a
+# reduce of so few is written out) sizes a zero vector with a spare slot; a scatter-add
+# puts a 1 where each element's run ends, and the running sum of those (a while of shifted
+# gathers), sliced to the sum that the runtime measures, is each output row's source,
+# gathered from r.
 # CHECK-LABEL: TEST: repeat_run_time opt
-# CHECK: %[[TOTAL:.*]] = stablehlo.reduce({{.*}}) applies stablehlo.add across dimensions = [0] : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+# CHECK: stablehlo.slice %[[COUNTS:.*]] [0:1] : (tensor<3xi64>) -> tensor<1xi64>
+# CHECK: stablehlo.slice %[[COUNTS]] [1:2] : (tensor<3xi64>) -> tensor<1xi64>
+# CHECK: stablehlo.slice %[[COUNTS]] [2:3] : (tensor<3xi64>) -> tensor<1xi64>
+# CHECK-NEXT: %[[LAST:.*]] = stablehlo.reshape
+# CHECK-NEXT: %[[TOTAL:.*]] = stablehlo.add %{{.*}}, %[[LAST]] : tensor<i64>
 # CHECK: stablehlo.add %[[TOTAL]], %{{.*}} : tensor<i64>
 # CHECK: stablehlo.dynamic_broadcast_in_dim
 # CHECK: "stablehlo.scatter"
