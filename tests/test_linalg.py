@@ -45,8 +45,13 @@ def _spd(rng, shape, dtype):
     return (a @ np.conj(np.swapaxes(a, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
 
 
-def _tensor(name, value):
-    return pt.tensor(name, dtype=value.dtype.name, shape=(None,) * value.ndim)
+def _tensor(name, value, static=False):
+    return pt.tensor(name, dtype=value.dtype.name, shape=value.shape if static else (None,) * value.ndim)
+
+
+# Static shapes take other paths: triangular systems of up to 8 unknowns are solved by
+# substitution written out (`_substitution`), reductions of up to 7 elements unrolled.
+STATIC = pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
 
 
 def _same_up_to_phase(got, expected, tol, axis=-2):
@@ -76,31 +81,48 @@ def test_cholesky_of_an_indefinite_matrix_is_nan_per_batch_entry():
     assert np.isnan(got[1]).all() and not np.isnan(got[[0, 2]]).any()
 
 
+@STATIC
 @pytest.mark.parametrize("b_ndim", [1, 2])
 @pytest.mark.parametrize("unit_diagonal", [False, True])
 @pytest.mark.parametrize("trans", [0, 1, 2])
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_solve_triangular(dtype, lower, trans, unit_diagonal, b_ndim):
+def test_solve_triangular(dtype, lower, trans, unit_diagonal, b_ndim, static):
     rng = np.random.default_rng(1)
     a = _general(rng, (4, 4), dtype)
     b = _general(rng, (4, 3)[:b_ndim], dtype)
-    x, y = _tensor("a", a), _tensor("b", b)
+    x, y = _tensor("a", a, static), _tensor("b", b, static)
     out = sl.solve_triangular(x, y, lower=lower, trans=trans, unit_diagonal=unit_diagonal, b_ndim=b_ndim)
     compare_with_py([x, y], [out], [a, b], **LOOSE[dtype])
 
 
-def test_solve_triangular_with_a_zero_on_the_diagonal_is_nan():
-    a, b = pt.matrix("a"), pt.matrix("b")
+@pytest.mark.parametrize("n", [1, 2, 8, 9])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_solve_triangular_of_static_sizes_batched(dtype, n):
+    """Up to 8 unknowns by substitution written out, 9 by trsm: both lower and upper, a
+    transpose, over a batch of 5 (Blockwise), against scipy."""
+    rng = np.random.default_rng(n)
+    a = _general(rng, (5, n, n), dtype) + 2 * n * np.eye(n, dtype=dtype)
+    b = _general(rng, (5, n, 7), dtype)
+    x, y = _tensor("a", a, static=True), _tensor("b", b, static=True)
+    outs = [sl.solve_triangular(x, y, lower=True), sl.solve_triangular(x, y, lower=False, trans=1),
+            sl.solve_triangular(x, y[..., 0], lower=True, trans=2, b_ndim=1)]
+    compare_with_py([x, y], outs, [a, b], **LOOSE[dtype])
+
+
+@STATIC
+def test_solve_triangular_with_a_zero_on_the_diagonal_is_nan(static):
+    a, b = pt.tensor("a", shape=(3, 3) if static else (None, None)), pt.tensor("b", shape=(3, 3) if static else (None, None))
     [got] = compare_with_py([a, b], [sl.solve_triangular(a, b)], [np.triu(np.ones((3, 3))) - np.eye(3), np.eye(3)])
     assert np.isnan(got).all()
 
 
+@STATIC
 @pytest.mark.parametrize("b_ndim", [1, 2])
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("assume_a", ["gen", "sym", "her", "pos", "tridiagonal", "banded"])
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_solve(dtype, assume_a, lower, b_ndim):
+def test_solve(dtype, assume_a, lower, b_ndim, static):
     rng = np.random.default_rng(2)
     # sym/her/pos read one triangle only: the other holds noise that must be ignored.
     a = _spd(rng, (5, 5), dtype)
@@ -110,7 +132,7 @@ def test_solve(dtype, assume_a, lower, b_ndim):
     if assume_a in ("gen", "banded"):
         a = _general(rng, (5, 5), dtype)
     b = _general(rng, (5, 2)[:b_ndim], dtype)
-    x, y = _tensor("a", a), _tensor("b", b)
+    x, y = _tensor("a", a, static), _tensor("b", b, static)
     out = sl.solve(x, y, assume_a=assume_a, lower=lower, b_ndim=b_ndim)
     compare_with_py([x, y], [out], [a, b], **LOOSE[dtype])
 
@@ -125,17 +147,18 @@ def test_solve_fails_to_nan(assume_a):
     np.testing.assert_allclose(fn(np.eye(3) * 2, np.eye(3)), np.eye(3) / 2)
 
 
+@STATIC
 @pytest.mark.parametrize("b_ndim", [1, 2])
 @pytest.mark.parametrize("lower", [True, False])
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_cho_solve(dtype, lower, b_ndim):
+def test_cho_solve(dtype, lower, b_ndim, static):
     rng = np.random.default_rng(3)
     factor = np.linalg.cholesky(_spd(rng, (4, 4), dtype))
     if not lower:
         factor = np.conj(factor.T)
     factor = factor + np.triu(_general(rng, (4, 4), dtype), 1) * (1 if lower else 0)  # ignored triangle
     b = _general(rng, (4, 3)[:b_ndim], dtype)
-    c, y = _tensor("c", factor.astype(dtype)), _tensor("b", b)
+    c, y = _tensor("c", factor.astype(dtype), static), _tensor("b", b, static)
     out = sl.cho_solve((c, lower), y, b_ndim=b_ndim)
     compare_with_py([c, y], [out], [factor.astype(dtype), b], **LOOSE[dtype])
 

@@ -42,6 +42,22 @@ print_ir("cholesky_batched", [t], [sl.cholesky(t)])
 # CHECK: stablehlo.custom_call @lapack_dtrsm_ffi({{.*}}backend_config = {diag = 78 : ui8, side = 82 : ui8, trans_x = 78 : ui8, uplo = 85 : ui8}
 print_ir("solve_triangular", [x, y], [sl.solve_triangular(x, y, lower=True)])
 
+# A triangular system of at most 8 unknowns (static) is solved by substitution written
+# out, x0 = b0 / l00, x1 = (b1 - l10 x0) / l11, ...: elementwise ops over b's rows, which
+# XLA fuses, where a trsm call costs more than the arithmetic (the LKJ model's 3 x 3).
+# CHECK-LABEL: TEST: solve_triangular_small opt
+# CHECK-NOT: custom_call
+# CHECK: %[[B0:.*]] = stablehlo.slice %arg1 [0:1, 0:500]
+# CHECK: %[[B1:.*]] = stablehlo.slice %arg1 [1:2, 0:500]
+# CHECK: %[[X0:.*]] = stablehlo.divide %[[B0]], %{{.*}} : tensor<1x500xf64>
+# CHECK: %[[P:.*]] = stablehlo.multiply %{{.*}}, %[[X0]]
+# CHECK: %[[R:.*]] = stablehlo.subtract %[[B1]], %[[P]]
+# CHECK: %[[X1:.*]] = stablehlo.divide %[[R]], %{{.*}}
+# CHECK: stablehlo.concatenate %[[X0]], %[[X1]], %{{.*}}, dim = 0 : {{.*}} -> tensor<3x500xf64>
+# CHECK-NOT: custom_call
+l3, b3 = pt.tensor("l3", shape=(3, 3)), pt.tensor("b3", shape=(3, 500))
+print_ir("solve_triangular_small", [l3, b3], [sl.solve_triangular(l3, b3, lower=True)])
+
 # Unknown sizes: trsm overwrites its right-hand side (an operand alias), so the result's
 # shape operand is read from that operand itself, and the operand is reshaped to that
 # same shape: refinement, which may learn an operand's dims one by one but a result's
