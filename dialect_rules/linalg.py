@@ -406,8 +406,8 @@ def _solve_triangular(ctx, a, b, *, lower, unit=False, transpose="NO_TRANSPOSE")
     """
     dtype = value_dtype(b)
     n = _matrix_dims(a)
-    if (not ctx.on_gpu and isinstance(n[0], int) and 0 < n[0] <= _SUBSTITUTION_MAX
-            and n[1] == n[0] == _matrix_dims(b)[0]):
+    sizes = (*n, _matrix_dims(b)[0])
+    if not ctx.on_gpu and all(isinstance(d, int) and d == n[0] for d in sizes) and 0 < n[0] <= _SUBSTITUTION_MAX:
         return _substitution(a, b, lower=lower, unit=unit, transpose=transpose)
     agree = [n, (n[0], _matrix_dims(b)[0])]
     if ctx.on_gpu:  # XLA's own op, cuBLAS's trsm on GPUs (what JAX emits there)

@@ -75,10 +75,13 @@ def _unrolled(operands, inits, axes, sizes, body) -> list[ir.Value]:
     """`reduce` as a chain of `body` over the slices at each index of `axes` (C order)."""
     dims = shape_of(operands[0])
     kept = [d for i, d in enumerate(dims) if i not in axes]
+
     # A float init goes behind a barrier: the folders drop `0.0 + x`, where numpy's sum of
     # -0.0s is +0.0.
-    accs = [broadcast_in_dim(hlo.optimization_barrier([init]) if np.dtype(value_dtype(init)).kind in "fc" else init,
-                             kept, []) for init in inits]
+    def start(init):
+        return hlo.optimization_barrier([init]) if np.dtype(value_dtype(init)).kind in "fc" else init
+
+    accs = [broadcast_in_dim(start(init), kept, []) for init in inits]
     for index in np.ndindex(*sizes):
         elements = []
         for x in operands:

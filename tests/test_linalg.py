@@ -112,7 +112,8 @@ def test_solve_triangular_of_static_sizes_batched(dtype, n):
 
 @STATIC
 def test_solve_triangular_with_a_zero_on_the_diagonal_is_nan(static):
-    a, b = pt.tensor("a", shape=(3, 3) if static else (None, None)), pt.tensor("b", shape=(3, 3) if static else (None, None))
+    shape = (3, 3) if static else (None, None)
+    a, b = pt.tensor("a", shape=shape), pt.tensor("b", shape=shape)
     [got] = compare_with_py([a, b], [sl.solve_triangular(a, b)], [np.triu(np.ones((3, 3))) - np.eye(3), np.eye(3)])
     assert np.isnan(got).all()
 

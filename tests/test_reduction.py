@@ -13,6 +13,9 @@ from tests.values import ALL_DTYPES, finite_values
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
+# Static shapes take another path: reductions of up to 7 elements are written out.
+STATIC = pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
+
 
 def reductions(x):
     kind = np.dtype(x.dtype).kind
@@ -53,7 +56,7 @@ def test_accumulation_dtype(dtype):
                     rtol=1e-3 if dtype == "float16" else None)
 
 
-@pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
+@STATIC
 def test_nan_propagation_and_ties(static):
     x = pt.tensor("x", dtype="float64", shape=(3, 4) if static else (None, None))
     value = np.array([[1.0, np.nan, 3.0, np.nan], [2.0, 2.0, -np.inf, 1.0], [np.inf, 0.0, np.inf, -0.0]])
@@ -67,7 +70,7 @@ def test_nan_propagation_and_ties(static):
     assert not np.signbit(got[0]).any() and np.signbit(got[1]).all()
 
 
-@pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
+@STATIC
 def test_short_sums_add_in_numpys_order(static):
     """numpy adds fewer than 8 elements one by one, in order: 1 + 1e16 rounds to 1e16, so
     this row sums to 0 (1 the other way round)."""
@@ -76,7 +79,7 @@ def test_short_sums_add_in_numpys_order(static):
     assert got[0][0] == 0.0
 
 
-@pytest.mark.parametrize("static", [False, True], ids=["run-time", "static"])
+@STATIC
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_complex_max_and_argmax_in_numpys_order(dtype, static):
     """numpy's lexicographic order, a NaN in either part winning (the first one, for
