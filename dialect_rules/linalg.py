@@ -82,6 +82,7 @@ from lowering.builders import (
     iota,
     is_complex,
     is_nan,
+    is_static,
     reshape,
     result_type,
     row_major,
@@ -405,14 +406,14 @@ def _solve_triangular(ctx, a, b, *, lower, unit=False, transpose="NO_TRANSPOSE")
     triangle.
     """
     dtype = value_dtype(b)
-    n = _matrix_dims(a)
-    sizes = (*n, _matrix_dims(b)[0])
-    if not ctx.on_gpu and all(isinstance(d, int) and d == n[0] for d in sizes) and 0 < n[0] <= _SUBSTITUTION_MAX:
+    n, rows = _matrix_dims(a), _matrix_dims(b)[0]
+    sizes = (*n, rows)
+    if not ctx.on_gpu and is_static(sizes) and len(set(sizes)) == 1 and 0 < rows <= _SUBSTITUTION_MAX:
         return _substitution(a, b, lower=lower, unit=unit, transpose=transpose)
-    agree = [n, (n[0], _matrix_dims(b)[0])]
+    agree = [n, (n[0], rows)]
     if ctx.on_gpu:  # XLA's own op, cuBLAS's trsm on GPUs (what JAX emits there)
         # Its shapes must agree to refine even where the call never runs.
-        rank, rows = len(static_shape(a.type)), _matrix_dims(b)[0]
+        rank = len(static_shape(a.type))
         square = _fit(_fit(a, rank - 2, rows), rank - 1, rows)
 
         def call():
