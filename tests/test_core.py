@@ -813,6 +813,83 @@ def test_large_inputs_xla_cannot_read_in_place_are_copied_once_aligned():
         np.testing.assert_array_equal(value, before)
 
 
+def _misaligned(values):
+    """`values` (a float64 vector) 16 bytes past a 64-byte boundary: XLA cannot read it
+    in place."""
+    raw = np.empty(values.size * 8 + 128, np.uint8)
+    start = -raw.ctypes.data % 64 + 16
+    out = raw[start : start + values.size * 8].view(np.float64)
+    out[:] = values
+    return out
+
+
+def test_aligned_copies_reuse_one_buffer_and_results_stay_the_callers():
+    """The aligned copy of a large input goes to a buffer the function keeps (a fresh one
+    costs a page fault per page): a smaller input reuses it, a larger one replaces it.
+    A result never reads it, so results of earlier calls keep their values, the input
+    passed through unchanged included; nothing the caller passed is changed."""
+    from lowering import runtime
+
+    x = pt.dvector("x")
+    compiled = lower(fg([x], [x * 2 + 1, x])).compile()
+    rng = np.random.default_rng(5)
+    calls, buffers = [], []
+    for n in (50_000, 50_000, 20_000, 80_000):
+        value = _misaligned(rng.normal(size=n))
+        before = value.copy()
+        calls.append((before, compiled(value)))
+        np.testing.assert_array_equal(value, before)
+        buffers.append(compiled._staging[0])
+    assert all(runtime._in_place(b) for b in buffers)
+    assert buffers[0] is buffers[1] is buffers[2] and buffers[0].nbytes == 50_000 * 8
+    assert buffers[3].nbytes == 80_000 * 8
+    for before, (doubled, same) in calls:  # after every later call
+        assert_same(doubled, before * 2 + 1)
+        assert_same(same, before)
+
+
+def test_aligned_copies_of_concurrent_calls_do_not_share_a_buffer():
+    """Calls running at once: one uses the kept buffer, the others fresh copies."""
+    import threading
+
+    x = pt.dvector("x")
+    compiled = lower(fg([x], [pt.cumsum(x) * 2])).compile()
+    values = [_misaligned(np.full(100_000, float(k))) for k in range(4)]
+    compiled(values[0])
+    failures = []
+
+    def work(k):
+        for _ in range(20):
+            got = compiled(values[k])[0]
+            if got[-1] != 2.0 * k * 100_000 or got[0] != 2.0 * k:
+                failures.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures
+
+
+def test_a_failed_call_leaves_its_aligned_copy_to_the_run():
+    """A call that raises (a failed run-time check) gives up the kept buffer, which the
+    run may still read; the next call makes a new one and is right."""
+    from pytensor.raise_op import Assert
+
+    x = pt.dvector("x")
+    checked = Assert("x must be positive")(x * 3, pt.all(x > 0))
+    compiled = lower(fg([x], [checked])).compile()
+    good = _misaligned(np.linspace(1.0, 2.0, 30_000))
+    compiled(good)
+    first = compiled._staging[0]
+    with pytest.raises(AssertionError, match="x must be positive"):
+        compiled(_misaligned(np.linspace(-1.0, 2.0, 30_000)))
+    assert 0 not in compiled._staging
+    assert_same(compiled(good)[0], np.linspace(1.0, 2.0, 30_000) * 3)
+    assert compiled._staging[0] is not first
+
+
 def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch):
     """A shared variable the function does not update (observed data) is read where it
     is: an array XLA cannot read in place is replaced in its container by an aligned
