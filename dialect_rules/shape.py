@@ -29,6 +29,7 @@ from lowering.builders import (
     splat,
     transpose,
     vector_element,
+    with_static_dims,
 )
 from lowering.regions import any_true, fold
 from lowering.registry import register_batched, register_lowering
@@ -41,6 +42,9 @@ def lower_dimshuffle(ctx, node, x):
     dropped = [i for i in range(node.inputs[0].type.ndim) if i not in kept]
     y = transpose(x, kept + dropped)  # dropped dims are size 1: the reshape removes them
     static = node.outputs[0].type.shape
+    if not dropped and len(kept) == len(op.new_order):
+        # A permutation alone: the transpose, which a dot_general reading it can fold.
+        return with_static_dims(y, static)
     dims = tuple(
         1 if i == "x" else (static[k] if static[k] is not None else dim_size(x, i))
         for k, i in enumerate(op.new_order)

@@ -781,8 +781,10 @@ def dot_general(
     """
     dtype = np.dtype(dtype or np.promote_types(value_dtype(lhs), value_dtype(rhs)))
     compute = np.dtype(np.int32) if dtype == np.bool_ else dtype
-    lhs, rhs = convert(lhs, compute), convert(rhs, compute)
     (lc, rc), (lb, rb) = contracting, batch
+    lhs, lc, lb = _through_transpose(lhs, lc, lb)
+    rhs, rc, rb = _through_transpose(rhs, rc, rb)
+    lhs, rhs = convert(lhs, compute), convert(rhs, compute)
     lhs_dims, rhs_dims = shape_of(lhs), shape_of(rhs)
     dims = [lhs_dims[i] for i in lb]
     dims += [d for i, d in enumerate(lhs_dims) if i not in lc and i not in lb]
@@ -794,6 +796,22 @@ def dot_general(
     highest = ir.ArrayAttr.get([hlo.PrecisionAttr.get("HIGHEST")] * 2)
     out = hlo.dot_general(result_type(dims, compute), lhs, rhs, numbers, precision_config=highest)
     return convert(out, dtype)
+
+
+def _through_transpose(x: ir.Value, contracting: Sequence[int], batch: Sequence[int]):
+    """A dot_general operand `x` that is a transpose, as the transposed value and the dims
+    `contracting` and `batch` name in it, where its free dims keep their order (so the
+    result's do). XLA:CPU folds such a transpose into a matrix product itself, but not
+    into a matrix-vector one: it copies the matrix transposed first. The gradient of a
+    regression, X.T @ r with X of 10^5 x 50 float64s, took 30 ms a call for that copy,
+    against 5 ms contracting X's rows in place."""
+    if not (isinstance(x, ir.OpResult) and x.owner.name == "stablehlo.transpose"):
+        return x, contracting, batch
+    perm = list(ir.DenseI64ArrayAttr(x.owner.attributes["permutation"]))
+    free = [perm[i] for i in range(len(perm)) if i not in contracting and i not in batch]
+    if free != sorted(free):
+        return x, contracting, batch
+    return x.owner.operands[0], [perm[i] for i in contracting], [perm[i] for i in batch]
 
 
 # --- foreign functions ------------------------------------------------------------

@@ -4,12 +4,15 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.graph.basic import Apply
 from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.op import Op
 from pytensor.tensor.blas import BatchedDot, Dot22, Dot22Scalar, Gemm, Gemv, Ger
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.math import Dot
 
-from lowering import UnsupportedOpsError, lower, unsupported_ops
+from lowering import UnsupportedOpsError, lower, register_lowering, unsupported_ops
+from lowering.builders import dot_general, transpose
 from tests.helpers import PY_MODE, RAW_MODE, assert_same, compare_with_py
 from tests.test_core import NoRuleA
 from tests.values import ALL_DTYPES
@@ -36,6 +39,56 @@ def test_dot_and_matmul_every_dtype(dtype):
     # float16: numpy accumulates in float32 as XLA does; the sums still round in float16.
     tol = dict(rtol=1e-2, atol=1e-1) if dtype == "float16" else {}
     compare_with_py([x, y, v, b], outputs, values, **tol)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+def test_dots_of_transposed_operands(dtype, static):
+    """A transposed operand is read in place by the dot (its dims renamed) where that
+    keeps the result's dims in order: X.T @ r, a regression's gradient, no longer copies
+    X transposed first. Batched operands whose transpose reorders the free dims keep it."""
+    rng = np.random.default_rng(2)
+
+    def tensor(name, shape):
+        return pt.tensor(name, shape=shape if static else (None,) * len(shape), dtype=dtype)
+
+    x, m, v = tensor("x", (5, 3)), tensor("m", (5, 2)), tensor("v", (5,))
+    b, c = tensor("b", (2, 4, 3)), tensor("c", (4, 2, 3))
+    outputs = [
+        pt.dot(x.T, v), pt.dot(x.T, v[:, None]), x.T @ m, v @ x, m.T @ x, pt.dot(m.T, x).T @ m.T,
+        b.transpose(0, 2, 1) @ b,  # batch dim kept in place
+        c.transpose(1, 0, 2) @ b.transpose(0, 2, 1),  # batch dim moved
+        pt.tensordot(b.transpose(2, 1, 0), c, axes=[[1, 2], [0, 1]]),
+        b.transpose(1, 2, 0) @ b.transpose(1, 0, 2),  # batch 4; free dims swapped: kept
+    ]
+    values = [_values(rng, (5, 3), dtype), _values(rng, (5, 2), dtype), _values(rng, (5,), dtype),
+              _values(rng, (2, 4, 3), dtype), _values(rng, (4, 2, 3), dtype)]
+    tol = dict(rtol=1e-2, atol=1e-1) if dtype == "float16" else {}
+    compare_with_py([x, m, v, b, c], outputs, values, **tol)
+
+
+class _SwappedContraction(Op):
+    """einsum("pqk,kn->qpn"): in its rule a transpose whose two free dims a dot_general
+    reading it in place would put in the other order."""
+
+    def make_node(self, a, w):
+        out = pt.tensor(dtype=a.dtype, shape=(None, None, None))
+        return Apply(self, [a, w], [out])
+
+    def perform(self, node, inputs, outputs):
+        outputs[0][0] = np.einsum("pqk,kn->qpn", *inputs)
+
+
+@register_lowering(_SwappedContraction)
+def _lower_swapped_contraction(ctx, node, a, w):
+    return dot_general(transpose(a, (1, 0, 2)), w, ((2,), (0,)))
+
+
+@pytest.mark.parametrize("shape", [(3, 3, 4), (2, 3, 4)])
+def test_a_transpose_that_orders_free_dims_stays(shape):
+    rng = np.random.default_rng(3)
+    a, w = pt.tensor3("a"), pt.matrix("w")
+    compare_with_py([a, w], [_SwappedContraction()(a, w)], [rng.normal(size=shape), rng.normal(size=(4, 2))])
 
 
 def test_mixed_dtypes_upcast_like_numpy():

@@ -47,3 +47,14 @@ print_ir("matmul_broadcast", [c, d], [c @ d])
 # CHECK: stablehlo.select %[[ZERO]]
 z, s, t = pt.matrix("z"), pt.scalar("s"), pt.scalar("t")
 print_ir("gemm", [z, s, x, y, t], [Gemm(inplace=False)(z, s, x, y, t)], raw=True)
+
+# A transposed operand is contracted in place: X.T @ r (a regression's gradient) reads X's
+# rows, with no transpose that XLA would copy for a matrix-vector product.
+# CHECK-LABEL: TEST: transposed_lhs opt
+# CHECK-NOT: stablehlo.transpose
+# CHECK: stablehlo.dot_general %arg0, %{{[0-9]+}}, contracting_dims = [0] x [0], precision = [HIGHEST, HIGHEST] : (tensor<?x?xf64>, tensor<?x1xf64>) -> tensor<?x1xf64>
+# CHECK-NOT: stablehlo.transpose
+# CHECK-LABEL: TEST:
+r = pt.vector("r")
+print_ir("transposed_lhs", [x, r], [pt.dot(x.T, r)])
+print("TEST: end")
