@@ -46,7 +46,9 @@ from lowering.specialize import (
     drop_folded_checks,
     has_dynamic_ops,
     is_fully_static,
+    PackedArguments,
     main_function,
+    pack_small_arguments,
     pack_small_results,
     probe_module,
     runtime_dims,
@@ -102,6 +104,10 @@ class Compiled:
             if reads_host_memory and _may_be_large(t) and i not in self._held
         )
         self._prepare = bool(self._resident or self._maybe_large)
+        # Small float64 inputs passed to the executable as one vector (`_packed_call`).
+        self._packing = PackedArguments.of(self._in_types, excluded=(*self._resident, *self._maybe_large))
+        packed = self._packing.parts if self._packing is not None else {}
+        self._unpacked = tuple(i for i in range(len(self._in_types)) if i not in packed)
         # input -> the aligned buffer its copies reuse (`_staged`), while a call holds it
         self._staging: dict = {}
         self._staging_lock = threading.Lock()
@@ -219,13 +225,16 @@ class Compiled:
         staging = False
         if self._prepare:
             args, staging = self._prepared(args)
+        given, tail = args, self._constant_buffers
+        if self._packing is not None:
+            args, tail = self._packed_call(args), ()
         try:
             if x64_enabled():
-                return self._dispatch.call(*args, *self._constant_buffers)
+                return self._dispatch.call(*args, *tail)
             with enable_x64():
-                return self._dispatch.call(*args, *self._constant_buffers)
+                return self._dispatch.call(*args, *tail)
         except JaxRuntimeError as exc:  # XLA runs asynchronously: failures surface late
-            raise _runtime_error(exc, [getattr(a, "shape", "?") for a in args]) from None
+            raise _runtime_error(exc, [getattr(a, "shape", "?") for a in given]) from None
         except BaseException:
             if staging:  # the run may still read them: they go with it, and new ones come
                 self._staging.clear()
@@ -292,10 +301,44 @@ class Compiled:
         np.copyto(out, array)
         return out
 
+    def _packed_call(self, args) -> list:
+        """The dispatch's arguments where small float64 inputs travel packed
+        (`PackedArguments`): the other inputs, the constants, then one vector of the
+        packed ones. A packed input of the wrong shape (under trust_input) is named."""
+        packing = self._packing
+        try:
+            vector = np.concatenate([args[i].ravel() for i in packing.parts])
+        except AttributeError:  # a Python number, under trust_input
+            vector = np.concatenate([np.ravel(args[i]) for i in packing.parts])
+        if vector.shape[0] != packing.size:
+            for i, (_, shape) in packing.parts.items():
+                if np.shape(args[i]) != shape:
+                    raise ValueError(f"input {i} ({self._names[i]}): expected shape {shape}, got {np.shape(args[i])}")
+        call = [args[i] for i in self._unpacked]
+        call += self._constant_buffers
+        call.append(vector)
+        return call
+
+    def _call_arguments(self, args) -> tuple[list, list]:
+        """From the arguments the dispatch was called with: the function's inputs, and the
+        dispatch's own arguments (without the constants) with their dtypes."""
+        packing = self._packing
+        if packing is None:
+            args = list(args[: len(self._in_types)])
+            return args, list(zip(args, self._dtypes))
+        vector = args[-1]
+        inputs = [None] * len(self._in_types)
+        for j, i in enumerate(self._unpacked):
+            inputs[i] = args[j]
+        for i, (offset, shape) in packing.parts.items():
+            inputs[i] = np.asarray(vector[offset : offset + int(np.prod(shape))]).reshape(shape)
+        call = [(args[j], self._dtypes[i]) for j, i in enumerate(self._unpacked)]
+        return inputs, call + [(vector, np.dtype(np.float64))]
+
     def _miss(self, *args):
         """A call the C++ dispatch has no executable for: find or compile one, run it,
         and hand it to the dispatch where its shapes and dtypes alone choose it."""
-        args = args[: len(self._in_types)]
+        args, call = self._call_arguments(args)
         try:
             shapes = tuple([a.shape for a in args])
         except AttributeError:
@@ -308,8 +351,11 @@ class Compiled:
         if exe is None:
             values = tuple((i, args[i].item()) for i in self._scalar_args)
             exe = self._by_values.get((shapes, values)) or self._compile_for(shapes, values)
-        buffers = [self._put(a, dt) for a, dt in zip(args, self._dtypes)]
-        buffers += self._constant_buffers
+        buffers = [self._put(a, dt) for a, dt in call]
+        if self._packing is None:
+            buffers += self._constant_buffers
+        else:  # the vector last
+            buffers[-1:-1] = self._constant_buffers
         if type(exe) is _Measured:
             by_shapes = False
             exe = self._measure(exe, buffers, shapes)
@@ -319,7 +365,7 @@ class Compiled:
             outputs = exe.finish(results)
         except JaxRuntimeError as exc:
             raise _runtime_error(exc, shapes) from None
-        if by_shapes and all(self._exactly(a, dt) for a, dt in zip(args, self._dtypes)):
+        if by_shapes and all(self._exactly(a, dt) for a, dt in call):
             return outputs, exe.fastpath(len(buffers), results, self._sharding)
         return outputs, None
 
@@ -451,6 +497,8 @@ class Compiled:
                 checked = not drop_folded_checks(module)
             if not probe:
                 packed = pack_small_results(module)
+            if self._packing is not None:
+                pack_small_arguments(module, self._packing)
         exe = compile_module(
             module, self.platform, self.fp_contraction, self.lowered.host_callbacks, self.lowered.lock,
             large=self._large,

@@ -890,6 +890,48 @@ def test_a_failed_call_leaves_its_aligned_copy_to_the_run():
     assert compiled._staging[0] is not first
 
 
+def test_small_float64_inputs_travel_packed():
+    """Four or more small float64 inputs of static shape go to the executable as one
+    vector; the others (a shape known at run time, other dtypes) as themselves. Results
+    match the Python mode, at the first call and through the C++ dispatch after."""
+    from tests.helpers import compare_each_with_py
+
+    a, b = pt.dscalar("a"), pt.dscalar("b")
+    v = pt.tensor("v", shape=(3,), dtype="float64")
+    m = pt.tensor("m", shape=(2, 3), dtype="float64")
+    d = pt.dvector("d")  # a run-time length
+    k = pt.iscalar("k")
+    f = pt.tensor("f", shape=(3,), dtype="float32")
+    inputs = [a, d, v, k, m, f, b]
+    outputs = [a * v + m.sum(0) * b, (d * a).sum() + k, f * b, m.T @ v[:2] - a]
+    compiled = pytensor.function(inputs, outputs, mode="STABLEHLO").vm.jit_fn.compiled
+    assert set(compiled._packing.parts) == {0, 2, 4, 6}
+    rng = np.random.default_rng(9)
+    values = [[np.float64(rng.normal()), rng.normal(size=n), rng.normal(size=3), np.int32(n),
+               rng.normal(size=(2, 3)), rng.normal(size=3).astype("float32"), np.float64(rng.normal())]
+              for n in (4, 4, 7, 0)]
+    compare_each_with_py(inputs, outputs, values)
+
+
+def test_packed_inputs_of_value_dependent_shapes_and_python_numbers():
+    """Packed scalars whose values decide shapes (arange's length) specialize per value;
+    under trust_input, Python floats pack too, and a packed input of another shape
+    raises a ValueError naming it."""
+    a, b, c, n = (pt.dscalar(name) for name in "abcn")
+    outputs = [pt.arange(n) * a + b - c]
+    fn = pytensor.function([a, b, c, n], outputs, mode="STABLEHLO")
+    assert fn.vm.jit_fn.compiled._packing is not None
+    for length in (3.0, 5.0, 3.0):
+        assert_same(fn(2.0, 1.0, 0.5, length)[0], np.arange(length) * 2.0 + 0.5)
+    trusted = pytensor.function([a, b, c, n], outputs, mode="STABLEHLO", trust_input=True)
+    assert_same(trusted(2.0, 1.0, 0.5, 4.0)[0], np.arange(4.0) * 2.0 + 0.5)
+    v = pt.tensor("v", shape=(3,), dtype="float64")
+    bad = pytensor.function([a, b, c, v], a * v + b - c, mode="STABLEHLO", trust_input=True)
+    assert_same(bad(1.0, 2.0, 3.0, np.ones(3)), np.full(3, 0.0))
+    with pytest.raises(ValueError, match=r"input 3 \(v\): expected shape \(3,\), got \(4,\)"):
+        bad(1.0, 2.0, 3.0, np.ones(4))
+
+
 def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch):
     """A shared variable the function does not update (observed data) is read where it
     is: an array XLA cannot read in place is replaced in its container by an aligned
