@@ -41,6 +41,7 @@ from lowering.compile import (
     on_fork_after_xla,
 )
 from lowering.errors import ForkedProcessError, PassPipelineError
+from lowering.passes import contract_broadcast_products
 from lowering.specialize import (
     bind_runtime_dims,
     drop_folded_checks,
@@ -497,6 +498,8 @@ class Compiled:
                 checked = not drop_folded_checks(module)
             if not probe:
                 packed = pack_small_results(module)
+                if self.fp_contraction:
+                    contract_broadcast_products(module.operation)
             if self._packing is not None:
                 pack_small_arguments(module, self._packing)
         exe = compile_module(

@@ -256,6 +256,27 @@ def test_the_no_fma_mode_rounds_every_product_before_the_add(dtype):
     assert not np.any(f(x, y, z)[0])
 
 
+def test_no_fma_keeps_sums_of_products_as_reduces(monkeypatch):
+    """A sum of outer products becomes a dot, which contracts multiply-adds, only in
+    executables that may: under STABLEHLO_NO_FMA each product is rounded, and products
+    that cancel exactly in numpy cancel here (with an FMA, x * -y + fl(x * y) is the
+    product's rounding error)."""
+    from lowering import passes
+
+    taken = []
+    real = passes.dot_general
+    monkeypatch.setattr(passes, "dot_general", lambda *a, **k: taken.append(1) or real(*a, **k))
+    a, b = pt.dmatrix("a"), pt.dmatrix("b")
+    x = np.repeat(np.arange(1, 21) * 0.1, 2)[:, None] * np.ones((1, 3))
+    y = np.tile([0.3, -0.3], 20)[:, None] * np.arange(1, 5)
+    f = pytensor.function([a, b], (a[:, :, None] * b[:, None, :]).sum(0), mode="STABLEHLO_NO_FMA")
+    got = f(x, y)
+    assert_same(got, (x[:, :, None] * y[:, None, :]).sum(0))
+    assert not np.any(got) and not taken
+    pytensor.function([a, b], (a[:, :, None] * b[:, None, :]).sum(0), mode="STABLEHLO")(x, y)
+    assert taken
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_no_fma_rounds_every_size_as_numpy(dtype):
     """XLA compiles small and large vectors with different emitters (its MLIR fusion

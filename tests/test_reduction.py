@@ -80,6 +80,41 @@ def test_short_sums_add_in_numpys_order(static):
 
 
 @STATIC
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_sums_of_broadcast_products(dtype, static, monkeypatch):
+    """Sums of outer products (MvNormal's gradient sums one per observation), batched or
+    not, which executables that may contract multiply-adds compute as dots; products
+    whose summed dim one factor broadcasts, or with no dim of one factor alone, stay
+    reduces. The dot form is counted, so this fails if it is never taken."""
+    from lowering import passes
+
+    taken = []
+    real = passes.dot_general
+    monkeypatch.setattr(passes, "dot_general", lambda *a, **k: taken.append(1) or real(*a, **k))
+
+    def tensor(name, shape):
+        return pt.tensor(name, dtype=dtype, shape=shape if static else (None,) * len(shape))
+
+    shapes = {"a": (40, 3), "b": (40, 4), "c": (2, 40, 3), "d": (40, 3, 4)}
+    a, b, c, d = (tensor(name, shape) for name, shape in shapes.items())
+    outputs = [
+        (a[:, :, None] * b[:, None, :]).sum(0),  # 3 x 4
+        (a[:, None, :] * b[:, :, None]).sum(0),  # 4 x 3: the dot's result transposed
+        (c[:, :, :, None] * c[:, :, None, :]).sum(1),  # batched over c's first dim
+        (c[:, :, :, None] * d[None]).sum((1, 2)),  # two summed dims
+        (a[:, :, None] * b[:, None, :]).sum((0, 2)),  # a summed dim b alone has: a reduce
+        (a * a).sum(0),  # no dim of one factor alone: a reduce
+        (a[:, :, None] * b[:, None, :]).sum(0, keepdims=True),
+    ]
+    values = [finite_values(dtype, int(np.prod(shape)), seed).reshape(shape)
+              for seed, shape in enumerate(shapes.values())]
+    tol = {"float16": dict(rtol=1e-2, atol=1e-1), "float32": dict(rtol=1e-5, atol=1e-5)}.get(dtype, {})
+    compare_with_py([a, b, c, d], outputs, values, **tol)
+    if static and dtype == "float64":
+        assert taken
+
+
+@STATIC
 @pytest.mark.parametrize("dtype", ["complex64", "complex128"])
 def test_complex_max_and_argmax_in_numpys_order(dtype, static):
     """numpy's lexicographic order, a NaN in either part winning (the first one, for

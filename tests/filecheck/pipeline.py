@@ -94,3 +94,23 @@ with make_ir_context():
     }""")
     run_pipeline(module, "builtin.module(fold-shape-arithmetic)")
     print(module)
+
+# A sum of outer products (one per row: MvNormal's gradient) becomes a dot over the rows,
+# its result transposed to the sum's dim order; the product and its broadcasts go. A
+# product whose summed dim one factor broadcasts stays a reduce. The runtime runs this
+# only for executables that may contract multiply-adds (not STABLEHLO_NO_FMA's).
+# CHECK-LABEL: TEST: contract_broadcast_products
+# CHECK-NOT: tensor<20x4x3xf64>
+# CHECK: %[[R:.*]] = stablehlo.reduce(%{{.*}} init: %{{.*}}) applies stablehlo.add across dimensions = [0, 2] : (tensor<20x3x4xf64>, tensor<f64>) -> tensor<3xf64>
+# CHECK-NOT: tensor<20x4x3xf64>
+# CHECK: %[[DOT:.*]] = stablehlo.dot_general %{{.*}}, %{{.*}}, contracting_dims = [0] x [0], precision = [HIGHEST, HIGHEST] : (tensor<20x3xf64>, tensor<20x4xf64>) -> tensor<3x4xf64>
+# CHECK-NEXT: %[[T:.*]] = stablehlo.transpose %[[DOT]], dims = [1, 0] : (tensor<3x4xf64>) -> tensor<4x3xf64>
+# CHECK-NEXT: return %[[T]], %[[R]]
+print("TEST: contract_broadcast_products")
+a = pt.tensor("a", shape=(20, 3), dtype="float64")
+b = pt.tensor("b", shape=(20, 4), dtype="float64")
+lowered = lower(FunctionGraph([a, b], [(a[:, None, :] * b[:, :, None]).sum(0), (a[:, :, None] * b[:, None, :]).sum((0, 2))]))
+module = lowered.specialized_module(((20, 3), (20, 4)))
+with module.context:
+    run_pipeline(module, "builtin.module(contract-broadcast-products)")
+print(module)
