@@ -43,11 +43,11 @@ from lowering.compile import (
 from lowering.errors import ForkedProcessError, PassPipelineError
 from lowering.passes import contract_broadcast_products
 from lowering.specialize import (
+    PackedArguments,
     bind_runtime_dims,
     drop_folded_checks,
     has_dynamic_ops,
     is_fully_static,
-    PackedArguments,
     main_function,
     pack_small_arguments,
     pack_small_results,
@@ -305,16 +305,19 @@ class Compiled:
     def _packed_call(self, args) -> list:
         """The dispatch's arguments where small float64 inputs travel packed
         (`PackedArguments`): the other inputs, the constants, then one vector of the
-        packed ones. A packed input of the wrong shape (under trust_input) is named."""
+        packed ones. A packed input of another shape (under trust_input), even of as many
+        elements, raises a ValueError naming it."""
         packing = self._packing
+        parts = [args[i] for i in packing.parts]
         try:
-            vector = np.concatenate([args[i].ravel() for i in packing.parts])
-        except AttributeError:  # a Python number, under trust_input
-            vector = np.concatenate([np.ravel(args[i]) for i in packing.parts])
-        if vector.shape[0] != packing.size:
-            for i, (_, shape) in packing.parts.items():
+            if [a.shape for a in parts] != packing.shapes:
+                raise AttributeError
+            vector = np.concatenate([a.ravel() for a in parts])
+        except AttributeError:  # a Python number or a wrong shape, under trust_input
+            for i, shape in zip(packing.parts, packing.shapes):
                 if np.shape(args[i]) != shape:
                     raise ValueError(f"input {i} ({self._names[i]}): expected shape {shape}, got {np.shape(args[i])}")
+            vector = np.concatenate([np.ravel(a) for a in parts])
         call = [args[i] for i in self._unpacked]
         call += self._constant_buffers
         call.append(vector)

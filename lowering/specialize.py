@@ -271,6 +271,7 @@ class PackedArguments:
 
     parts: dict
     size: int  # elements of the vector
+    shapes: list  # of the packed inputs, in order (what a call checks)
 
     @staticmethod
     def of(input_types, excluded=(), most: int = _PACK_BELOW_ELEMENTS) -> PackedArguments | None:
@@ -287,7 +288,9 @@ class PackedArguments:
             if 0 < size <= most:
                 parts[i] = (offset, tuple(shape))
                 offset += size
-        return PackedArguments(parts, offset) if len(parts) >= _PACK_MIN_ARGUMENTS else None
+        if len(parts) < _PACK_MIN_ARGUMENTS:
+            return None
+        return PackedArguments(parts, offset, [shape for _, shape in parts.values()])
 
 
 def pack_small_arguments(module: ir.Module, packed: PackedArguments) -> None:

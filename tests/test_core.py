@@ -30,7 +30,7 @@ from lowering import (
 )
 from lowering._jax_internal import make_ir_context
 from lowering.passes import run_pipeline, split_pipeline
-from tests.helpers import MODE, PY_MODE, assert_same, compare_with_py
+from tests.helpers import MODE, PY_MODE, assert_same, compare_each_with_py, compare_with_py
 
 ALL_DTYPES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -894,8 +894,6 @@ def test_small_float64_inputs_travel_packed():
     """Four or more small float64 inputs of static shape go to the executable as one
     vector; the others (a shape known at run time, other dtypes) as themselves. Results
     match the Python mode, at the first call and through the C++ dispatch after."""
-    from tests.helpers import compare_each_with_py
-
     a, b = pt.dscalar("a"), pt.dscalar("b")
     v = pt.tensor("v", shape=(3,), dtype="float64")
     m = pt.tensor("m", shape=(2, 3), dtype="float64")
@@ -914,15 +912,25 @@ def test_small_float64_inputs_travel_packed():
 
 
 def test_packed_inputs_of_value_dependent_shapes_and_python_numbers():
-    """Packed scalars whose values decide shapes (arange's length) specialize per value;
-    under trust_input, Python floats pack too, and a packed input of another shape
-    raises a ValueError naming it."""
+    """Packed scalars whose values decide shapes (arange's length) specialize per value,
+    or size a while-Scan a probe measures; under trust_input, Python floats pack too, and a packed input of another shape, even
+    one of as many elements, raises a ValueError naming it."""
     a, b, c, n = (pt.dscalar(name) for name in "abcn")
     outputs = [pt.arange(n) * a + b - c]
     fn = pytensor.function([a, b, c, n], outputs, mode="STABLEHLO")
     assert fn.vm.jit_fn.compiled._packing is not None
     for length in (3.0, 5.0, 3.0):
         assert_same(fn(2.0, 1.0, 0.5, length)[0], np.arange(length) * 2.0 + 0.5)
+    # A while-Scan's length, measured by a probe that reads the packed vector too.
+    from pytensor.scan import until
+
+    def step(x, a, b):
+        nx = x * a + b
+        return nx, until(nx > 100.0)
+
+    xs = pytensor.scan(step, outputs_info=[c], non_sequences=[a, b], n_steps=1000, return_updates=False)
+    compare_each_with_py([a, b, c, n], [xs, xs.sum() * n],
+                         [[1.5, 1.0, 1.0, 2.0], [2.0, 0.5, 3.0, -1.0], [1.5, 1.0, 1.0, 2.0]])
     trusted = pytensor.function([a, b, c, n], outputs, mode="STABLEHLO", trust_input=True)
     assert_same(trusted(2.0, 1.0, 0.5, 4.0)[0], np.arange(4.0) * 2.0 + 0.5)
     v = pt.tensor("v", shape=(3,), dtype="float64")
@@ -930,6 +938,10 @@ def test_packed_inputs_of_value_dependent_shapes_and_python_numbers():
     assert_same(bad(1.0, 2.0, 3.0, np.ones(3)), np.full(3, 0.0))
     with pytest.raises(ValueError, match=r"input 3 \(v\): expected shape \(3,\), got \(4,\)"):
         bad(1.0, 2.0, 3.0, np.ones(4))
+    m = pt.tensor("m", shape=(2, 3), dtype="float64")
+    same_size = pytensor.function([a, b, c, m], m.sum(0) * a + b - c, mode="STABLEHLO", trust_input=True)
+    with pytest.raises(ValueError, match=r"input 3 \(m\): expected shape \(2, 3\), got \(3, 2\)"):
+        same_size(1.0, 2.0, 3.0, np.ones((3, 2)))  # as many elements: never read as (2, 3)
 
 
 def test_shared_data_stays_on_the_device_while_its_array_is_the_same(monkeypatch):
