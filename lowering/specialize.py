@@ -258,9 +258,9 @@ def pack_small_results(module: ir.Module) -> PackedResults | None:
 
 # Small float64 inputs travel to @main packed into one vector where there are at least
 # this many: each argument costs the C++ dispatch 1.5-2.5 µs, and joining them about
-# 0.3 µs each plus 1 µs. A hierarchical regression's 7 inputs: 46.6 -> 39.2 µs a call;
-# eight schools' 4: 19.7 -> 18.8; 3 (a Student-t regression) about even, 2 (a linear
-# regression, the LKJ model) 0.7-1.0 µs slower.
+# 0.3 µs each plus 1 µs, and checking their shapes a little more. A hierarchical
+# regression's 7 inputs: 46.8 -> 40.9 µs a call; ARMA's 4: 49.6 -> 46.9; 3 (a Student-t
+# regression) about even, 2 (a linear regression, the LKJ model) 0.7-1.0 µs slower.
 _PACK_MIN_ARGUMENTS = 4
 
 
