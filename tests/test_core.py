@@ -913,8 +913,9 @@ def test_small_float64_inputs_travel_packed():
 
 def test_packed_inputs_of_value_dependent_shapes_and_python_numbers():
     """Packed scalars whose values decide shapes (arange's length) specialize per value,
-    or size a while-Scan a probe measures; under trust_input, Python floats pack too, and a packed input of another shape, even
-    one of as many elements, raises a ValueError naming it."""
+    or size a while-Scan a probe measures; under trust_input, Python floats pack too,
+    and a packed input of another shape, even one of as many elements, raises a
+    ValueError naming it."""
     a, b, c, n = (pt.dscalar(name) for name in "abcn")
     outputs = [pt.arange(n) * a + b - c]
     fn = pytensor.function([a, b, c, n], outputs, mode="STABLEHLO")
