@@ -171,12 +171,11 @@ _REDUCERS = {
 def fold_constant_reduce(module_op: ir.Operation) -> None:
     """Replace `stablehlo.reduce` of integer/float constants by its value."""
     for op in ops_named(module_op, "stablehlo.reduce"):
-        values = [constant_array(v) for v in op.operands]
-        body = list(op.regions[0].blocks[0].operations)
-        if any(v is None for v in values) or len(body) != 2 or len(op.results) != 1:
-            continue
-        ufunc = _REDUCERS.get(body[0].operation.name)
+        ufunc = _REDUCERS.get(_reducer(op))
         if ufunc is None:
+            continue
+        values = [constant_array(v) for v in op.operands]
+        if any(v is None for v in values):
             continue
         data, init = values
         axes = tuple(ir.DenseI64ArrayAttr(op.attributes["dimensions"]))
@@ -185,6 +184,18 @@ def fold_constant_reduce(module_op: ir.Operation) -> None:
             const = ir_constant(result)
         op.results[0].replace_all_uses_with(const)
         op.erase()
+
+
+def _reducer(reduce_op) -> str | None:
+    """The op a one-result `stablehlo.reduce` combines with, where its body is
+    `return f(a, b)` of its two block arguments; else None."""
+    block = reduce_op.regions[0].blocks[0]
+    body = list(block.operations)
+    if len(reduce_op.results) != 1 or len(body) != 2 or list(body[1].operands) != list(body[0].results):
+        return None
+    if set(body[0].operands) != set(block.arguments):
+        return None
+    return body[0].operation.name
 
 
 def fold_agreeing_if(module_op: ir.Operation) -> None:
@@ -391,7 +402,7 @@ def contract_broadcast_products(module_op: ir.Operation) -> None:
 
 
 def _contract_product(op) -> None:
-    if len(op.operands) != 2 or not _adds(op) or not _is_zero(op.operands[1]):
+    if _reducer(op) != "stablehlo.add" or _scalar_constant(op.operands[1]) != 0.0:
         return
     product = op.operands[0]
     if not (isinstance(product, ir.OpResult) and product.owner.name == "stablehlo.multiply"):
@@ -430,19 +441,6 @@ def _contract_product(op) -> None:
     for producer in dead:  # (each used by the one before it alone, if at all)
         if not any(list(r.uses) for r in producer.results):
             producer.erase()
-
-
-def _adds(reduce_op) -> bool:
-    """Whether a reduce's body is `return add(a, b)` of its two block arguments."""
-    block = reduce_op.regions[0].blocks[0]
-    body = list(block.operations)
-    return (len(body) == 2 and body[0].operation.name == "stablehlo.add"
-            and set(body[0].operands) == set(block.arguments) and list(body[1].operands) == [body[0].result])
-
-
-def _is_zero(value: ir.Value) -> bool:
-    array = constant_array(value, kinds="f")
-    return array is not None and array.size == 1 and array.item() == 0.0
 
 
 def _broadcast_source(value: ir.Value, out: list[int]):

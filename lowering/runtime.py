@@ -310,14 +310,15 @@ class Compiled:
         packing = self._packing
         parts = [args[i] for i in packing.parts]
         try:
-            if [a.shape for a in parts] != packing.shapes:
-                raise AttributeError
-            vector = np.concatenate([a.ravel() for a in parts])
-        except AttributeError:  # a Python number or a wrong shape, under trust_input
-            for i, shape in zip(packing.parts, packing.shapes):
-                if np.shape(args[i]) != shape:
-                    raise ValueError(f"input {i} ({self._names[i]}): expected shape {shape}, got {np.shape(args[i])}")
-            vector = np.concatenate([np.ravel(a) for a in parts])
+            shapes = [a.shape for a in parts]
+            flat = [a.ravel() for a in parts]
+        except AttributeError:  # a Python number, under trust_input
+            shapes = [np.shape(a) for a in parts]
+            flat = [np.ravel(a) for a in parts]
+        if shapes != packing.shapes:
+            i, shape, got = next(x for x in zip(packing.parts, packing.shapes, shapes) if x[1] != x[2])
+            raise ValueError(f"input {i} ({self._names[i]}): expected shape {shape}, got {got}")
+        vector = np.concatenate(flat)
         call = [args[i] for i in self._unpacked]
         call += self._constant_buffers
         call.append(vector)
