@@ -46,7 +46,8 @@ def test_dot_and_matmul_every_dtype(dtype):
 def test_dots_of_transposed_operands(dtype, static):
     """A transposed operand is read in place by the dot (its dims renamed) where that
     keeps the result's dims in order: X.T @ r, a regression's gradient, no longer copies
-    X transposed first. Batched operands whose transpose reorders the free dims keep it."""
+    X transposed first. (Matmul's operands have one free dim each, so each folds; a
+    transpose that reorders two free dims is the next test's.)"""
     rng = np.random.default_rng(2)
 
     def tensor(name, shape):
@@ -59,7 +60,7 @@ def test_dots_of_transposed_operands(dtype, static):
         b.transpose(0, 2, 1) @ b,  # batch dim kept in place
         c.transpose(1, 0, 2) @ b.transpose(0, 2, 1),  # batch dim moved
         pt.tensordot(b.transpose(2, 1, 0), c, axes=[[1, 2], [0, 1]]),
-        b.transpose(1, 2, 0) @ b.transpose(1, 0, 2),  # batch 4; free dims swapped: kept
+        b.transpose(1, 2, 0) @ b.transpose(1, 0, 2),  # batch dims from b's middle dim
     ]
     values = [_values(rng, (5, 3), dtype), _values(rng, (5, 2), dtype), _values(rng, (5,), dtype),
               _values(rng, (2, 4, 3), dtype), _values(rng, (4, 2, 3), dtype)]

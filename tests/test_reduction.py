@@ -110,7 +110,7 @@ def test_sums_of_broadcast_products(dtype, static, monkeypatch):
               for seed, shape in enumerate(shapes.values())]
     tol = {"float16": dict(rtol=1e-2, atol=1e-1), "float32": dict(rtol=1e-5, atol=1e-5)}.get(dtype, {})
     compare_with_py([a, b, c, d], outputs, values, **tol)
-    if static and dtype == "float64":
+    if dtype == "float64":  # (run-time shapes too: the pass runs on specialized modules)
         assert taken
 
 
