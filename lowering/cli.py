@@ -566,9 +566,15 @@ def _write(data, args) -> None:
 
 
 def executable(lowered, values):
+    """The executable `--emit=hlo` and `--cost` read: the specialized module with the
+    rewrite a function's executables get where multiply-adds may contract (a sum of outer
+    products as a dot), so the HLO shown is the HLO a `pytensor.function` runs."""
     from lowering.compile import compile_module
+    from lowering.passes import contract_broadcast_products
 
     module = lowered.specialize(*values)
+    with lowered.lock:
+        contract_broadcast_products(module.operation)
     return compile_module(module, lowered.platform, host_callbacks=lowered.host_callbacks, lock=lowered.lock)
 
 

@@ -217,6 +217,21 @@ def test_emit_hlo_and_output_file(capsys, graphs, tmp_path):
     assert text.startswith("HloModule") and "f64[7]" in text
 
 
+def test_emit_hlo_is_what_a_function_runs(capsys, tmp_path):
+    """--emit=hlo compiles the module as a function's executable is compiled: a sum of
+    outer products there is a dot, not a reduce."""
+    path = tmp_path / "outer.py"
+    path.write_text(
+        "import pytensor.tensor as pt\n"
+        "a = pt.tensor('a', shape=(40, 3), dtype='float64')\n"
+        "b = pt.tensor('b', shape=(40, 4), dtype='float64')\n"
+        "inputs = [a, b]\n"
+        "outputs = [(a[:, :, None] * b[:, None, :]).sum(0)]\n"
+    )
+    code, out, _ = run_tool(capsys, path, "--emit=hlo")
+    assert code == 0 and " dot(" in out and " reduce(" not in out
+
+
 def test_emit_bytecode_parses_back(capsys, graphs, tmp_path):
     target = tmp_path / "m.mlirbc"
     assert run_tool(capsys, graphs, "--emit=bytecode", "-o", target)[0] == 0
