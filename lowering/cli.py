@@ -567,14 +567,17 @@ def _write(data, args) -> None:
 
 def executable(lowered, values):
     """The executable `--emit=hlo` and `--cost` read: the specialized module with the
-    rewrite a function's executables get where multiply-adds may contract (a sum of outer
-    products as a dot), so the HLO shown is the HLO a `pytensor.function` runs."""
+    rewrites a function's executables get (a sum of outer products as a dot, where
+    multiply-adds may contract; small hoisted constants held in the module), so the HLO
+    shown is the HLO a `pytensor.function` runs."""
     from lowering.compile import compile_module
     from lowering.passes import contract_broadcast_products
+    from lowering.specialize import inline_constants, small_constants
 
     module = lowered.specialize(*values)
     with lowered.lock:
         contract_broadcast_products(module.operation)
+        inline_constants(module, small_constants(len(lowered.input_types), lowered.hoisted_constants))
     return compile_module(module, lowered.platform, host_callbacks=lowered.host_callbacks, lock=lowered.lock)
 
 

@@ -47,6 +47,7 @@ from lowering.specialize import (
     bind_runtime_dims,
     drop_folded_checks,
     has_dynamic_ops,
+    inline_constants,
     is_fully_static,
     main_function,
     pack_small_arguments,
@@ -54,6 +55,7 @@ from lowering.specialize import (
     probe_module,
     runtime_dims,
     scalar_arguments,
+    small_constants,
 )
 from lowering.types import dtype_of, is_rng_type, storage_dtype
 
@@ -109,6 +111,8 @@ class Compiled:
         self._packing = PackedArguments.of(self._in_types, excluded=(*self._resident, *self._maybe_large))
         packed = self._packing.parts if self._packing is not None else {}
         self._unpacked = tuple(i for i in range(len(self._in_types)) if i not in packed)
+        # Hoisted constants compiled into the executables; the others are passed as buffers.
+        self._inlined = small_constants(len(self._in_types), lowered.hoisted_constants)
         # input -> the aligned buffer its copies reuse (`_staged`), while a call holds it
         self._staging: dict = {}
         self._staging_lock = threading.Lock()
@@ -201,7 +205,11 @@ class Compiled:
         self._device = self._backend.local_devices()[0]
         self._sharding = SingleDeviceSharding(self._device)
         self._device_memory = _device_memory(self._device)
-        self._constant_buffers = tuple(self._put(c.value, c.value.dtype) for c in self.lowered.hoisted_constants)
+        first = len(self._in_types)
+        self._constant_buffers = tuple(
+            self._put(c.value, c.value.dtype)
+            for j, c in enumerate(self.lowered.hoisted_constants) if first + j not in self._inlined
+        )
 
     def _settle_threads(self, module) -> None:
         """At the first compile of a function with results of a shape unknown at `_bind`
@@ -504,6 +512,8 @@ class Compiled:
                 packed = pack_small_results(module)
                 if self.fp_contraction:
                     contract_broadcast_products(module.operation)
+            if self._inlined:
+                inline_constants(module, self._inlined)
             if self._packing is not None:
                 pack_small_arguments(module, self._packing)
         exe = compile_module(

@@ -219,17 +219,22 @@ def test_emit_hlo_and_output_file(capsys, graphs, tmp_path):
 
 def test_emit_hlo_is_what_a_function_runs(capsys, tmp_path):
     """--emit=hlo compiles the module as a function's executable is compiled: a sum of
-    outer products there is a dot, not a reduce."""
+    outer products there is a dot, not a reduce, and a small hoisted constant is a
+    constant of the executable, not a parameter (a large one stays a parameter)."""
     path = tmp_path / "outer.py"
     path.write_text(
-        "import pytensor.tensor as pt\n"
+        "import numpy as np, pytensor.tensor as pt\n"
         "a = pt.tensor('a', shape=(40, 3), dtype='float64')\n"
         "b = pt.tensor('b', shape=(40, 4), dtype='float64')\n"
-        "inputs = [a, b]\n"
-        "outputs = [(a[:, :, None] * b[:, None, :]).sum(0)]\n"
+        "small, large = np.arange(2000.0), np.arange(20000.0)\n"
+        "c = pt.dscalar('c')\n"
+        "inputs = [a, b, c]\n"
+        "outputs = [(a[:, :, None] * b[:, None, :]).sum(0), pt.exp(c * small), pt.exp(c * large)]\n"
     )
     code, out, _ = run_tool(capsys, path, "--emit=hlo")
     assert code == 0 and " dot(" in out and " reduce(" not in out
+    entry = out.split("ENTRY")[1]
+    assert entry.count(" parameter(") == 4  # a, b, c and the large constant
 
 
 def test_emit_bytecode_parses_back(capsys, graphs, tmp_path):

@@ -31,6 +31,7 @@ from lowering import (
 from lowering._jax_internal import make_ir_context
 from lowering.passes import run_pipeline, split_pipeline
 from tests.helpers import MODE, PY_MODE, assert_same, compare_each_with_py, compare_with_py
+from tests.values import finite_values
 
 ALL_DTYPES = [
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -430,6 +431,48 @@ def test_large_constants_become_bound_arguments():
     assert small.hoisted_constants == []
 
 
+def test_small_hoisted_constants_are_compiled_into_the_executable():
+    """Hoisted constants of at most INLINE_CONSTANT_BYTES become constants of the
+    executables again (each argument costs the dispatch); larger ones stay bound
+    buffers. Every dtype, beside packed inputs, run-time shapes and a while-Scan's
+    probe, which takes the same arguments."""
+    from pytensor.scan import until
+
+    from lowering.specialize import INLINE_CONSTANT_BYTES
+
+    rng = np.random.default_rng(5)
+    small = {dt: finite_values(dt, 2048, seed=i) for i, dt in enumerate(ALL_DTYPES)}
+    large = rng.normal(size=INLINE_CONSTANT_BYTES // 8 + 1)
+    a, b, c, s = (pt.dscalar(name) for name in "abcs")  # packed
+    d = pt.dvector("d")  # a run-time length
+    outputs = [pt.constant(v) * 2 if v.dtype != bool else ~pt.constant(v) for v in small.values()]
+    outputs += [(pt.constant(large)[: d.shape[0]] * d).sum() * a + b - c]
+
+    def step(x, a, b):
+        nx = x * a + b + pt.constant(small["float64"])[:3].sum()
+        return nx, until(nx > 100.0)
+
+    outputs += [pytensor.scan(step, outputs_info=[s], non_sequences=[a, b], n_steps=1000, return_updates=False)]
+    inputs = [a, d, b, c, s]
+    fn = pytensor.function(inputs, outputs, mode="STABLEHLO")
+    compiled = fn.vm.jit_fn.compiled
+    hoisted = compiled.lowered.hoisted_constants
+    assert sorted(c.value.nbytes for c in hoisted)[-1] == large.nbytes
+    assert len(hoisted) == len(small) + 1
+    assert len(compiled._inlined) == len(small)
+    compare_each_with_py(inputs, outputs, [[1.5, rng.normal(size=n), 0.5, -1.0, 1.0] for n in (5, 5, 9)])
+    for n in (4, 6):
+        fn(1.5, np.ones(n), 0.5, -1.0, 1.0)
+    assert len(compiled._constant_buffers) == 1
+    executables = []
+    for measured in compiled._by_shapes.values():  # a probe, then the executable per length
+        executables += [measured.probe, *measured.executables.values()]
+    assert len(executables) == 4  # two lengths, and the probe of each
+    for exe in executables:
+        entry = exe.xla.hlo_modules()[0].to_string().split("ENTRY")[1]
+        assert entry.count(" parameter(") == 3  # d, the large constant, the packed vector
+
+
 # --- PyTensor integration -------------------------------------------------------------
 
 
@@ -740,7 +783,7 @@ def test_calls_after_the_first_run_in_cpp_dispatch_and_behave_the_same():
     on the device and runs the executable (nothing in Python until the results come
     back); hoisted constants, failed checks and other dtypes behave as on a first
     call, and earlier outputs stay as they were."""
-    data = np.random.default_rng(2).normal(size=4096)
+    data = np.random.default_rng(2).normal(size=1 << 15)  # too large to compile in
     x, n = pt.dvector("x"), pt.lscalar("n")
     compiled = lower(fg([x, n], [x * pt.constant(data), x[n]])).compile()
     assert len(compiled.lowered.hoisted_constants) == 1
@@ -748,9 +791,10 @@ def test_calls_after_the_first_run_in_cpp_dispatch_and_behave_the_same():
     put = compiled._put
     compiled._put = lambda value, dtype: puts.append(value) or put(value, dtype)
 
-    first = compiled(np.ones(4096), np.array(3))
+    first = compiled(np.ones(1 << 15), np.array(3))
+    assert len(compiled._constant_buffers) == 1
     assert len(puts) == 3  # the constant (on the client the first call chooses) and two arguments
-    value = np.arange(4096.0)
+    value = np.arange(float(1 << 15))
     for i in (5, 7):
         got = compiled(value, np.array(i))
         assert_same(got[0], value * data)
@@ -760,7 +804,7 @@ def test_calls_after_the_first_run_in_cpp_dispatch_and_behave_the_same():
     assert_same(first[0], data)
     assert_same(first[1], np.float64(1.0))
     with pytest.raises(IndexError, match="index out of bounds"):
-        compiled(value, np.array(4096))
+        compiled(value, np.array(1 << 15))
     got = compiled.call_trusted([value.astype("float32"), np.array(4)])  # converted
     assert_same(got[0], value * data)
     assert len(puts) == 5
