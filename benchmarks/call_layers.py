@@ -47,15 +47,20 @@ def layers(name: str) -> dict[str, float]:
     ours(*args)
     compiled = ours.vm.jit_fn.compiled
     (exe,) = [e for e in compiled._by_shapes.values() if e is not None]
-    extra = list(compiled._constant_buffers)
-    buffers = [compiled._put(a, dt) for a, dt in zip(args, compiled._dtypes)] + extra
+    # The dispatch's arguments as a call passes them: small float64 inputs packed into
+    # one vector, and the constants the executable does not hold.
+    if compiled._packing is not None:
+        call = compiled._packed_call(args)
+    else:
+        call = [*args, *compiled._constant_buffers]
+    buffers = [compiled._put(a, np.dtype(a.dtype)) for a in call]
 
     def execute_and_read():
         results = exe.xla.execute_sharded(buffers).disassemble_into_single_device_arrays()
         return [np.asarray(r[0]) for r in results]
 
     with enable_x64():
-        dispatch = median_us(lambda: compiled._dispatch.call(*args, *extra))
+        dispatch = median_us(lambda: compiled._dispatch.call(*call))
     return {
         "NUMBA": median_us(lambda: numba(*args)),
         "function": median_us(lambda: ours(*args)),
