@@ -108,6 +108,8 @@ def _after_fork_in_child() -> None:
         _forked_after_xla = True
         for callback in _fork_callbacks:
             callback()
+        for keeper in _POOL_KEEPERS.values():  # its thread ids are the parent's threads
+            keeper.stop()
 
 
 if hasattr(os, "register_at_fork"):
@@ -128,13 +130,104 @@ def _synchronous_cpu_client(threads: int | None = 1):
     saved = os.environ.get("PJRT_NPROC")
     if threads is not None:
         os.environ["PJRT_NPROC"] = str(threads)
+    before = _pool_thread_ids()
     try:
-        return _xc.make_cpu_client(asynchronous=False, num_devices=1)
+        client = _xc.make_cpu_client(asynchronous=False, num_devices=1)
     finally:
         if saved is None:
             os.environ.pop("PJRT_NPROC", None)
         else:
             os.environ["PJRT_NPROC"] = saved
+    if threads == 1 and _sched_getcpu is not None:
+        _POOL_KEEPERS[threads] = PoolBesideCaller(_pool_thread_ids() - before)
+    return client
+
+
+# XLA's executor runs a module's kernels in the calling thread, but whenever more than 8 are
+# ready at once it hands half of them to its client's pool (a fixed threshold; no option
+# reaches it), which is one thread on the one-thread client. Where the OS runs that thread on
+# another core, every such module's calls slow down, and stay slow, from then on: ARMA's
+# logp+dlogp 48 -> 101-117 µs after some hundreds of calls, GARCH's 56 -> 101-146, LKJ's
+# 37 -> 57-80 (benchmarks/README.md, "Two levels of per-call time"). Kept on the caller's
+# core, the pool thread runs only while the caller waits, as on one core (ARMA 47-49 µs
+# through 16,000 calls). So on Linux the runtime moves it to the caller's core, and again
+# after the caller moves (`PoolBesideCaller`). The clients with a thread per core are for
+# work worth spreading, and are left alone.
+_POOL_THREAD_NAME = "tf_XLAEigen"  # how XLA names its CPU client's pool threads (Linux comm)
+
+
+def _load_sched_getcpu():
+    if not hasattr(os, "sched_setaffinity") or not os.path.isdir("/proc/self/task"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.PyDLL(None).sched_getcpu  # (keeps the GIL: 60 ns a call, not 100)
+    except (OSError, AttributeError):
+        return None
+
+
+_sched_getcpu = _load_sched_getcpu()
+
+
+def _pool_thread_ids() -> set[int]:
+    """This process's XLA pool threads (Linux), by thread id."""
+    ids = set()
+    for tid in os.listdir("/proc/self/task") if _sched_getcpu is not None else ():
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as comm:
+                if comm.read().strip() == _POOL_THREAD_NAME:
+                    ids.add(int(tid))
+        except OSError:  # the thread ended meanwhile
+            pass
+    return ids
+
+
+class PoolBesideCaller:
+    """Keeps a CPU client's pool threads on the core of the thread that calls it,
+    looking where that thread runs at every CHECK_EVERY-th call: callers seldom move, and
+    looking at every call cost 0.65-1.2 µs a call, against about 0.3."""
+
+    CHECK_EVERY = 16
+    __slots__ = ("threads", "cpu", "_countdown")
+
+    def __init__(self, threads):
+        self.threads = tuple(sorted(threads))
+        self.cpu = -1
+        self._countdown = 0
+
+    def __call__(self) -> None:
+        self._countdown -= 1
+        if self._countdown > 0:
+            return
+        self._countdown = self.CHECK_EVERY
+        cpu = _sched_getcpu()
+        if cpu != self.cpu and self.threads:
+            self._move(cpu)
+
+    def _move(self, cpu: int) -> None:
+        try:
+            for tid in self.threads:
+                os.sched_setaffinity(tid, (cpu,))
+        except OSError:  # a thread gone, or not ours to move: leave them where they are
+            self.stop()
+        self.cpu = cpu
+
+    def stop(self) -> None:
+        self.threads = ()
+
+
+_POOL_KEEPERS: dict[int, PoolBesideCaller] = {}
+
+
+def pool_beside_caller(platform: str = "cpu", large: bool = False) -> PoolBesideCaller | None:
+    """What a function on `get_backend(platform, large)` calls before each run to keep that
+    client's pool thread on its core; None where nothing is kept (`PoolBesideCaller`)."""
+    if platform != "cpu":
+        return None
+    get_backend(platform, large)
+    keeper = _POOL_KEEPERS.get(cpu_threads(large))
+    return keeper if keeper is not None and keeper.threads else None
 
 
 # XLA's CPU client runs a module's independent kernels at once on a pool of threads, one

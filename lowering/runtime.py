@@ -39,6 +39,7 @@ from lowering.compile import (
     get_backend,
     no_contraction_overrides,
     on_fork_after_xla,
+    pool_beside_caller,
 )
 from lowering.errors import ForkedProcessError, PassPipelineError
 from lowering.passes import contract_broadcast_products
@@ -202,6 +203,7 @@ class Compiled:
         self._large = large
         self._held = dict.fromkeys(self._held)
         self._backend = get_backend(self.platform, large)
+        self._keep_pool = pool_beside_caller(self.platform, large)
         self._device = self._backend.local_devices()[0]
         self._sharding = SingleDeviceSharding(self._device)
         self._device_memory = _device_memory(self._device)
@@ -231,6 +233,8 @@ class Compiled:
     def _run(self, args):
         if not self._bound:
             self._bind(args)
+        if self._keep_pool is not None:
+            self._keep_pool()
         staging = False
         if self._prepare:
             args, staging = self._prepared(args)

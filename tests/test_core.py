@@ -703,6 +703,39 @@ def test_the_cpu_client_starts_with_the_threads_asked_for():
     assert run(STABLEHLO_PYTENSOR_THREADS="3", PJRT_NPROC="5") == (3, 3, 3, "5")
 
 
+@pytest.mark.skipif(not (hasattr(os, "sched_setaffinity") and os.path.isdir("/proc/self/task")),
+                    reason="thread affinity through Linux's sched_setaffinity and /proc")
+def test_the_one_thread_pool_runs_on_its_callers_core():
+    """XLA's executor hands half its ready kernels to its client's pool thread whenever
+    more than 8 are ready; on another core than the caller's, that thread made ARMA's
+    calls 2x slower. The runtime keeps the one-thread client's pool thread on the core of
+    the thread that calls, and moves it after the caller moves; the clients with a thread
+    per core and other platforms' are left alone."""
+    import lowering.compile as comp
+
+    x = pt.dvector("x")
+    fn = pytensor.function([x], [pt.exp(x).sum(), x * 2], mode="STABLEHLO")
+    values = np.linspace(0.0, 1.0, 7)
+    fn(values)
+    keeper = fn.vm.jit_fn.compiled._keep_pool
+    assert keeper is comp._POOL_KEEPERS[1] and keeper.threads
+    for tid in keeper.threads:
+        with open(f"/proc/self/task/{tid}/comm") as comm:
+            assert comm.read().strip() == "tf_XLAEigen"
+    assert comp.pool_beside_caller("cpu", large=True) is None
+    assert comp.pool_beside_caller("cuda") is None
+    mine = os.sched_getaffinity(0)  # this thread's
+    try:
+        for cpu in sorted(mine)[:2]:  # the caller on one core, then on another
+            os.sched_setaffinity(0, {cpu})
+            for _ in range(comp.PoolBesideCaller.CHECK_EVERY):
+                got = fn(values)
+            assert_same(got[0], np.exp(values).sum())
+            assert all(os.sched_getaffinity(tid) == {cpu} for tid in keeper.threads), cpu
+    finally:
+        os.sched_setaffinity(0, mine)
+
+
 def test_functions_that_draw_much_get_a_thread_per_core():
     """Random draws are compute enough that LARGE_DRAW_BYTES of them go to the client
     with a thread per core; fewer stay on the one-thread client, as does a function
