@@ -130,7 +130,8 @@ def _synchronous_cpu_client(threads: int | None = 1):
     saved = os.environ.get("PJRT_NPROC")
     if threads is not None:
         os.environ["PJRT_NPROC"] = str(threads)
-    before = _pool_thread_ids()
+    keep = threads == 1 and _sched_getcpu is not None  # (`PoolBesideCaller`)
+    before = _pool_thread_ids() if keep else set()
     try:
         client = _xc.make_cpu_client(asynchronous=False, num_devices=1)
     finally:
@@ -138,7 +139,7 @@ def _synchronous_cpu_client(threads: int | None = 1):
             os.environ.pop("PJRT_NPROC", None)
         else:
             os.environ["PJRT_NPROC"] = saved
-    if threads == 1 and _sched_getcpu is not None:
+    if keep:
         _POOL_KEEPERS[threads] = PoolBesideCaller(_pool_thread_ids() - before)
     return client
 
