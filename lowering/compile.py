@@ -194,7 +194,7 @@ class PoolBesideCaller:
 
     def __init__(self, threads):
         self.threads = tuple(sorted(threads))
-        self.cpu = -1
+        self.cpu = None  # (not -1: sched_getcpu's failure)
         self._countdown = 0
 
     def __call__(self) -> None:
@@ -207,10 +207,13 @@ class PoolBesideCaller:
             self._move(cpu)
 
     def _move(self, cpu: int) -> None:
+        """Put the threads on `cpu`; where that fails (sched_getcpu's -1 where the kernel
+        cannot tell, a thread gone, one not ours to move), stop: a call never fails for
+        this, and the threads stay where they are."""
         try:
             for tid in self.threads:
                 os.sched_setaffinity(tid, (cpu,))
-        except OSError:  # a thread gone, or not ours to move: leave them where they are
+        except (OSError, ValueError):  # ValueError: a negative cpu
             self.stop()
         self.cpu = cpu
 

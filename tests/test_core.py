@@ -734,6 +734,20 @@ def test_the_one_thread_pool_runs_on_its_callers_core():
             assert all(os.sched_getaffinity(tid) == {cpu} for tid in keeper.threads), cpu
     finally:
         os.sched_setaffinity(0, mine)
+    # Where it cannot move them, it stops, and the call goes on: a thread that is gone, or
+    # no core to read (sched_getcpu's -1, which os.sched_setaffinity refuses with a
+    # ValueError).
+    gone = comp.PoolBesideCaller([2**22 + 12345])  # beyond Linux's default pid_max
+    gone()
+    assert gone.threads == ()
+    lost = comp.PoolBesideCaller(keeper.threads)
+    real = comp._sched_getcpu
+    try:
+        comp._sched_getcpu = lambda: -1
+        lost()
+    finally:
+        comp._sched_getcpu = real
+    assert lost.threads == ()
 
 
 def test_functions_that_draw_much_get_a_thread_per_core():
