@@ -111,6 +111,7 @@ class Compiled:
         # Small float64 inputs passed to the executable as one vector (`_packed_call`).
         self._packing = PackedArguments.of(self._in_types, excluded=(*self._resident, *self._maybe_large))
         packed = self._packing.parts if self._packing is not None else {}
+        self._packed_dtypes = [np.dtype(np.float64)] * len(packed)
         self._unpacked = tuple(i for i in range(len(self._in_types)) if i not in packed)
         # Hoisted constants compiled into the executables; the others are passed as buffers.
         self._inlined = small_constants(len(self._in_types), lowered.hoisted_constants)
@@ -317,20 +318,28 @@ class Compiled:
     def _packed_call(self, args) -> list:
         """The dispatch's arguments where small float64 inputs travel packed
         (`PackedArguments`): the other inputs, the constants, then one vector of the
-        packed ones. A packed input of another shape (under trust_input), even of as many
-        elements, raises a ValueError naming it."""
+        packed ones. Under trust_input, a packed input of another shape, even of as many
+        elements, raises a ValueError naming it, and one of another dtype is converted as
+        numpy converts it (a TypeError naming it where float64 cannot hold its kind)."""
         packing = self._packing
         parts = [args[i] for i in packing.parts]
         try:
             shapes = [a.shape for a in parts]
-            flat = [a.ravel() for a in parts]
+            dtypes = [a.dtype for a in parts]
         except AttributeError:  # a Python number, under trust_input
             shapes = [np.shape(a) for a in parts]
-            flat = [np.ravel(a) for a in parts]
+            dtypes = None
         if shapes != packing.shapes:
             i, shape, got = next(x for x in zip(packing.parts, packing.shapes, shapes) if x[1] != x[2])
             raise ValueError(f"input {i} ({self._names[i]}): expected shape {shape}, got {got}")
-        vector = np.concatenate(flat)
+        if dtypes == self._packed_dtypes:  # float64 arrays: their bytes, joined (0.3 µs a part less)
+            vector = np.frombuffer(b"".join([a.tobytes() for a in parts]))
+        else:  # other numbers, under trust_input: converted as numpy converts them
+            flat = [np.ravel(a) for a in parts]
+            for i, a in zip(packing.parts, flat):
+                if not np.can_cast(a.dtype, np.float64, "same_kind"):
+                    raise TypeError(f"input {i} ({self._names[i]}): expected float64, got {a.dtype}")
+            vector = np.concatenate(flat, dtype=np.float64)
         call = [args[i] for i in self._unpacked]
         call += self._constant_buffers
         call.append(vector)

@@ -257,11 +257,13 @@ def pack_small_results(module: ir.Module) -> PackedResults | None:
 
 
 # Small float64 inputs travel to @main packed into one vector where there are at least
-# this many: each argument costs the C++ dispatch 1.5-2.5 µs, and joining them about
-# 0.3 µs each plus 1 µs, and checking their shapes a little more. A hierarchical
-# regression's 7 inputs: 46.8 -> 40.9 µs a call; ARMA's 4: 49.6 -> 46.9; 3 (a Student-t
-# regression) about even, 2 (a linear regression, the LKJ model) 0.7-1.0 µs slower.
-_PACK_MIN_ARGUMENTS = 4
+# this many: each argument costs the C++ dispatch 1.5-2.5 µs; joining their bytes costs
+# about 0.1 µs each plus 0.5 µs, and checking their shapes and dtypes a little more
+# (`Compiled._packed_call`). Against passing them apart, in one process: a hierarchical
+# regression's 7 inputs 45.0 -> 36.8 µs a call; ARMA's 4 49.3 -> 47.0; 3 (eight schools,
+# a Student-t regression, GARCH, a normal mixture) 0.6-1.2 µs faster; 2 (a linear
+# regression, the LKJ model, a negative binomial) 0.5-2.9 µs slower.
+_PACK_MIN_ARGUMENTS = 3
 
 
 @dataclass(frozen=True)

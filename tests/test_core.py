@@ -982,8 +982,8 @@ def test_a_failed_call_leaves_its_aligned_copy_to_the_run():
 
 
 def test_small_float64_inputs_travel_packed():
-    """Four or more small float64 inputs of static shape go to the executable as one
-    vector; the others (a shape known at run time, other dtypes) as themselves. Results
+    """Three or more small float64 inputs of static shape go to the executable as one
+    vector (two travel apart); the others (a shape known at run time, other dtypes) as themselves. Results
     match the Python mode, at the first call and through the C++ dispatch after."""
     a, b = pt.dscalar("a"), pt.dscalar("b")
     v = pt.tensor("v", shape=(3,), dtype="float64")
@@ -1000,6 +1000,33 @@ def test_small_float64_inputs_travel_packed():
                rng.normal(size=(2, 3)), rng.normal(size=3).astype("float32"), np.float64(rng.normal())]
               for n in (4, 4, 7, 0)]
     compare_each_with_py(inputs, outputs, values)
+    three = pytensor.function([a, v, b], a * v + b, mode="STABLEHLO").vm.jit_fn.compiled
+    assert set(three._packing.parts) == {0, 1, 2}
+    assert pytensor.function([a, v], a * v, mode="STABLEHLO").vm.jit_fn.compiled._packing is None
+
+
+def test_packed_inputs_of_other_dtypes_under_trust_input():
+    """Under trust_input a packed input may come as another dtype or layout: float64
+    arrays travel as their bytes, the rest converted to float64 as numpy converts them,
+    so an int64 or big-endian array is never read as float64 bits. A complex input
+    raises a TypeError naming it."""
+    a, b = pt.dscalar("a"), pt.dscalar("b")
+    v = pt.tensor("v", shape=(3,), dtype="float64")
+    fn = pytensor.function([a, v, b], a * v + b, mode="STABLEHLO", trust_input=True)
+    assert fn.vm.jit_fn.compiled._packing is not None
+    for args in [
+        (np.float64(2.0), np.array([1.0, 2.0, 3.0]), np.array(0.5)),
+        (2.0, np.array([1.0, 2.0, 3.0]), 0.5),  # Python floats
+        (np.array(2.0), np.arange(6.0)[::2], np.array(0.5)),  # a strided view
+        (np.array(2.0), np.array([1, 2, 3]), np.array(0.5)),  # int64, as many bytes
+        (np.array(2.0), np.array([1.0, 2.0, 3.0], dtype=">f8"), np.array(0.5)),  # big-endian
+        (np.float32(2.0), np.array([1.0, 2.0, 3.0], dtype="float32"), np.array(0.5, dtype="float32")),
+        (np.array(2.0), np.array([True, False, True]), 1),
+    ]:
+        expected = np.float64(args[0]) * np.asarray(args[1], dtype="float64") + np.float64(args[2])
+        assert_same(fn(*args), expected)
+    with pytest.raises(TypeError, match=r"input 1 \(v\): expected float64, got complex128"):
+        fn(2.0, np.array([1.0, 2.0, 3.0]) + 1j, 0.5)
 
 
 def test_packed_inputs_of_value_dependent_shapes_and_python_numbers():
