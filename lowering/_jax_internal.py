@@ -148,13 +148,33 @@ def fastpath_data(xla, out_tree, n_args: int, results, sharding):
     )
 
 
-def x64_enabled() -> bool:
-    return _config.enable_x64.value
-
-
 def enable_x64():
     """A context in which jax keeps 64-bit types (thread-local, ~1.5 µs to enter)."""
     return _config.enable_x64(True)
+
+
+_X64 = _config.enable_x64
+
+if getattr(_X64, "_update_thread_local_hook", True) is None and hasattr(_X64, "swap_local"):
+    # What `enable_x64()`'s context manager does on entry and exit, without building it
+    # and its parser's call each time: 0.12 µs against 0.58 a call.
+
+    def x64_on():
+        """Turn jax's 64-bit types on in this thread; what `x64_restore` takes back."""
+        return _X64.swap_local(True)
+
+    def x64_restore(previous) -> None:
+        _X64.set_local(previous)
+
+else:  # a jax whose flag has a thread-local hook: through its context manager
+
+    def x64_on():
+        context = enable_x64()
+        context.__enter__()
+        return context
+
+    def x64_restore(previous) -> None:
+        previous.__exit__(None, None, None)
 
 
 def compatibility_version(weeks: int = 12) -> str:

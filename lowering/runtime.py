@@ -25,10 +25,10 @@ from lowering._jax_internal import (
     Dispatch,
     HostBufferSemantics,
     batched_device_put,
-    enable_x64,
     fastpath_data,
     finishing_tree,
-    x64_enabled,
+    x64_on,
+    x64_restore,
 )
 from lowering._jax_internal import to_numpy as _to_numpy
 from lowering.builders import function_type
@@ -243,10 +243,11 @@ class Compiled:
         if self._packing is not None:
             args, tail = self._packed_call(args), ()
         try:
-            if x64_enabled():
+            previous = x64_on()  # (the dispatch would make float64 arguments float32)
+            try:
                 return self._dispatch.call(*args, *tail)
-            with enable_x64():
-                return self._dispatch.call(*args, *tail)
+            finally:
+                x64_restore(previous)
         except JaxRuntimeError as exc:  # XLA runs asynchronously: failures surface late
             raise _runtime_error(exc, [getattr(a, "shape", "?") for a in given]) from None
         except BaseException:

@@ -356,6 +356,32 @@ def test_float64_without_global_x64():
 
 
 
+def test_a_call_leaves_jaxs_64_bit_flag_as_it_was():
+    """A call turns jax's 64-bit types on around the dispatch alone: after it, a failed
+    run-time check's call included, the (thread-local) flag is what it was, off or on."""
+    from jax._src import config as jax_config
+    from pytensor.raise_op import Assert
+
+    from lowering._jax_internal import enable_x64
+
+    x = pt.dvector("x")
+    fn = pytensor.function([x], Assert("x must be positive")(x * 2, pt.all(x > 0)), mode="STABLEHLO")
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", False)
+    try:
+        assert_same(fn(np.array([1.0, 2.5])), np.array([2.0, 5.0]))
+        assert jax_config.enable_x64.value is False
+        with pytest.raises(AssertionError, match="x must be positive"):
+            fn(np.array([-1.0, 2.0]))
+        assert jax_config.enable_x64.value is False
+        with enable_x64():
+            assert_same(fn(np.array([0.5])), np.array([1.0]))
+            assert jax_config.enable_x64.value is True
+        assert jax_config.enable_x64.value is False
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
 def test_run_time_errors_blame_the_node_that_raised_them():
     # JITLinker blames the first output's node for any error; ours names the node whose
     # run-time check failed, in the message and as PyTensor's `__op_instance__`.
