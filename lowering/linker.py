@@ -75,13 +75,17 @@ class StableHLOLinker(JITLinker):
         compiled = self.fgraph_convert(fgraph, order=order, input_storage=input_storage,
                                        output_storage=output_storage, storage_map=storage_map)
         run = self.jit_compile(compiled)
+        call = compiled.call_trusted
         inputs = self.create_thunk_inputs(storage_map)
         outputs = [storage_map[v] for v in fgraph.outputs]
         output_nodes = [v.owner for v in fgraph.outputs if v.owner is not None][:1]
 
         def thunk():
+            """Run, put the results in the output storage, and return them: a Function
+            (the thunk is its `vm`) then takes them as they are instead of reading them
+            back from that storage."""
             try:
-                results = run(*[x[0] for x in inputs])
+                results = call([x[0] for x in inputs])
             except Exception as exc:
                 node = getattr(exc, "__op_instance__", None) or next(iter(output_nodes), None)
                 if node is None:
@@ -89,6 +93,7 @@ class StableHLOLinker(JITLinker):
                 raise_with_op(fgraph, node, thunk)
             for storage, value in zip(outputs, results):
                 storage[0] = value
+            return results
 
         thunk.inputs, thunk.outputs, thunk.lazy = inputs, outputs, False
         return [thunk], output_nodes, run
