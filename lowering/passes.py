@@ -46,6 +46,8 @@ DEFAULT_PIPELINE = (
     # dynamically typed slice of a constant into an invalid `tensor<?x..>` constant.
     "fold-shape-arithmetic,"
     "stablehlo-refine-shapes,"
+    # (MHLO's scatter folder crashes on a scatter of nothing: see guard_empty_scatters)
+    "guard-empty-scatters,"
     # StableHLO's own `canonicalize` folds nothing in this jaxlib; MHLO's does:
     # constant folding, x+0, x*1, identity transposes/reshapes, splat broadcasts.
     "stablehlo-legalize-to-hlo,"
@@ -92,6 +94,7 @@ FOLD_AND_REFINE = (
     "fold-constant-reduce,fold-agreeing-if,fold-shape-arithmetic,"
     # (static before MHLO's folder sees them: see DEFAULT_PIPELINE)
     "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism),"
+    "guard-empty-scatters,"
     "stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo,"
     "static-elementwise-results,"
     "stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism)"
@@ -329,6 +332,34 @@ def static_elementwise_results(module_op: ir.Operation) -> None:
         result.replace_all_uses_except(back, back.owner.operation)
 
 
+def guard_empty_scatters(module_op: ir.Operation) -> None:
+    """Pass the indices of a scatter of no updates (an update tensor of static shape with
+    no elements) through an `optimization_barrier`. MHLO's scatter folder reads past an
+    empty index constant and crashes the process (jaxlib 0.10.2), as a `repeat` of an
+    empty axis built one once its scan of the counts folded to a constant. Behind the
+    barrier the indices are no constant, so nothing folds the scatter; XLA drops the
+    barrier, and a scatter of nothing costs nothing. (Replacing the scatter by its operand
+    instead lets MHLO fold that operand into users of a `?` type, into a `?`-typed
+    constant it then rejects.) Runs where shapes are static, before MHLO's
+    `canonicalize`."""
+    for op in ops_named(module_op, "stablehlo.scatter"):
+        n = len(op.results)
+        indices, updates = op.operands[n], list(op.operands)[n + 1:]
+        if not all(_static_and_empty(u.type) for u in updates):
+            continue
+        owner = getattr(indices, "owner", None)
+        if getattr(owner, "name", None) == "stablehlo.optimization_barrier":
+            continue
+        with ir.InsertionPoint(op), op.location:
+            guarded = hlo.OptimizationBarrierOp([indices]).results[0]
+        op.operands[n] = guarded
+
+
+def _static_and_empty(t: ir.Type) -> bool:
+    ranked = ir.RankedTensorType(t)
+    return ranked.has_static_shape and 0 in ranked.shape
+
+
 def _defined_inside(value: ir.Value, op) -> bool:
     """Whether `value` is defined in one of `op`'s regions (not visible after it)."""
     owner = value.owner
@@ -463,6 +494,7 @@ PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "fold-shape-arithmetic": fold_shape_arithmetic,
     "fold-agreeing-if": fold_agreeing_if,
     "static-elementwise-results": static_elementwise_results,
+    "guard-empty-scatters": guard_empty_scatters,
     "check-shape-assertions": check_shape_assertions,
     "contract-broadcast-products": contract_broadcast_products,
 }

@@ -3,6 +3,7 @@ types, append a block, enter it, lower the body, `stablehlo.return`."""
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -312,12 +313,12 @@ def scatter_indexed(x, axes, index, updates, front, combine):
     return scatter(x, index, updates, dnums, combine)
 
 
-def cumulative(x, axis, combine, identity):
+def cumulative(x, axis, combine, identity, written_out: bool = False):
     """Inclusive scan along `axis`: a reduce_window where the axis is static and at most
-    _STATIC_SCAN_MAX long, otherwise `prefix_scan`."""
+    _STATIC_SCAN_MAX long, otherwise `prefix_scan` (`written_out`: see there)."""
     n = static_shape(x.type)[axis]
     if n is None or n > _STATIC_SCAN_MAX:
-        return prefix_scan(x, axis, combine, identity)
+        return prefix_scan(x, axis, combine, identity, written_out)
     if n == 0:
         return x  # (nothing to scan; a window of size 0 is invalid)
     rank = len(static_shape(x.type))
@@ -327,22 +328,30 @@ def cumulative(x, axis, combine, identity):
     return reduce_window(x, init, window, padding, combine)
 
 
-# Rows per block of `prefix_scan`: each block is scanned by a reduce_window of this static
-# size, and only the blocks' totals by the loop of gathers.
+# Rows per block of `prefix_scan`: each block is scanned on its own (a reduce_window of
+# this static size, or its rows combined one by one), and only the blocks' totals by the
+# loop of gathers.
 _SCAN_BLOCK = 16
 # Longer static axes are scanned by blocks too: XLA's reduce_window over a whole axis of
 # 10^5 float64s took 775 µs a call, the blocks 403 (2·10^4: 142 and 95 µs; 10^3: equal).
 _STATIC_SCAN_MAX = 256
 
 
-def prefix_scan(x, axis, combine, identity):
+def prefix_scan(x, axis, combine, identity, written_out: bool = False):
     """Inclusive scan along `axis`, of a size known only at run time (a reduce_window
-    needs n as an attribute) or longer than _STATIC_SCAN_MAX. The axis is padded with `identity` to m blocks of
-    _SCAN_BLOCK rows; a reduce_window scans within each block, `_doubling_scan` the
-    blocks' totals (log2 m rounds of gathers), and each block is combined with the total
-    of the blocks before it. Every shape is static once n is.
-    10^5 float64s of a run-time size: 438 µs a call, against 1,045 with the doubling scan
-    over all rows (NUMBA: 86 µs)."""
+    needs n as an attribute) or longer than _STATIC_SCAN_MAX. The axis is padded with
+    `identity` to m blocks of _SCAN_BLOCK rows, `_doubling_scan` scans the blocks' totals
+    (log2 m rounds of gathers), and each block is combined with the total of the blocks
+    before it. Every shape is static once n is.
+
+    Within a block, a reduce_window scans the rows; `written_out`, each block's total is
+    its rows combined in order and its rows are then combined in order from the total of
+    the blocks before it, two passes XLA fuses into one loop each. That runs twice as fast
+    (10^5 float64s of a run-time size: 198-221 µs a call against 393-435; 2·10^4: 55-64
+    against 101; NUMBA: 86 at 10^5) and compiles slower (0.1-0.2 s more for each scan,
+    whose 16 chained combines XLA emits per element), so it is for `cumsum`/`cumprod`,
+    which may run at every call of a sampler, and not for the samplers' own prefix sums.
+    Without it, 10^5 float64s took 1,045 µs with the doubling scan over all rows."""
     rank = len(static_shape(x.type))
     perm = [axis] + [d for d in range(rank) if d != axis]
     moved = transpose(x, perm)
@@ -351,14 +360,25 @@ def prefix_scan(x, axis, combine, identity):
     rows = reshape(moved, [n, k])
     b = _SCAN_BLOCK
     m = dim_quotient(dim_add(n, b - 1), b)
-    padded = hlo.concatenate([rows, full(identity, [dim_sub(dim_product([m, b]), n), k], value_dtype(x))], 0)
+    dtype = value_dtype(x)
+    padded = hlo.concatenate([rows, full(identity, [dim_sub(dim_product([m, b]), n), k], dtype)], 0)
     blocks = reshape(padded, [m, b, k])
-    within = cumulative(blocks, 1, combine, identity)  # (a reduce_window of b)
-    totals = reshape(slice_axis(within, 1, b - 1, b), [m, k])
+    if written_out:
+        parts = [slice_axis(blocks, 1, j, j + 1) for j in range(b)]
+        totals = reshape(functools.reduce(combine, parts), [m, k])
+    else:
+        within = cumulative(blocks, 1, combine, identity)  # (a reduce_window of b)
+        totals = reshape(slice_axis(within, 1, b - 1, b), [m, k])
     before = _doubling_scan(totals, combine, identity)  # through each block
-    # block i + 1 gets the total through block i, the first the identity
-    offsets = slice_axis(hlo.concatenate([full(identity, [1, k], value_dtype(x)), before], 0), 0, 0, m)
-    scanned = combine(within, broadcast_in_dim(offsets, [m, b, k], [0, 2]))
+    # block i + 1 starts from the total through block i, the first from the identity
+    offsets = slice_axis(hlo.concatenate([full(identity, [1, k], dtype), before], 0), 0, 0, m)
+    if written_out:
+        running = [combine(reshape(offsets, [m, 1, k]), parts[0])]
+        for part in parts[1:]:
+            running.append(combine(running[-1], part))
+        scanned = hlo.concatenate(running, 1)
+    else:
+        scanned = combine(within, broadcast_in_dim(offsets, [m, b, k], [0, 2]))
     out = slice_axis(reshape(scanned, [dim_product([m, b]), k]), 0, 0, n)
     return transpose(reshape(out, dims), list(np.argsort(perm)))
 

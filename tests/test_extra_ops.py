@@ -43,6 +43,14 @@ def test_cumsum_of_empty_and_nan():
                     [np.zeros((0, 3))])
 
 
+def test_a_scatter_at_the_cumsum_of_no_counts():
+    """The cumsum of an empty run-time vector folds to an empty constant once the call's
+    shapes are known, and a scatter at it to a scatter of nothing: MHLO's folder crashed
+    the process on such a scatter (`passes.guard_empty_scatters`)."""
+    i = pt.lvector("i")
+    out = pt.inc_subtensor(pt.zeros(i.sum() + 1)[pt.cumsum(i)], 1.0)
+    compare_each_with_py([i], [out], [[np.array([0, 1, 2])], [np.zeros(0, dtype="int64")], [np.array([3])]])
+
 def test_searchsorted_both_sides_nan_and_sorter():
     from tests.helpers import compare_with_py
 

@@ -114,3 +114,28 @@ module = lowered.specialized_module(((20, 3), (20, 4)))
 with module.context:
     run_pipeline(module, "builtin.module(contract-broadcast-products)")
 print(module)
+
+# A scatter of nothing (an empty update tensor) gets its indices behind an
+# optimization_barrier: MHLO's scatter folder crashes the process on empty constant
+# indices (jaxlib 0.10.2), as a `repeat` of an empty axis once built. Nothing folds it.
+# CHECK-LABEL: TEST: guard_empty_scatters
+# CHECK: %[[I:.*]] = stablehlo.optimization_barrier %{{.*}} : tensor<0x1xi64>
+# CHECK: "stablehlo.scatter"(%{{.*}}, %[[I]], %{{.*}})
+# CHECK: return
+print("TEST: guard_empty_scatters")
+with make_ir_context():
+    module = ir.Module.parse("""
+    func.func public @main(%x: tensor<3xi64>) -> tensor<3xi64> {
+      %i = stablehlo.constant dense<> : tensor<0x1xi64>
+      %u = stablehlo.constant dense<> : tensor<0xi64>
+      %z = stablehlo.constant dense<0> : tensor<3xi64>
+      %r = "stablehlo.scatter"(%z, %i, %u) ({
+        ^bb0(%a: tensor<i64>, %b: tensor<i64>):
+          %s = stablehlo.add %a, %b : tensor<i64>
+          stablehlo.return %s : tensor<i64>
+      }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>} : (tensor<3xi64>, tensor<0x1xi64>, tensor<0xi64>) -> tensor<3xi64>
+      %y = stablehlo.add %r, %x : tensor<3xi64>
+      return %y : tensor<3xi64>
+    }""")
+    run_pipeline(module, "builtin.module(guard-empty-scatters,stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo)")
+    print(module)
