@@ -335,13 +335,14 @@ def static_elementwise_results(module_op: ir.Operation) -> None:
 def guard_empty_scatters(module_op: ir.Operation) -> None:
     """Pass the indices of a scatter of no updates (an update tensor of static shape with
     no elements) through an `optimization_barrier`. MHLO's scatter folder reads past an
-    empty index constant and crashes the process (jaxlib 0.10.2), as a `repeat` of an
-    empty axis built one once its scan of the counts folded to a constant. Behind the
-    barrier the indices are no constant, so nothing folds the scatter; XLA drops the
-    barrier, and a scatter of nothing costs nothing. (Replacing the scatter by its operand
-    instead lets MHLO fold that operand into users of a `?` type, into a `?`-typed
-    constant it then rejects.) Runs where shapes are static, before MHLO's
-    `canonicalize`."""
+    empty index constant and crashes the process (jaxlib 0.10.2). One is built where a
+    scatter's indices come from the written-out scan (`regions.prefix_scan`) of a vector
+    empty at a call, which folds to a constant: `pt.zeros(i.sum() + 1)[pt.cumsum(i)]`
+    incremented. Behind the barrier the indices are no constant, so nothing folds the
+    scatter; XLA drops the barrier, and a scatter of nothing costs nothing. (Replacing the
+    scatter by its operand instead lets MHLO fold that operand into users of a `?` type,
+    into a `?`-typed constant it then rejects.) Runs where shapes are static, before
+    MHLO's `canonicalize`."""
     for op in ops_named(module_op, "stablehlo.scatter"):
         n = len(op.results)
         indices, updates = op.operands[n], list(op.operands)[n + 1:]

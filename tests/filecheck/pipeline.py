@@ -117,7 +117,8 @@ print(module)
 
 # A scatter of nothing (an empty update tensor) gets its indices behind an
 # optimization_barrier: MHLO's scatter folder crashes the process on empty constant
-# indices (jaxlib 0.10.2), as a `repeat` of an empty axis once built. Nothing folds it.
+# indices (jaxlib 0.10.2), as a scatter at the cumsum of an empty vector built. Nothing
+# folds it.
 # CHECK-LABEL: TEST: guard_empty_scatters
 # CHECK: %[[I:.*]] = stablehlo.optimization_barrier %{{.*}} : tensor<0x1xi64>
 # CHECK: "stablehlo.scatter"(%{{.*}}, %[[I]], %{{.*}})
