@@ -274,6 +274,7 @@ class PackedArguments:
     parts: dict
     size: int  # elements of the vector
     shapes: list  # of the packed inputs, in order (what a call checks)
+    dtypes: list  # float64 for each: what a call's arguments must have to travel as bytes
 
     @staticmethod
     def of(input_types, excluded=(), most: int = _PACK_BELOW_ELEMENTS) -> PackedArguments | None:
@@ -292,7 +293,8 @@ class PackedArguments:
                 offset += size
         if len(parts) < _PACK_MIN_ARGUMENTS:
             return None
-        return PackedArguments(parts, offset, [shape for _, shape in parts.values()])
+        shapes = [shape for _, shape in parts.values()]
+        return PackedArguments(parts, offset, shapes, [np.dtype(np.float64)] * len(parts))
 
 
 def pack_small_arguments(module: ir.Module, packed: PackedArguments) -> None:
