@@ -100,6 +100,10 @@ class StableHLOLinker(JITLinker):
 
 
 class _Trusted:
+    """The thunk's `jit_fn` (JITLinker's contract; `f.vm.jit_fn.compiled` is how tools and
+    tests reach the Compiled): the compiled function called on inputs PyTensor's containers
+    already filtered. The thunk itself calls `call_trusted` directly, without the `*args`."""
+
     __slots__ = ("compiled", "call")
 
     def __init__(self, compiled):
