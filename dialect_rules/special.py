@@ -272,14 +272,16 @@ def _sigmoid(x):
 def _softplus(x):
     """PyTensor's piecewise softplus (Softplus.impl), which Elemwise.perform runs on
     Python floats, in double: a float16 x is computed in float32, where exp(x) below
-    the last branch (x < 18) does not overflow (in float16 it does from 11.1 on)."""
+    the last branch (x < 18) does not overflow (in float16 it does from 11.1 on).
+    log1p(exp(x)) is `polynomial_log1p`'s (`_log1p_of`): the logistic GLM's logp and
+    gradient (5,000 points) took 92.7 µs a call with it, 118.6 with XLA's log1p."""
     if value_dtype(x) == "float16":
         return convert(_softplus(convert(x, "float32")), "float16")
     exp_x = hlo.exponential(x)
     return select(
         compare(x, full_like(x, -37.0), "LT"), exp_x,
         select(
-            compare(x, full_like(x, 18.0), "LT"), hlo.log_plus_one(exp_x),
+            compare(x, full_like(x, 18.0), "LT"), polynomial_log1p(exp_x),
             select(
                 compare(x, full_like(x, 33.3), "LT"),
                 hlo.add(x, hlo.exponential(hlo.negate(x))),
@@ -589,14 +591,23 @@ def _log_of_infinity(log):
     return build
 
 
-def _complex_log1p(z):
-    """XLA's log1p, whose real part is log1p(x (x + 2) + y^2) / 2: accurate for small z,
-    but the sum underflows next to z = -1 (log1p(-1 + 1e-300j) came out -inf). Where
-    |1 + z| < 1/sqrt(2) the real part is log|1 + z| instead; 1 + x is exact there
+def _log1p_of(z):
+    """Real: `polynomial_log1p` (XLA's own log1p below float64). XLA's float64 log1p is
+    up to 129 ulps off around x = -0.414, the edge of its small-x formula; this one is
+    within 2.5 ulps of the exact value everywhere. It is also faster wherever XLA
+    compiles the function itself: 1.9 against 4.6 ns an element (XLA's calls libm's
+    log per element), and always below 4,096 elements. From 4,096 elements up, XLA
+    hands a fusion made only of arithmetic, log1p and a sum to YNNPACK, whose log1p is
+    faster than this one (a sum of 10^5 log1p: 200 against 120 µs); a PyMC logp's
+    selects keep its fusions with XLA (Student-t's on 10^5 points: 969 against 1,119 µs).
+
+    Complex: XLA's log1p, whose real part is log1p(x (x + 2) + y^2) / 2: accurate for
+    small z, but the sum underflows next to z = -1 (log1p(-1 + 1e-300j) came out -inf).
+    Where |1 + z| < 1/sqrt(2) the real part is log|1 + z| instead; 1 + x is exact there
     or far from 1, so nothing cancels."""
-    w = hlo.log_plus_one(z)
     if not is_complex(z):
-        return w
+        return polynomial_log1p(z)
+    w = hlo.log_plus_one(z)
     x, y = hlo.real(z), hlo.imag(z)
     shifted = hypot(hlo.add(x, full_like(x, 1)), y)
     near_pole = compare(shifted, full_like(shifted, math.sqrt(0.5)), "LT")
@@ -604,7 +615,7 @@ def _complex_log1p(z):
 
 
 _log = _log_of_infinity(hlo.log)
-_log1p = _log_of_infinity(_complex_log1p)
+_log1p = _log_of_infinity(_log1p_of)
 
 
 # --- complex exp, sinh, cosh, tanh at C99's special values; sin, cos, tan by rotation --------

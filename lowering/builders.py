@@ -310,9 +310,11 @@ def _ordinary(x: ir.Value) -> ir.Value:
 
 
 def polynomial_log(x: ir.Value) -> ir.Value:
-    """log(x) within an ulp, in arithmetic XLA vectorizes: its own float64 log is a libm
-    call per element (3.3 ns an element against 1.1). For the special functions' inner
-    logs; `Log` itself keeps XLA's, numpy's to the ulp. Other dtypes: XLA's log."""
+    """log(x) within an ulp (0.84), in arithmetic XLA vectorizes: its own float64 log is a
+    libm call per element (3.3 ns an element against 1.1). For the special functions'
+    inner logs. `Log` itself keeps XLA's, within 0.51 ulps: with this one the
+    zero-inflated Poisson's logp and gradient went from 52.9 to 65.1 µs a call (the
+    normal mixture's from 50.1 to 43.9). Other dtypes: XLA's log."""
     if value_dtype(x) != "float64":
         return hlo.log(x)
     # a subnormal x scaled into the normal range (XLA's CPU flushes it to 0: -inf there)
@@ -325,9 +327,9 @@ def polynomial_log(x: ir.Value) -> ir.Value:
 
 
 def polynomial_log1p(s: ir.Value) -> ir.Value:
-    """log(1 + s) as `polynomial_log`: the series' z is s itself where 1 + s is within
-    [sqrt(1/2), sqrt(2)); elsewhere, log(u) of u = 1 + s plus (s - (u - 1)) / u, what the
-    rounding of u lost."""
+    """log(1 + s) as `polynomial_log`, within 2.5 ulps: the series' z is s itself where
+    1 + s is within [sqrt(1/2), sqrt(2)); elsewhere, log(u) of u = 1 + s plus
+    (s - (u - 1)) / u, what the rounding of u lost."""
     if value_dtype(s) != "float64":
         return hlo.log_plus_one(s)
     zero, one = full_like(s, 0.0), full_like(s, 1.0)
