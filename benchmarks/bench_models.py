@@ -188,6 +188,22 @@ def censored_gamma(n: int = 1000):
     return model_graph(model, "censored-gamma")
 
 
+def censored_normal(n: int = 2000, d: int = 3):
+    """A linear regression whose top 20% of outcomes are right-censored: normal_lccdf
+    (erfcx and erfc) per point."""
+    import pymc as pm
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + rng.normal(size=n)
+    upper = float(np.quantile(y, 0.8))
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=d)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Censored("y", pm.Normal.dist(X @ beta, sigma), lower=None, upper=upper, observed=np.minimum(y, upper))
+    return model_graph(model, "censored-normal")
+
+
 def student_t_regression(n: int = 2000, d: int = 10):
     """Robust regression: StudentT errors with their degrees of freedom a parameter."""
     import pymc as pm
@@ -315,6 +331,7 @@ MODELS = {
     "garch": lambda: example("garch"),
     "beta-regression": beta_regression,
     "censored-gamma": censored_gamma,
+    "censored-normal": censored_normal,
     "gp-marginal-100": lambda: gp_marginal(100),
     "gp-marginal-1000": lambda: gp_marginal(1000),
     "schur-sort-100": schur_sort,
@@ -334,8 +351,9 @@ MODELS = {
 PYMC_MODELS = {
     "eight-schools", "linear-regression", "logistic-glm", "normal-mixture",
     "hierarchical-regression", "arma", "garch", "beta-regression", "censored-gamma",
-    "gp-marginal-100", "gp-marginal-1000", "student-t-regression", "zero-inflated-poisson",
-    "negative-binomial", "lkj-mvnormal", "dirichlet-multinomial", "random-walk",
+    "censored-normal", "gp-marginal-100", "gp-marginal-1000", "student-t-regression",
+    "zero-inflated-poisson", "negative-binomial", "lkj-mvnormal", "dirichlet-multinomial",
+    "random-walk",
 }
 
 

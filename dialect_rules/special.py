@@ -470,16 +470,26 @@ _ERFCX_FRACTION_TERMS = 40
 def erfcx(x):
     """exp(x**2) erfc(x) for real x: the product below 10 (erfc has not underflowed),
     Laplace's continued fraction 1/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...))))
-    from 10 on, and 2 exp(x**2) - erfcx(-x) for negative x (inf past -26.6, as scipy)."""
+    from 10 on, and 2 exp(x**2) - erfcx(-x) for negative x (inf past -26.6, as scipy).
+
+    The fraction's 40 divisions run only where some |x| is above 10 (`where_some`):
+    computed for every element they took 48 ns of its 52 (PyMC's normal_lcdf takes erfcx
+    below z = -1, so every censored or truncated Normal pays it). exp(x**2) is
+    exp(|x|**2): Veltkamp's split is odd in x, so both are the same bits."""
     a = hlo.abs(x)
-    product = hlo.multiply(_exp_of_square(a), chlo.erfc(a))
-    large = select(compare(a, full_like(a, 10.0), "GT"), a, full_like(a, 10.0))
-    fraction = large
-    for k in range(_ERFCX_FRACTION_TERMS, 0, -1):
-        fraction = hlo.add(large, divide(full_like(a, k / 2), fraction))
-    tail = divide(full_like(a, 1 / math.sqrt(math.pi)), fraction)
-    positive = select(compare(a, full_like(a, 10.0), "GT"), tail, product)
-    negative = hlo.subtract(hlo.multiply(full_like(x, 2.0), _exp_of_square(x)), positive)
+    square = _exp_of_square(a)
+    product = hlo.multiply(square, chlo.erfc(a))
+    far = compare(a, full_like(a, 10.0), "GT")
+
+    def with_fraction():
+        large = select(far, a, full_like(a, 10.0))
+        fraction = large
+        for k in range(_ERFCX_FRACTION_TERMS, 0, -1):
+            fraction = hlo.add(large, divide(full_like(a, k / 2), fraction))
+        return select(far, divide(full_like(a, 1 / math.sqrt(math.pi)), fraction), product)
+
+    positive = where_some(far, product, with_fraction)
+    negative = hlo.subtract(hlo.multiply(full_like(x, 2.0), square), positive)
     # Past -26.6 exp(x**2) overflows; the split would make inf - inf at -inf.
     negative = select(compare(x, full_like(x, -27.0), "LT"), full_like(x, np.inf), negative)
     return select(compare(x, full_like(x, 0.0), "LT"), negative, positive)

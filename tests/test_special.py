@@ -385,6 +385,11 @@ def test_erfcx_matches_scipy_across_the_line():
     values = np.concatenate([np.linspace(-26.5, 40, 4001), 10 ** np.linspace(-10, 300, 311),
                              [-np.inf, -30.0, -26.7, 0.0, -0.0, 9.999999, 10.0, 10.000001, np.inf, np.nan]])
     np.testing.assert_allclose(f(values), sp.erfcx(values), rtol=4e-15, atol=0)
+    # no |x| above 10: the continued fraction's branch is skipped
+    near = np.concatenate([np.linspace(-10, 10, 2001), [-0.0, np.nan]])
+    np.testing.assert_allclose(f(near), sp.erfcx(near), rtol=4e-15, atol=0)
+    far = np.array([10.5, 1e3, np.inf])  # only the fraction's
+    np.testing.assert_allclose(f(far), sp.erfcx(far), rtol=4e-15, atol=0)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int8"])

@@ -96,10 +96,12 @@ print_ir("log1p", [x], pt.log1p(x))
 print_ir("log1p_float32", [y32], pt.log1p(y32))
 
 # erfcx: Veltkamp's split of x (the 2**27 + 1 multiplier) for exp(x**2), chlo.erfc below
-# 10, the continued fraction above (ending in 1/sqrt(pi)), and inf below -27.
+# 10, the continued fraction above (ending in 1/sqrt(pi)) under an `if` some |x| is above
+# 10, and inf below -27.
 # CHECK-LABEL: TEST: erfcx raw
 # CHECK: stablehlo.constant dense<0x41A0000002000000>
 # CHECK: chlo.erfc
+# CHECK: stablehlo.if
 # CHECK: stablehlo.constant dense<0.56418958354775628>
 # CHECK: stablehlo.constant dense<-2.700000e+01>
 print_ir("erfcx", [x], pt.erfcx(x), raw=True)
