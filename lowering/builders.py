@@ -312,9 +312,11 @@ def _ordinary(x: ir.Value) -> ir.Value:
 def polynomial_log(x: ir.Value) -> ir.Value:
     """log(x) within an ulp (0.84), in arithmetic XLA vectorizes: its own float64 log is a
     libm call per element (3.3 ns an element against 1.1). For the special functions'
-    inner logs. `Log` itself keeps XLA's, within 0.51 ulps: with this one the
-    zero-inflated Poisson's logp and gradient went from 52.9 to 65.1 µs a call (the
-    normal mixture's from 50.1 to 43.9). Other dtypes: XLA's log."""
+    inner logs and the exponential sampler's. `Log` itself keeps XLA's, within 0.51
+    ulps: with this one the zero-inflated Poisson's logp and gradient went from 52.9 to
+    65.1 µs a call, where XLA fused a 2-element log through a broadcast and ran the
+    polynomial per element (benchmarks/README, "Special functions in PyMC models").
+    Other dtypes: XLA's log."""
     if value_dtype(x) != "float64":
         return hlo.log(x)
     # a subnormal x scaled into the normal range (XLA's CPU flushes it to 0: -inf there)

@@ -109,6 +109,7 @@ def test_arcsin_of_the_smallest_normal_numbers(dtype):
     np.testing.assert_array_equal(got, values)  # exactly, beyond compare_with_py's atol
     np.testing.assert_array_equal(np.signbit(got), np.signbit(values))
 
+
 def test_float64_log1p_and_softplus_within_a_few_ulps():
     """XLA's own float64 log1p is up to 129 ulps off around x = -0.414, the edge of its
     small-x formula; ours (`polynomial_log1p`) stays within 2.5 ulps of the exact value,
