@@ -1009,8 +1009,9 @@ def test_a_failed_call_leaves_its_aligned_copy_to_the_run():
 
 def test_small_float64_inputs_travel_packed():
     """Three or more small float64 inputs of static shape go to the executable as one
-    vector (two travel apart); the others (a shape known at run time, other dtypes) as themselves. Results
-    match the Python mode, at the first call and through the C++ dispatch after."""
+    vector (two travel apart); the others (a shape known at run time, other dtypes) as
+    themselves. Results match the Python mode, at the first call and through the C++
+    dispatch after."""
     a, b = pt.dscalar("a"), pt.dscalar("b")
     v = pt.tensor("v", shape=(3,), dtype="float64")
     m = pt.tensor("m", shape=(2, 3), dtype="float64")

@@ -51,6 +51,7 @@ def test_a_scatter_at_the_cumsum_of_no_counts():
     out = pt.inc_subtensor(pt.zeros(i.sum() + 1)[pt.cumsum(i)], 1.0)
     compare_each_with_py([i], [out], [[np.array([0, 1, 2])], [np.zeros(0, dtype="int64")], [np.array([3])]])
 
+
 def test_searchsorted_both_sides_nan_and_sorter():
     from tests.helpers import compare_with_py
 
