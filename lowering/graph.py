@@ -6,6 +6,7 @@ serves @main, private functions and the bodies of region ops alike.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import numpy as np
@@ -26,15 +27,20 @@ from lowering.registry import lookup_rule
 from lowering.types import to_ir_type
 
 _MAX_LOCATION_CHARS = 160
+# A Python object's repr inside a variable's name ("RNG(<Generator(PCG64) at 0x7f...>)",
+# an unnamed random generator shared variable): its address differs in each process.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def node_label(node) -> str:
     """How PyTensor prints `node` ("Add(Mul.0, x)"), cut to a location's length.
 
     Built from the node's own inputs: `str(node)` walks the graph to name shared
-    subexpressions, which costs more than lowering the node does.
+    subexpressions, which costs more than lowering the node does. Object addresses
+    are dropped: the module, which the disk cache keys executables by, must be the same
+    in every process that builds the same graph.
     """
-    text = f"{node.op}({', '.join(map(str, node.inputs))})"
+    text = _ADDRESS.sub("", f"{node.op}({', '.join(map(str, node.inputs))})")
     return text if len(text) <= _MAX_LOCATION_CHARS else text[: _MAX_LOCATION_CHARS - 3] + "..."
 
 
