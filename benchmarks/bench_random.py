@@ -56,12 +56,12 @@ def prior_predictive():
     return outputs, collect_default_updates(outputs=outputs)
 
 
-def _sized_by_data(make):
-    """Draws sized by a shared array's shape, as PyMC's posterior predictive sizes an
-    observed variable by its `pm.Data`: a size known only at run time."""
+def _sized_by_data(make, n: int = 20_000):
+    """Draws sized by a shared array's shape (n rows), as PyMC's posterior predictive
+    sizes an observed variable by its `pm.Data`: a size known only at run time."""
     def build():
         rng = pytensor.shared(np.random.default_rng(0))
-        data = pytensor.shared(np.zeros(20_000), name="data")
+        data = pytensor.shared(np.zeros(n), name="data")
         next_rng, x = make(rng, data.shape).owner.outputs
         return [x], {rng: next_rng}
     return build
@@ -124,6 +124,12 @@ WORKLOADS = {
     "binomial-20-1e5": _draws(lambda r: pt.random.binomial(20, 0.2, size=100_000, rng=r)),
     "poisson-regression-2e4": poisson_regression_predictive,
     "poisson-pm-data-2e4": _sized_by_data(lambda r, size: pt.random.poisson(20.0, size=size, rng=r)),
+    # The posterior predictive of a Gamma or negative binomial regression on 4,000 rows.
+    "gamma-pm-data-4e3": _sized_by_data(lambda r, size: pt.random.gamma(2.5, scale=1.0, size=size, rng=r), 4_000),
+    "negative-binomial-pm-data-4e3": _sized_by_data(
+        lambda r, size: pt.random.negative_binomial(5, 0.3, size=size, rng=r), 4_000,
+    ),
+    "beta-4e3": _draws(lambda r: pt.random.beta(2.0, 3.0, size=4_000, rng=r)),
     "dirichlet-1e4x10": _draws(lambda r: pt.random.dirichlet(np.ones(10), size=10_000, rng=r)),
     "mvnormal-1e4x10": _draws(lambda r: pt.random.multivariate_normal(np.zeros(10), np.eye(10) + 0.5, size=10_000, rng=r)),
 }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from contextvars import ContextVar
 from typing import Callable, Sequence
 
 import numpy as np
@@ -32,9 +33,11 @@ from lowering.builders import (
     broadcast_in_dim,
     compare,
     convert,
+    dim_add,
     dim_product,
     dim_quotient,
     dim_size,
+    dim_sub,
     dim_value,
     divide,
     full,
@@ -44,15 +47,19 @@ from lowering.builders import (
     is_static,
     ir_constant,
     polynomial_log,
+    read_entry,
     reshape,
+    result_type,
     select,
     shape_of,
+    shape_tensor,
     signbit,
     slice_axis,
     splat,
     static_slice,
     value_dtype,
     vector_element,
+    write_entry,
 )
 from lowering.regions import any_true, cumulative, fold, if_else, scatter_indexed, where_some, while_loop
 from lowering.registry import register_lowering
@@ -76,6 +83,10 @@ def _rotate_left(x: ir.Value, r: ir.Value) -> ir.Value:
     return hlo.or_(left, right)
 
 
+# Threefry over at most this many counters is unrolled inside loops too (see below).
+_UNROLLED_LANES = 64
+
+
 def threefry2x32(key: ir.Value, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, ir.Value]:
     """The 20-round Threefry-2x32 block cipher of the counters (x0, x1) (ui32 tensors of
     one shape) under `key` (tensor<2xui32>).
@@ -84,7 +95,11 @@ def threefry2x32(key: ir.Value, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, i
     groups of four rounds are a loop, as JAX's are on CPU, carrying the key schedule and
     the rotation amounts, rotated each step. Measured on 10^6 draws:
     unrolled runs twice as fast and compiles faster at top level, but in loop-heavy
-    samplers costs 0.3-0.7 s more compile time for 10-20% less run time.
+    samplers costs 0.3-0.7 s more compile time for 10-20% less run time. Over a few
+    counters (_UNROLLED_LANES: a split key, a row's draws in `_rounds_by_rows`), the
+    loop's own steps cost about what the rounds do: unrolled there (in-process A/B),
+    4,000 gammas took 270 µs a call against 282 and compiled in 0.42 s against 0.47;
+    10^5 gammas 3.10 against 3.24 ms, 4,000 negative binomials 783 against 811 µs.
     """
     k0, k1 = (reshape(static_slice(key, [i], [i + 1]), ()) for i in (0, 1))
     k2 = hlo.xor(hlo.xor(k0, k1), ir_constant(np.uint32(_PARITY)))
@@ -101,7 +116,8 @@ def threefry2x32(key: ir.Value, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, i
         x1 = hlo.add(x1, broadcast_in_dim(hlo.add(k_after, i), shape_of(x1), ()))
         return x0, x1
 
-    if not _in_loop():
+    lanes = shape_of(x0)
+    if not _in_loop() or (is_static(lanes) and math.prod(lanes) <= _UNROLLED_LANES):
         schedule = (k0, k1, k2)
         for i in range(5):
             step = ir_constant(np.uint32(i + 1))
@@ -139,9 +155,12 @@ def split(key: ir.Value, n: int) -> list[ir.Value]:
     return [hlo.concatenate([static_slice(y0, [i], [i + 1]), static_slice(y1, [i], [i + 1])], 0) for i in range(n)]
 
 
-def bits(key: ir.Value, dims: Sequence[Dim]) -> ir.Value:
-    """64 random bits (ui64) per element of a tensor of shape `dims`."""
+def bits(key: ir.Value, dims: Sequence[Dim], offset: ir.Value | None = None) -> ir.Value:
+    """64 random bits (ui64) per element of a tensor of shape `dims`: the cipher of the
+    counters 0, 1, ... (plus `offset`, a 0-d ui64, where given)."""
     flat = iota([dim_product(dims)], 0, U64)
+    if offset is not None:
+        flat = hlo.add(flat, splat(offset, flat))
     lo = convert(flat, U32)
     hi = convert(hlo.shift_right_logical(flat, full_like(flat, 32)), U32)
     y0, y1 = threefry2x32(key, lo, hi)
@@ -170,21 +189,30 @@ def unit(word: ir.Value, dtype, open_zero: bool = False) -> ir.Value:
     return hlo.multiply(x, full_like(x, 2.0**-m))
 
 
-def uniform(key: ir.Value, dims: Sequence[Dim], dtype, open_zero: bool = False) -> ir.Value:
-    """Uniform numbers in [0, 1) (with `open_zero`, in (0, 1)); see `unit`."""
-    return unit(bits(key, dims), dtype, open_zero)
+def uniform(
+    key: ir.Value, dims: Sequence[Dim], dtype, open_zero: bool = False, offset: ir.Value | None = None,
+) -> ir.Value:
+    """Uniform numbers in [0, 1) (with `open_zero`, in (0, 1)); see `unit` and `bits`."""
+    return unit(bits(key, dims, offset), dtype, open_zero)
 
 
-def uniforms(key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool = False) -> list[ir.Value]:
+def uniforms(
+    key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool = False, offset: ir.Value | None = None,
+) -> list[ir.Value]:
     """`n` tensors of uniform numbers from one run of Threefry over n times the
     counters: one cipher rather than a split and n ciphers."""
-    u = uniform(key, [n, *dims], dtype, open_zero)
+    u = uniform(key, [n, *dims], dtype, open_zero, offset)
     return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(n)]
 
 
-def uniform_draws(dtype, n: int, open_zero: bool = False) -> Callable[[ir.Value, Sequence[Dim]], list[ir.Value]]:
+# A rejection round's numbers: draw(key, dims, offset) gives the round's tensors of
+# shape `dims`, from the cipher of the counters from `offset` (a 0-d ui64, or None for 0).
+Draw = Callable[[ir.Value, Sequence[Dim], "ir.Value | None"], list[ir.Value]]
+
+
+def uniform_draws(dtype, n: int, open_zero: bool = False) -> Draw:
     """A `rejection` round's `draw`: `n` tensors of uniform numbers (`uniforms`)."""
-    return lambda key, dims: uniforms(key, dims, dtype, n, open_zero)
+    return lambda key, dims, offset=None: uniforms(key, dims, dtype, n, open_zero, offset)
 
 
 def normal_of(u: ir.Value) -> ir.Value:
@@ -219,14 +247,14 @@ def rejection(
     key: ir.Value,
     dims: Sequence[Dim],
     dtype,
-    draw: Callable[[ir.Value, Sequence[Dim]], list[ir.Value]],
+    draw: Draw,
     propose: Callable[..., tuple[ir.Value, ir.Value]],
     params: Sequence[ir.Value] = (),
     pending: ir.Value | None = None,
     default: ir.Value | None = None,
     compacts: bool = True,
 ) -> ir.Value:
-    """Rejection sampling on whole tensors. Each round, `draw(key, dims)` gives the
+    """Rejection sampling on whole tensors. Each round, `draw(key, dims, offset)` gives the
     round's random numbers and `propose(params, *numbers)` the candidates and an
     acceptance mask of shape `dims`; `params` are the per-element parameters (tensors of
     shape `dims`) as that round sees them, and `propose` reads no other tensor of shape
@@ -237,12 +265,14 @@ def rejection(
     A round costs as much for a few pending elements as for all of them, and the last of
     10^6 gammas needs five or six rounds where most need one: the loop compacts its
     pending elements (`_compacting`), unless `compacts` is false (for proposals rejected
-    so rarely that the copies of the round it compiles would never run)."""
+    so rarely that the copies of the round it compiles would never run). Where it
+    compacts no more, below 16 * COMPACT_MIN elements, on the CPU, it runs by rows
+    (`_rounds_by_rows`), also unless `compacts` is false."""
     out = full(0, dims, dtype) if default is None else default
     pending = full(True, dims, "bool") if pending is None else pending
     n = dim_product(dims)
     pending, out, *params = (reshape(x, [n]) for x in (pending, out, *params))
-    return reshape(_compacting(key, n, draw, propose, params, pending, out, compacts), dims)
+    return reshape(_compacting(key, n, draw, propose, params, pending, out, compacts, compacts), dims)
 
 
 def _rounds(key, dims, draw, propose, params, pending, out, limit: Dim = 0) -> list[ir.Value]:
@@ -278,7 +308,7 @@ def _more_than(mask: ir.Value, limit: Dim) -> ir.Value:
     return compare(fold(convert(mask, "int64"), [0], hlo.add, 0), dim_value(limit), "GT")
 
 
-def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool = True) -> ir.Value:
+def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool = True, rows: bool = True) -> ir.Value:
     """`rejection` over `n` elements (flat). While m = n / _COMPACT_RATIO is COMPACT_MIN
     or more: rounds over all n until at most m are pending; then, if any is, the rest of
     the loop runs over m elements, the pending ones gathered first with their parameters
@@ -288,21 +318,145 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool
     round in the module (XLA compiles each in about 0.4 s). Of an n known only at run
     time, one level, taken only if m is large enough then: the module has one shape for
     all n. Its prefix sum is then `prefix_scan` (log2 n gathers), not a reduce_window.
-    Without `compacts`, every round runs over all n."""
+    Without `compacts`, every round runs over all n. With `rows`, the last level may run
+    by rows (`_last_level`), and so may a run-time n from the first round."""
     level = _level(n) if compacts else None
     if level is None:
-        return _rounds(key, [n], draw, propose, params, pending, out)[1]
-    m, limit = level
-    key, inner = split(key, 2)
-    pending, out = _rounds(key, [n], draw, propose, params, pending, out, limit)
+        return _last_level(key, n, draw, propose, params, pending, out, rows)
 
-    def compact():
-        taken, left = _slots(pending, n, m)
-        out_m, *params_m = (gather_indexed(x, [0], taken, front=False) for x in (out, *params))
-        drawn = _compacting(inner, m, draw, propose, params_m, left, out_m, compacts=isinstance(n, int))
-        return [scatter_indexed(out, [0], taken, drawn, False, _replace)]
+    def levels():
+        m, limit = level
+        key_n, inner = split(key, 2)
+        pending_n, out_n = _rounds(key_n, [n], draw, propose, params, pending, out, limit)
 
-    return if_else(any_true(pending), [out.type], compact, lambda: [out])[0]
+        def compact():
+            taken, left = _slots(pending_n, n, m)
+            out_m, *params_m = (gather_indexed(x, [0], taken, front=False) for x in (out_n, *params))
+            drawn = _compacting(inner, m, draw, propose, params_m, left, out_m, isinstance(n, int), rows)
+            return [scatter_indexed(out_n, [0], taken, drawn, False, _replace)]
+
+        return if_else(any_true(pending_n), [out.type], compact, lambda: [out_n])
+
+    def by_rows():
+        return [_rounds_by_rows(key, n, draw, propose, params, pending, out)]
+
+    if isinstance(n, int) or not (rows and _ROW_LOOPS.get()):
+        return levels()[0]
+    return if_else(compare(n, dim_value(_ROWS_BELOW), "LT"), [out.type], by_rows, levels)[0]
+
+
+# Elements in a row of `_rounds_by_rows`: 4,000 and 16,000 gammas (best of 3 medians in
+# one process) took 0.26 and 0.99 ms a call in rows of 8, 0.27 and 1.01 in rows of 16,
+# 0.27 and 1.06 in rows of 32, 0.31 and 1.19 in rows of 64. (The searches of `evolve`
+# stay whole: by rows, 4,000 Poissons of mean 3 took 0.18 ms against 0.13, each
+# row's step costing more than the whole tensor's few flops an element.)
+ROW_LANES = 16
+# Whether the samplers lowered now may loop by rows: XLA:CPU compiles such a loop into
+# one function, which runs a row's round in a few hundred nanoseconds; elsewhere each
+# step of a loop is a kernel launch (`register_sampler` sets it per node).
+_ROW_LOOPS: ContextVar[bool] = ContextVar("row_loops", default=False)
+
+
+# A last level of this many elements or more runs by whole rounds: its loop over rows
+# would no longer be one function (XLA:CPU's small-loop threshold, SMALL_LOOP_BYTES),
+# and each row's step would be a kernel launch.
+_ROWS_BELOW = _COMPACT_RATIO * COMPACT_MIN
+
+
+def _last_level(key, n: Dim, draw: Draw, propose, params, pending, out, rows: bool) -> ir.Value:
+    """`_compacting`'s last level, where it compacts no more: whole rounds
+    (`_rounds`), or on the CPU rounds by rows (`_rounds_by_rows`) where n is below
+    _ROWS_BELOW; of a run-time n, both, chosen at run time (specialized to a size, the
+    module keeps one)."""
+    def whole():
+        return [_rounds(key, [n], draw, propose, params, pending, out)[1]]
+
+    def by_rows():
+        return [_rounds_by_rows(key, n, draw, propose, params, pending, out)]
+
+    if not (rows and _ROW_LOOPS.get()) or (isinstance(n, int) and not ROW_LANES < n < _ROWS_BELOW):
+        return whole()[0]
+    if isinstance(n, int):
+        return by_rows()[0]
+    return if_else(compare(n, dim_value(_ROWS_BELOW), "LT"), [out.type], by_rows, whole)[0]
+
+
+def _rows_of(x: ir.Value, rows: Dim) -> ir.Value:
+    """A flat tensor padded (with zeros) to rows * ROW_LANES elements, as (rows, ROW_LANES)."""
+    n = shape_of(x)[0]
+    width = dim_product([rows, ROW_LANES])
+    zero = full(0, (), value_dtype(x))
+    if isinstance(width, int) and isinstance(n, int):
+        if width != n:
+            attr = ir.DenseI64ArrayAttr.get
+            x = hlo.pad(x, zero, attr([0]), attr([width - n]), attr([0]))
+    else:
+        x = hlo.dynamic_pad(result_type([width], value_dtype(x)), x, zero, shape_tensor([0]),
+                            shape_tensor([dim_sub(width, n)]), shape_tensor([0]))
+    return reshape(x, [rows, ROW_LANES])
+
+
+def _each_row(n: Dim, rows_in: Sequence[ir.Value], rows_out: Sequence[ir.Value], run) -> list[ir.Value]:
+    """Loop over the rows of flat tensors of n elements: `run(i, inputs, outputs)` maps row
+    i of `rows_in` (read only) and of `rows_out` to the new rows of `rows_out`; the
+    flat results."""
+    rows = dim_quotient(dim_add(n, ROW_LANES - 1), ROW_LANES)
+    # A run-time count of rows may be 0, where reading row i would not be valid IR: one
+    # more row, never read (as `with_scratch` does).
+    held = rows if isinstance(rows, int) else dim_add(rows, 1)
+    fixed = [_rows_of(x, held) for x in rows_in]
+    state = [_rows_of(x, held) for x in rows_out]
+
+    def body(values):
+        i, *state = values
+        row = run(i, [read_entry(x, [i]) for x in fixed], [read_entry(x, [i]) for x in state])
+        return [hlo.add(i, ir_constant(np.int64(1))), *(write_entry(x, y, [i]) for x, y in zip(state, row, strict=True))]
+
+    last = dim_value(rows)
+    done = while_loop([ir_constant(np.int64(0)), *state], lambda values: compare(values[0], last, "LT"), body)[1:]
+    return [slice_axis(reshape(x, [dim_product([held, ROW_LANES])]), 0, 0, n) for x in done]
+
+
+def _rounds_by_rows(key, n: Dim, draw: Draw, propose, params, pending, out) -> ir.Value:
+    """`_rounds` over all n elements, row by row (ROW_LANES elements a row): each row
+    runs its own rounds until its pending elements have their draws, a row with none
+    no round. A round over n elements costs as much for its last few pending elements as
+    for all of them, and the last of 4,000 gammas needs three rounds where most need
+    one; a row's last rounds cost a row's. In one function (XLA:CPU's small loops) the
+    loop over rows costs little: 4,000 gammas took 0.27 ms a call against 0.41 by whole
+    rounds, 16,000 1.0 against 2.5. A module past ELEMENTAL_MAX_OPS gets no small
+    loops (`compile.compile_module`), and its executor runs the loop over rows kernel by
+    kernel: 4,000 negative binomials then took 1.72 ms against 1.40 by whole rounds,
+    4,000 gammas 0.55 against 0.51.
+
+    Round r of row i draws from the counters from (r * rows + i) * 2**32 under `key`:
+    no cipher spent on splitting keys, and no two rounds share a counter."""
+    rows = convert(dim_value(dim_quotient(dim_add(n, ROW_LANES - 1), ROW_LANES)), U64)
+
+    def run(i, fixed, state):
+        pending, *params = fixed
+        (out,) = state
+        shift = ir_constant(np.uint64(32))
+        first = hlo.shift_left(convert(i, U64), shift)
+        step = hlo.shift_left(rows, shift)
+
+        def body(values):
+            offset, pending, out, _, *numbers = values
+            candidate, accepted = propose(params, *numbers)
+            out = select(hlo.and_(pending, accepted), candidate, out)
+            pending = hlo.and_(pending, hlo.not_(accepted))
+            offset = hlo.add(offset, step)
+            again = any_true(pending)
+            numbers = if_else(again, [x.type for x in numbers], lambda: draw(key, [ROW_LANES], offset), lambda: numbers)
+            return [offset, pending, out, again, *numbers]
+
+        def loop():
+            state = [first, pending, out, ir_constant(np.True_), *draw(key, [ROW_LANES], first)]
+            return while_loop(state, lambda values: values[3], body)[2:3]
+
+        return if_else(any_true(pending), [out.type], loop, lambda: [out])
+
+    return _each_row(n, [pending, *params], [out], run)[0]
 
 
 def _level(n: Dim) -> tuple[Dim, Dim] | None:
@@ -653,7 +807,12 @@ def register_sampler(*op_classes, checks: Callable | None = None, checks_see_dra
                 ), **extra)
             params = [convert(_opaque(p), dtype if real or _is_float(p) else "int64") for p in params]
             params = [broadcast_param(p, batch, core) for p, core in zip(params, cores)]
-            return next_key, convert(sampler(draw_key, batch, *params), out_dtype)
+            token = _ROW_LOOPS.set(ctx.options.platform == "cpu")
+            try:
+                draws = sampler(draw_key, batch, *params)
+            finally:
+                _ROW_LOOPS.reset(token)
+            return next_key, convert(draws, out_dtype)
 
         functools.update_wrapper(rule, sampler)  # the family of the sampler's module
         for cls in op_classes:

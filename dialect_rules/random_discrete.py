@@ -396,7 +396,10 @@ def bounded_integers(key: ir.Value, low: ir.Value, high: ir.Value) -> ir.Value:
         offset, low_word = _multiply_wide(word, span)
         return hlo.add(low, hlo.bitcast_convert(with_dtype(low.type, I64), offset)), compare(low_word, threshold, "GE")
 
-    return rejection(key, dims, I64, lambda key, dims: [bits(key, dims)], propose, [low, span, threshold], valid, low)
+    def draw(key, dims, offset=None):
+        return [bits(key, dims, offset)]
+
+    return rejection(key, dims, I64, draw, propose, [low, span, threshold], valid, low)
 
 
 # --- searching cumulative sums along the core axis -----------------------------------------

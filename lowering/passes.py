@@ -61,7 +61,9 @@ DEFAULT_PIPELINE = (
 # CHLO (erf, lgamma, sinh, ...) is expanded into plain StableHLO only once shapes are
 # static: on `?` shapes the expansion emits `shape` dialect ops that shape refinement
 # cannot see through.
-LEGALIZE_CHLO = "builtin.module(check-shape-assertions,func.func(chlo-legalize-to-stablehlo))"
+LEGALIZE_CHLO = (
+    "builtin.module(check-shape-assertions,fold-constant-if,func.func(chlo-legalize-to-stablehlo))"
+)
 
 # A module whose CHLO was expanded on `?` shapes (dims a program measures at run time):
 # its `shape` ops as StableHLO, which refinement can fold once the dims are bound.
@@ -217,6 +219,35 @@ def fold_agreeing_if(module_op: ir.Operation) -> None:
             if arrays[0] is not None and all(a is not None and np.array_equal(a, arrays[0]) for a in arrays):
                 with ir.InsertionPoint(op), op.location:
                     result.replace_all_uses_with(ir_constant(arrays[0]))
+
+
+def fold_constant_if(module_op: ir.Operation) -> None:
+    """Replace each `stablehlo.if` whose condition is a constant by the ops of the branch
+    it takes. A rule that chooses between two ways by a size known only at run time
+    (`random._last_level`) emits both; once the module is specialized to a size, the
+    condition is a constant (refine-shapes folds it), and neither MHLO's canonicalize
+    nor anything before XLA drops the other way, which our small-loop check and XLA's
+    conversion would still count and read."""
+    while True:
+        found = None
+
+        def visit(op):
+            nonlocal found
+            if op.name == "stablehlo.if" and constant_array(op.operands[0], "b") is not None:
+                found = op
+                return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        module_op.walk(visit)
+        if found is None:
+            return
+        taken = found.regions[0 if constant_array(found.operands[0], "b") else 1].blocks[0]
+        *body, end = list(taken.operations)
+        for op in body:
+            op.operation.move_before(found)
+        for result, value in zip(found.results, end.operands, strict=True):
+            result.replace_all_uses_with(value)
+        found.erase()
 
 
 # What `stablehlo-refine-shapes` does not evaluate (it does integer add, subtract,
@@ -494,6 +525,7 @@ PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "fold-constant-reduce": fold_constant_reduce,
     "fold-shape-arithmetic": fold_shape_arithmetic,
     "fold-agreeing-if": fold_agreeing_if,
+    "fold-constant-if": fold_constant_if,
     "static-elementwise-results": static_elementwise_results,
     "guard-empty-scatters": guard_empty_scatters,
     "check-shape-assertions": check_shape_assertions,

@@ -260,12 +260,20 @@ def _toy(n, dynamic, build, outputs=1):
     return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()], text
 
 
-def _toy_rejection(n, dynamic=False, key=(7, 11)):
+def _toy_rejection(n, dynamic=False, key=(7, 11), rows=False):
     """`rejection` over n elements of a toy proposal: element i has the parameters
     offset i and p_i in [0.05, 0.95]; a uniform u is accepted below p_i and gives
     i + u / p_i, so i + U(0, 1). Every third element is not pending and gives -1.
-    Returns (draws, the module's text)."""
+    `rows`: lowered as a sampler for the CPU is, its last level by rows. Returns
+    (draws, the module's text)."""
     def build(index):
+        token = random_rules._ROW_LOOPS.set(rows)
+        try:
+            return toy(index)
+        finally:
+            random_rules._ROW_LOOPS.reset(token)
+
+    def toy(index):
         offset = convert(index, "float64")
         p = hlo.add(full_like(offset, 0.05), hlo.multiply(convert(hlo.remainder(index, full_like(index, 7)), "float64"), full_like(offset, 0.15)))
         pending = compare(hlo.remainder(index, full_like(index, 3)), full_like(index, 0), "NE")
@@ -293,14 +301,36 @@ def test_rejection_gives_each_pending_element_a_draw_from_its_own_parameters(n, 
     x, text = _toy_rejection(n, dynamic)
     levels = text.count("\"stablehlo.scatter\"(") // 2  # a scatter builds the slots, one writes back
     assert levels == (1 if dynamic else {1000: 0, 40_000: 1, 300_000: 2}[n])
+    _assert_toy_draws(x, n)
+
+
+def _assert_toy_draws(x, n):
+    """`_toy_rejection`'s draws: -1 where not pending, else in [i, i + 1), uniform there
+    for each acceptance rate (from 1,000 elements), and no uniform number twice."""
     assert x.shape == (n,)
     i = np.arange(n)
     skipped = i % 3 == 0
     assert (x[skipped] == -1.0).all()
     fraction = x[~skipped] - i[~skipped]
     assert ((fraction >= 0) & (fraction < 1)).all()
-    for k in range(7 if n else 0):  # each acceptance rate on its own
+    p = 0.05 + (i[~skipped] % 7) * 0.15
+    assert len(np.unique(fraction * p)) == len(fraction)
+    for k in range(7 if n >= 1000 else 0):  # each acceptance rate on its own
         assert_distribution(fraction[(i[~skipped] % 7) == k], st.uniform())
+
+
+@pytest.mark.parametrize("n, dynamic", [(17, False), (1000, False), (40_000, False), (1000, True), (40_000, True), (0, True)])
+def test_rejection_by_rows_gives_each_pending_element_a_draw_from_its_own_parameters(n, dynamic):
+    """The last level runs row by row: of a static size, 17 elements (a row and one, so
+    padded), 1,000, and 40,000 after compacting once to 2,500; a run-time size below
+    16 * COMPACT_MIN from the first round, 40,000 after its one level (the module holds
+    both ways, for the sizes it may get). Each row's rounds draw from their own
+    counters: no uniform number comes twice."""
+    x, text = _toy_rejection(n, dynamic, rows=True)
+    levels = text.count("\"stablehlo.scatter\"(") // 2
+    assert levels == (1 if dynamic else {17: 0, 1000: 0, 40_000: 1}[n])
+    assert "stablehlo.dynamic_update_slice" in text  # a row written back
+    _assert_toy_draws(x, n)
 
 
 def _toy_targets(i):

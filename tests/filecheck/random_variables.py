@@ -3,7 +3,8 @@
 # draws. Each element's 64 bits are Threefry-2x32 of its flat index (a ui64 iota split in two
 # words); the key schedule's parity constant is 0x1BD11BDA = 466688986. Outside loops the
 # cipher's 20 rounds are unrolled; in a loop body (a rejection round) its five groups of
-# four rounds are a while loop carrying the counters, the key schedule and the rotations.
+# four rounds are a while loop carrying the counters, the key schedule and the rotations,
+# unless it ciphers 64 counters or fewer (a split key, a row's draws).
 import pytensor.tensor as pt
 
 from ir_printing import print_ir
@@ -27,17 +28,29 @@ n = pt.lscalar("n")
 nxt, x = pt.random.uniform(size=(n, 2), rng=rng).owner.outputs
 print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
 
-# Gamma: Marsaglia-Tsang's rejection runs as a stablehlo.while over the whole tensor,
-# carrying the key, the elements still pending, the accepted values, whether there is a next
-# round and that round's numbers. Of a size known only at run time, it compacts once: a
-# prefix sum of the pending mask (`prefix_scan`, a loop of gathers) slots the pending
-# elements, a scatter writes their positions, and the rounds go on in a second loop.
+# Gamma: Marsaglia-Tsang's rejection. Of a size known only at run time, the module holds
+# two ways, chosen by the size (specialized to one, it keeps one). Below 16,384 elements,
+# by rows of 16: a loop over the rows, each running its own rounds (a loop carrying its
+# counters' offset, the elements still pending, the accepted values, whether there is a
+# next round and that round's numbers; the cipher of 32 counters unrolled, so no loop of
+# its own), and writing its row back. From 16,384, rounds over the whole tensor (carrying
+# the key; the cipher of the round's draws a loop of four-round groups, that of the key's
+# split, two counters, unrolled), then it compacts once: a prefix
+# sum of the pending mask (`prefix_scan`, a loop of gathers) slots the pending elements,
+# a scatter writes their positions, the rounds go on over them (by rows, or whole rounds
+# from 16 * 16,384) and a scatter writes their draws back.
 # CHECK-LABEL: TEST: gamma opt RandomGeneratorType float64[?]
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x16xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<ui64>, tensor<16xi1>, tensor<16xf64>, tensor<i1>, tensor<16xf64>, tensor<16xf64>
+# CHECK-NOT: stablehlo.while
+# CHECK: stablehlo.dynamic_update_slice {{.*}} -> tensor<?x16xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>, tensor<i1>
-# CHECK: stablehlo.while({{.*}}) : tensor<ui32>, tensor<2xui32>, tensor<2xui32>, tensor<ui32>
+# CHECK: stablehlo.while({{.*}}) : tensor<ui32>, tensor<?xui32>, tensor<?xui32>, tensor<ui32>
 # CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x1xi32>
 # CHECK: "stablehlo.scatter"
 # CHECK: }) : (tensor<?xi32>, tensor<?x1xi32>, tensor<?xi32>) -> tensor<?xi32>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x16xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>, tensor<i1>
 # CHECK: "stablehlo.scatter"
 # CHECK: }) : (tensor<?xf64>, tensor<?x1xi32>, tensor<?xf64>) -> tensor<?xf64>
@@ -49,7 +62,8 @@ print_ir("gamma", [rng, a], [nxt, x])
 # while more than 1/16 of it is pending, then a prefix sum (by blocks of 16: a reduce_window
 # in each, a loop over the 1,250 blocks' totals) gives each pending element its slot, a
 # scatter writes their positions there, gathers read their parameters, the rounds go on
-# over 1,250 elements, and a scatter writes their draws back.
+# over those 1,250 elements by rows (padded to 79 rows of 16), and a scatter writes their
+# draws back.
 # CHECK-LABEL: TEST: gamma_static_size opt
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<20000xi1>, tensor<20000xf64>, tensor<i1>
 # CHECK: "stablehlo.reduce_window"({{.*}}window_dimensions = array<i64: 1, 16, 1>
@@ -57,7 +71,10 @@ print_ir("gamma", [rng, a], [nxt, x])
 # CHECK: "stablehlo.scatter"
 # CHECK: }) : (tensor<1250xi32>, tensor<20000x1xi32>, tensor<20000xi32>) -> tensor<1250xi32>
 # CHECK: "stablehlo.gather"({{.*}}-> tensor<1250xf64>
-# CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<1250xi1>, tensor<1250xf64>, tensor<i1>
+# CHECK: stablehlo.pad {{.*}} high = [14], {{.*}} -> tensor<1264xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<79x16xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<ui64>, tensor<16xi1>, tensor<16xf64>, tensor<i1>, tensor<16xf64>, tensor<16xf64>
+# CHECK: stablehlo.dynamic_update_slice {{.*}} -> tensor<79x16xf64>
 # CHECK: "stablehlo.scatter"
 # CHECK: }) : (tensor<20000xf64>, tensor<1250x1xi32>, tensor<1250xf64>) -> tensor<20000xf64>
 nxt, x = pt.random.gamma(2.5, scale=1.0, size=20_000, rng=rng).owner.outputs
