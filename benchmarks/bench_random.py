@@ -175,11 +175,10 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", choices=[*WORKLOADS, END_TO_END], help="run these workloads only")
     parser.add_argument("--end-to-end-seconds", metavar="MODE", help=argparse.SUPPRESS)  # a child's run
     args = parser.parse_args()
+    warnings.filterwarnings("ignore")  # JAX's "shared RNG is copied" warnings
     if args.end_to_end_seconds:
-        warnings.filterwarnings("ignore")
         print(posterior_predictive_end_to_end(args.end_to_end_seconds))
         return 0
-    warnings.filterwarnings("ignore")  # JAX's "shared RNG is copied" warnings
     for name, build in WORKLOADS.items():
         if args.only and name not in args.only:
             continue

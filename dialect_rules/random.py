@@ -318,11 +318,13 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool
     round in the module (XLA compiles each in about 0.4 s). Of an n known only at run
     time, one level, taken only if m is large enough then: the module has one shape for
     all n. Its prefix sum is then `prefix_scan` (log2 n gathers), not a reduce_window.
-    Without `compacts`, every round runs over all n. With `rows`, the last level may run
-    by rows (`_last_level`), and so may a run-time n from the first round."""
+    Without `compacts`, every round runs over all n. With `rows`, on the CPU, n below
+    _ROWS_BELOW runs by rows instead (`_rounds_by_rows`): the last level, or a run-time
+    n from the first round."""
     level = _level(n) if compacts else None
-    if level is None:
-        return _last_level(key, n, draw, propose, params, pending, out, rows)
+
+    def whole():
+        return [_rounds(key, [n], draw, propose, params, pending, out)[1]]
 
     def levels():
         m, limit = level
@@ -340,9 +342,14 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool
     def by_rows():
         return [_rounds_by_rows(key, n, draw, propose, params, pending, out)]
 
-    if isinstance(n, int) or not (rows and _ROW_LOOPS.get()):
-        return levels()[0]
-    return if_else(compare(n, dim_value(_ROWS_BELOW), "LT"), [out.type], by_rows, levels)[0]
+    otherwise = whole if level is None else levels
+    if not (rows and _ROW_LOOPS.get()):
+        return otherwise()[0]
+    if isinstance(n, int):
+        return (by_rows if ROW_LANES < n < _ROWS_BELOW else otherwise)()[0]
+    # Both, chosen by the size at run time: specialized to a size, the module keeps one
+    # (`passes.fold_constant_if`).
+    return if_else(compare(n, dim_value(_ROWS_BELOW), "LT"), [out.type], by_rows, otherwise)[0]
 
 
 # Elements in a row of `_rounds_by_rows`: 4,000 and 16,000 gammas (best of 3 medians in
@@ -355,30 +362,10 @@ ROW_LANES = 16
 # one function, which runs a row's round in a few hundred nanoseconds; elsewhere each
 # step of a loop is a kernel launch (`register_sampler` sets it per node).
 _ROW_LOOPS: ContextVar[bool] = ContextVar("row_loops", default=False)
-
-
-# A last level of this many elements or more runs by whole rounds: its loop over rows
-# would no longer be one function (XLA:CPU's small-loop threshold, SMALL_LOOP_BYTES),
-# and each row's step would be a kernel launch.
+# From this many elements a loop runs by whole rounds: its loop over rows would no
+# longer be one function (XLA:CPU's small-loop threshold, SMALL_LOOP_BYTES), and each
+# row's step would be a kernel launch.
 _ROWS_BELOW = _COMPACT_RATIO * COMPACT_MIN
-
-
-def _last_level(key, n: Dim, draw: Draw, propose, params, pending, out, rows: bool) -> ir.Value:
-    """`_compacting`'s last level, where it compacts no more: whole rounds
-    (`_rounds`), or on the CPU rounds by rows (`_rounds_by_rows`) where n is below
-    _ROWS_BELOW; of a run-time n, both, chosen at run time (specialized to a size, the
-    module keeps one)."""
-    def whole():
-        return [_rounds(key, [n], draw, propose, params, pending, out)[1]]
-
-    def by_rows():
-        return [_rounds_by_rows(key, n, draw, propose, params, pending, out)]
-
-    if not (rows and _ROW_LOOPS.get()) or (isinstance(n, int) and not ROW_LANES < n < _ROWS_BELOW):
-        return whole()[0]
-    if isinstance(n, int):
-        return by_rows()[0]
-    return if_else(compare(n, dim_value(_ROWS_BELOW), "LT"), [out.type], by_rows, whole)[0]
 
 
 def _rows_of(x: ir.Value, rows: Dim) -> ir.Value:

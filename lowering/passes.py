@@ -224,30 +224,29 @@ def fold_agreeing_if(module_op: ir.Operation) -> None:
 def fold_constant_if(module_op: ir.Operation) -> None:
     """Replace each `stablehlo.if` whose condition is a constant by the ops of the branch
     it takes. A rule that chooses between two ways by a size known only at run time
-    (`random._last_level`) emits both; once the module is specialized to a size, the
+    (`random._compacting`) emits both; once the module is specialized to a size, the
     condition is a constant (refine-shapes folds it), and neither MHLO's canonicalize
     nor anything before XLA drops the other way, which our small-loop check and XLA's
-    conversion would still count and read."""
-    while True:
-        found = None
+    conversion would still count and read.
 
-        def visit(op):
-            nonlocal found
-            if op.name == "stablehlo.if" and constant_array(op.operands[0], "b") is not None:
-                found = op
-                return ir.WalkResult.INTERRUPT
-            return ir.WalkResult.ADVANCE
+    Innermost first (a post-order walk): an `if` is folded before any `if` around it,
+    so erasing an outer one's other branch erases only ifs already done."""
+    found = []
 
-        module_op.walk(visit)
-        if found is None:
-            return
-        taken = found.regions[0 if constant_array(found.operands[0], "b") else 1].blocks[0]
+    def visit(op):
+        if op.name == "stablehlo.if" and constant_array(op.operands[0], "b") is not None:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.POST_ORDER)
+    for op in found:
+        taken = op.regions[0 if constant_array(op.operands[0], "b") else 1].blocks[0]
         *body, end = list(taken.operations)
-        for op in body:
-            op.operation.move_before(found)
-        for result, value in zip(found.results, end.operands, strict=True):
+        for inner in body:
+            inner.operation.move_before(op)
+        for result, value in zip(op.results, end.operands, strict=True):
             result.replace_all_uses_with(value)
-        found.erase()
+        op.erase()
 
 
 # What `stablehlo-refine-shapes` does not evaluate (it does integer add, subtract,

@@ -310,35 +310,43 @@ def test_inline_private_calls():
 
 
 def test_fold_constant_if_keeps_the_branch_taken():
-    """An `if` on a constant condition becomes its branch's ops (an `if` nested in the
-    branch dropped goes with it); one on a run-time condition stays."""
+    """An `if` on a constant condition becomes its branch's ops, at any depth: inside a
+    branch taken, inside a branch dropped (which goes with it), inside an `if` on a
+    run-time condition, which stays."""
     text = """
     module {
       func.func public @main(%x: tensor<3xf64>, %p: tensor<i1>) -> (tensor<3xf64>, tensor<3xf64>) {
         %t = stablehlo.constant dense<true> : tensor<i1>
         %f = stablehlo.constant dense<false> : tensor<i1>
         %0 = "stablehlo.if"(%t) ({
-          %a = stablehlo.add %x, %x : tensor<3xf64>
-          stablehlo.return %a : tensor<3xf64>
-        }, {
-          %m = "stablehlo.if"(%p) ({
-            stablehlo.return %x : tensor<3xf64>
+          %i = "stablehlo.if"(%f) ({
+            %e = stablehlo.exponential %x : tensor<3xf64>
+            stablehlo.return %e : tensor<3xf64>
           }, {
+            %a = stablehlo.add %x, %x : tensor<3xf64>
+            stablehlo.return %a : tensor<3xf64>
+          }) : (tensor<i1>) -> tensor<3xf64>
+          stablehlo.return %i : tensor<3xf64>
+        }, {
+          %m = "stablehlo.if"(%t) ({
             %n = stablehlo.negate %x : tensor<3xf64>
             stablehlo.return %n : tensor<3xf64>
+          }, {
+            stablehlo.return %x : tensor<3xf64>
           }) : (tensor<i1>) -> tensor<3xf64>
           stablehlo.return %m : tensor<3xf64>
         }) : (tensor<i1>) -> tensor<3xf64>
-        %1 = "stablehlo.if"(%f) ({
-          stablehlo.return %x : tensor<3xf64>
-        }, {
-          %b = "stablehlo.if"(%p) ({
-            %e = stablehlo.exponential %0 : tensor<3xf64>
-            stablehlo.return %e : tensor<3xf64>
+        %1 = "stablehlo.if"(%p) ({
+          %k = "stablehlo.if"(%t) ({
+            %s = stablehlo.sine %0 : tensor<3xf64>
+            stablehlo.return %s : tensor<3xf64>
           }, {
-            stablehlo.return %0 : tensor<3xf64>
+            %c = stablehlo.cosine %0 : tensor<3xf64>
+            stablehlo.return %c : tensor<3xf64>
           }) : (tensor<i1>) -> tensor<3xf64>
-          stablehlo.return %b : tensor<3xf64>
+          stablehlo.return %k : tensor<3xf64>
+        }, {
+          stablehlo.return %0 : tensor<3xf64>
         }) : (tensor<i1>) -> tensor<3xf64>
         return %0, %1 : tensor<3xf64>, tensor<3xf64>
       }
@@ -348,8 +356,9 @@ def test_fold_constant_if_keeps_the_branch_taken():
         run_pipeline(module, "builtin.module(fold-constant-if)")
         assert module.operation.verify()
         out = str(module)
-    assert out.count("stablehlo.if") == 1 and "%arg1" in out.split("stablehlo.if")[1].split(")")[0]
-    assert "stablehlo.add" in out and "stablehlo.exponential" in out and "stablehlo.negate" not in out
+    assert out.count("stablehlo.if") == 1 and '"stablehlo.if"(%arg1)' in out
+    assert "stablehlo.add" in out and "stablehlo.sine" in out
+    assert not any(op in out for op in ("exponential", "negate", "cosine"))
 
 
 # --- specialization and runtime ------------------------------------------------------
