@@ -283,22 +283,34 @@ def _rounds(key, dims, draw, propose, params, pending, out, limit: Dim = 0) -> l
     round, and carried in the loop state. Drawn inside the round, XLA's CPU fusion copies
     their Threefry into every fusion of the test that reads them and recomputes it there
     (five times in a Poisson PTRS round, which ran eight times slower)."""
-    def body(values):
-        key, pending, out, _, *numbers = values
-        candidate, accepted = propose(params, *numbers)
+    def advance(key):
         key, following = split(key, 2)
-        out = select(hlo.and_(pending, accepted), candidate, out)
-        pending = hlo.and_(pending, hlo.not_(accepted))
-        again = _more_than(pending, limit)
-        numbers = if_else(again, [x.type for x in numbers], lambda: draw(following, dims), lambda: numbers)
-        return [key, pending, out, again, *numbers]
+        return key, lambda: draw(following, dims)
 
     def loop():
-        state = [key, pending, out, ir_constant(np.True_), *draw(first, dims)]
-        return while_loop(state, lambda values: values[3], body)[1:3]
+        return _round_loop(key, draw(first, dims), advance, propose, params, pending, out, limit)
 
     key, first = split(key, 2)
     return if_else(_more_than(pending, limit), [pending.type, out.type], loop, lambda: [pending, out])
+
+
+def _round_loop(source, numbers, advance, propose, params, pending, out, limit: Dim = 0) -> list[ir.Value]:
+    """The loop of rounds, the first round's `numbers` given, until at most `limit`
+    elements are pending: [pending, out] after it. `source` is what the rounds draw from
+    (a key, or a counter offset); `advance(source)` gives the next one and a function
+    drawing the next round's numbers from it, called only if there is a next round."""
+    def body(values):
+        source, pending, out, _, *numbers = values
+        candidate, accepted = propose(params, *numbers)
+        source, draw_next = advance(source)
+        out = select(hlo.and_(pending, accepted), candidate, out)
+        pending = hlo.and_(pending, hlo.not_(accepted))
+        again = _more_than(pending, limit)
+        numbers = if_else(again, [x.type for x in numbers], draw_next, lambda: numbers)
+        return [source, pending, out, again, *numbers]
+
+    state = [source, pending, out, ir_constant(np.True_), *numbers]
+    return while_loop(state, lambda values: values[3], body)[1:3]
 
 
 def _more_than(mask: ir.Value, limit: Dim) -> ir.Value:
@@ -368,6 +380,11 @@ _ROW_LOOPS: ContextVar[bool] = ContextVar("row_loops", default=False)
 _ROWS_BELOW = _COMPACT_RATIO * COMPACT_MIN
 
 
+def _row_count(n: Dim) -> Dim:
+    """Rows of ROW_LANES that hold n elements."""
+    return dim_quotient(dim_add(n, ROW_LANES - 1), ROW_LANES)
+
+
 def _rows_of(x: ir.Value, rows: Dim) -> ir.Value:
     """A flat tensor padded (with zeros) to rows * ROW_LANES elements, as (rows, ROW_LANES)."""
     n = shape_of(x)[0]
@@ -387,7 +404,7 @@ def _each_row(n: Dim, rows_in: Sequence[ir.Value], rows_out: Sequence[ir.Value],
     """Loop over the rows of flat tensors of n elements: `run(i, inputs, outputs)` maps row
     i of `rows_in` (read only) and of `rows_out` to the new rows of `rows_out`; the
     flat results."""
-    rows = dim_quotient(dim_add(n, ROW_LANES - 1), ROW_LANES)
+    rows = _row_count(n)
     # A run-time count of rows may be 0, where reading row i would not be valid IR: one
     # more row, never read (as `with_scratch` does).
     held = rows if isinstance(rows, int) else dim_add(rows, 1)
@@ -418,28 +435,20 @@ def _rounds_by_rows(key, n: Dim, draw: Draw, propose, params, pending, out) -> i
 
     Round r of row i draws from the counters from (r * rows + i) * 2**32 under `key`:
     no cipher spent on splitting keys, and no two rounds share a counter."""
-    rows = convert(dim_value(dim_quotient(dim_add(n, ROW_LANES - 1), ROW_LANES)), U64)
+    shift = ir_constant(np.uint64(32))
+    step = hlo.shift_left(convert(dim_value(_row_count(n)), U64), shift)
 
     def run(i, fixed, state):
         pending, *params = fixed
         (out,) = state
-        shift = ir_constant(np.uint64(32))
         first = hlo.shift_left(convert(i, U64), shift)
-        step = hlo.shift_left(rows, shift)
 
-        def body(values):
-            offset, pending, out, _, *numbers = values
-            candidate, accepted = propose(params, *numbers)
-            out = select(hlo.and_(pending, accepted), candidate, out)
-            pending = hlo.and_(pending, hlo.not_(accepted))
+        def advance(offset):
             offset = hlo.add(offset, step)
-            again = any_true(pending)
-            numbers = if_else(again, [x.type for x in numbers], lambda: draw(key, [ROW_LANES], offset), lambda: numbers)
-            return [offset, pending, out, again, *numbers]
+            return offset, lambda: draw(key, [ROW_LANES], offset)
 
         def loop():
-            state = [first, pending, out, ir_constant(np.True_), *draw(key, [ROW_LANES], first)]
-            return while_loop(state, lambda values: values[3], body)[2:3]
+            return _round_loop(first, draw(key, [ROW_LANES], first), advance, propose, params, pending, out)[1:]
 
         return if_else(any_true(pending), [out.type], loop, lambda: [out])
 
