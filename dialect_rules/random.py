@@ -46,13 +46,12 @@ from lowering.builders import (
     iota,
     is_static,
     ir_constant,
+    pad_end,
     polynomial_log,
     read_entry,
     reshape,
-    result_type,
     select,
     shape_of,
-    shape_tensor,
     signbit,
     slice_axis,
     splat,
@@ -387,17 +386,8 @@ def _row_count(n: Dim) -> Dim:
 
 def _rows_of(x: ir.Value, rows: Dim) -> ir.Value:
     """A flat tensor padded (with zeros) to rows * ROW_LANES elements, as (rows, ROW_LANES)."""
-    n = shape_of(x)[0]
     width = dim_product([rows, ROW_LANES])
-    zero = full(0, (), value_dtype(x))
-    if isinstance(width, int) and isinstance(n, int):
-        if width != n:
-            attr = ir.DenseI64ArrayAttr.get
-            x = hlo.pad(x, zero, attr([0]), attr([width - n]), attr([0]))
-    else:
-        x = hlo.dynamic_pad(result_type([width], value_dtype(x)), x, zero, shape_tensor([0]),
-                            shape_tensor([dim_sub(width, n)]), shape_tensor([0]))
-    return reshape(x, [rows, ROW_LANES])
+    return reshape(pad_end(x, [dim_sub(width, shape_of(x)[0])]), [rows, ROW_LANES])
 
 
 def _each_row(n: Dim, rows_in: Sequence[ir.Value], rows_out: Sequence[ir.Value], run) -> list[ir.Value]:

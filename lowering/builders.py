@@ -602,20 +602,30 @@ def slice_axis(x: ir.Value, axis: int, start: Dim, end: Dim) -> ir.Value:
     )
 
 
+def pad_end(x: ir.Value, high: Sequence[Dim]) -> ir.Value:
+    """x with high[i] more entries (zeros) at the end of each axis i; static where every
+    dim and pad is."""
+    shape = shape_of(x)
+    if all(isinstance(h, int) and h == 0 for h in high):
+        return x
+    zero = ir_constant(np.zeros((), value_dtype(x)))
+    if is_static([*shape, *high]):
+        attr = ir.DenseI64ArrayAttr.get
+        return hlo.pad(x, zero, attr([0] * len(shape)), attr(list(high)), attr([0] * len(shape)))
+    zeros = [0] * len(shape)
+    dims = [dim_add(d, h) for d, h in zip(shape, high, strict=True)]
+    return hlo.dynamic_pad(
+        result_type(dims, value_dtype(x)), x, zero, shape_tensor(zeros), shape_tensor(high), shape_tensor(zeros),
+    )
+
+
 def with_scratch(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     """x with one more entry (zeros) at the end of each of `axes`: a loop body's reads and
     writes at a run-time position stay valid IR where such a dim may be 0 (the loop then
     runs no step, and the entry is never part of a result)."""
     if not axes:
         return x
-    shape = shape_of(x)
-    zeros = [0] * len(shape)
-    high = [1 if i in axes else 0 for i in range(len(shape))]
-    dims = [dim_add(d, 1) if i in axes else d for i, d in enumerate(shape)]
-    return hlo.dynamic_pad(
-        result_type(dims, value_dtype(x)), x, ir_constant(np.zeros((), value_dtype(x))),
-        shape_tensor(zeros), shape_tensor(high), shape_tensor(zeros),
-    )
+    return pad_end(x, [1 if i in axes else 0 for i in range(len(shape_of(x)))])
 
 
 def dynamic_index(x, axes, starts, lengths=None):
