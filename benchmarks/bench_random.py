@@ -56,6 +56,24 @@ def prior_predictive():
     return outputs, collect_default_updates(outputs=outputs)
 
 
+def mixed_prior_predictive(n: int = 4_000):
+    """One prior predictive draw of a model with four gamma-family and count variables of
+    n each (gamma, beta, negative binomial, Poisson), the function
+    `pm.sample_prior_predictive` calls once per draw: a module of some 6,000 ops, past
+    ELEMENTAL_MAX_OPS, whose rejection loops each fit it."""
+    import pymc as pm
+    from pymc.pytensorf import collect_default_updates
+
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Gamma("a", 2.0, 1.0, shape=n)
+        pm.Beta("b", 2.0, 3.0, shape=n)
+        pm.NegativeBinomial("c", 5.0, 0.3, shape=n)
+        pm.Poisson("d", 20.0 * pm.math.exp(mu), shape=n)
+    outputs = [model[name] for name in ("mu", "a", "b", "c", "d")]
+    return outputs, collect_default_updates(outputs=outputs)
+
+
 def _sized_by_data(make, n: int = 20_000):
     """Draws sized by a shared array's shape (n rows), as PyMC's posterior predictive
     sizes an observed variable by its `pm.Data`: a size known only at run time."""
@@ -113,6 +131,7 @@ def posterior_predictive_end_to_end(mode: str, draws: int = 2000) -> float:
 
 WORKLOADS = {
     "prior-predictive": prior_predictive,
+    "mixed-prior-predictive-4e3": mixed_prior_predictive,
     "normal-1e6": _draws(lambda r: pt.random.normal(0.0, 1.0, size=1_000_000, rng=r)),
     "gamma-1e6": _draws(lambda r: pt.random.gamma(2.5, scale=1.0, size=1_000_000, rng=r)),
     "beta-1e5": _draws(lambda r: pt.random.beta(0.5, 2.0, size=100_000, rng=r)),

@@ -302,7 +302,7 @@ def compile_module(
         bytecode = module_bytecode(module)
         elemental = platform == "cpu" and suits_elemental_emitter(module)
         # The small-loop functions' kernels come from the elemental emitter too.
-        small_loops = elemental or (platform == "cpu" and _fits_elemental_stack(module))
+        small_loops = elemental or (platform == "cpu" and _loops_fit_elemental_stack(module))
     return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large,
                             small_loops=small_loops)
 
@@ -331,17 +331,36 @@ def suits_elemental_emitter(module: ir.Module) -> bool:
     return _fits_elemental_stack(module) and _small_tensors_only(module)
 
 
-def _fits_elemental_stack(module: ir.Module) -> bool:
-    """Whether `module` has at most ELEMENTAL_MAX_OPS ops (counted up to one more)."""
+def _fits_elemental_stack(op: ir.Module | ir.Operation) -> bool:
+    """Whether `op` (a module, a loop) holds at most ELEMENTAL_MAX_OPS ops (counted up to
+    one more)."""
     ops = 0
 
-    def visit(op):
+    def visit(_):
         nonlocal ops
         ops += 1
         return ir.WalkResult.INTERRUPT if ops > ELEMENTAL_MAX_OPS else ir.WalkResult.ADVANCE
 
-    module.operation.walk(visit)
+    (op.operation if isinstance(op, ir.Module) else op).walk(visit)
     return ops <= ELEMENTAL_MAX_OPS
+
+
+def _loops_fit_elemental_stack(module: ir.Module) -> bool:
+    """Whether every while loop of `module`, the loops nested in it included, holds at
+    most ELEMENTAL_MAX_OPS ops. In a module the elemental emitter does not suit, the
+    small loops' functions are all it compiles (SMALL_LOOP_BYTES): the code around them
+    may be any length."""
+    fits = True
+
+    def visit(op):
+        nonlocal fits
+        if op.name != "stablehlo.while":
+            return ir.WalkResult.ADVANCE
+        fits = _fits_elemental_stack(op)
+        return ir.WalkResult.SKIP if fits else ir.WalkResult.INTERRUPT
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return fits
 
 
 def _small_tensors_only(module: ir.Module) -> bool:
@@ -374,8 +393,8 @@ def _small_tensors_only(module: ir.Module) -> bool:
 # (1 KiB by default) it compiles instead into one function that runs the whole loop
 # (SmallWhileLoopHoistingPass; loops holding custom calls, sorts or scatters stay as they
 # are). That function's kernels come from the elemental emitter, so a module gets the
-# threshold only where the elemental emitter's stack allows (ELEMENTAL_MAX_OPS), and not
-# under STABLEHLO_NO_FMA, whose options are checked not to contract. The censored Gamma
+# threshold only where each of its loops fits the elemental emitter's stack
+# (ELEMENTAL_MAX_OPS, `_loops_fit_elemental_stack`), and not under STABLEHLO_NO_FMA, whose options are checked not to contract. The censored Gamma
 # model (12 loops over 1,000 points, 64 KiB to 1 MiB an iteration) went from 550 to 503 µs
 # a call; from 10,000 points on, where iterations are larger than this, kernels are long
 # and it made no difference either way (benchmarks/README.md, "Special functions in PyMC

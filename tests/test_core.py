@@ -14,6 +14,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Apply
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.op import Op
+from scipy.special import gammainc as sp_gammainc
 from scipy.special import gammaln as sp_gammaln
 
 import lowering
@@ -657,29 +658,40 @@ def test_modules_of_small_tensors_compile_with_the_faster_code_generator(monkeyp
     assert comp.elemental_overrides("cpu") == ()
 
 
-def test_a_long_chain_on_small_tensors_compiles_with_the_fusion_emitters():
+def test_a_long_chain_on_small_tensors_compiles_with_the_fusion_emitters(monkeypatch):
     """XLA's elemental emitter recurses once per op of a fused chain as it compiles: 10,000
     elementwise ops on 4 elements killed the process (a stack overflow on XLA's compile
-    thread). Past ELEMENTAL_MAX_OPS a module gets the fusion emitters."""
+    thread). Past ELEMENTAL_MAX_OPS a module gets the fusion emitters, and its loops that
+    fit still run as one function each: the elemental emitter compiles only those."""
     import lowering.compile as comp
 
-    x = pt.dvector("x")
+    compiled = []
+    real = comp.compile_bytecode
+    monkeypatch.setattr(comp, "compile_bytecode", lambda *a, **kw: compiled.append(real(*a, **kw)) or compiled[-1])
+    x, a, y = pt.dvectors("x", "a", "y")
     out = x
-    for i in range(4_000):
+    for i in range(10_000):
         out = pt.sin(out) if i % 2 else out * 1.0001 + 0.5
-    lowered = lower(FunctionGraph([x], [out], clone=False))
-    assert not comp.suits_elemental_emitter(lowered.specialize(np.ones(4)))
-    expected = np.ones(4)
-    for i in range(4_000):
+    # beside the chain, a loop (gammainc's series) past XLA's own small-loop threshold
+    lowered = lower(FunctionGraph([x, a, y], [out, pt.gammainc(a, y)], clone=False))
+    rng = np.random.default_rng(3)
+    values = [np.linspace(0.5, 2.0, 4), rng.uniform(0.5, 5, 1_000), rng.uniform(0.1, 8, 1_000)]
+    module = lowered.specialize(*values)
+    assert not comp.suits_elemental_emitter(module) and not comp._fits_elemental_stack(module)
+    expected = values[0]
+    for i in range(10_000):
         expected = np.sin(expected) if i % 2 else expected * 1.0001 + 0.5
-    np.testing.assert_allclose(lowered.compile()(np.ones(4))[0], expected, rtol=1e-12)
+    chain, series = lowered.compile()(*values)
+    np.testing.assert_allclose(chain, expected, rtol=1e-12)
+    np.testing.assert_allclose(series, sp_gammainc(values[1], values[2]), rtol=1e-13)
+    assert "xla_cpu_small_call" in compiled.pop().hlo_modules()[0].to_string()
 
 
 def test_loops_over_little_data_compile_into_one_function(monkeypatch):
     """XLA:CPU compiles a while loop whose iteration touches fewer than SMALL_LOOP_BYTES
     into one function (a call it marks xla_cpu_small_call), not into kernels its executor
     runs one by one every iteration; the results are the same. Not a larger loop, not
-    under STABLEHLO_NO_FMA, and not in a module past ELEMENTAL_MAX_OPS."""
+    under STABLEHLO_NO_FMA, and not a loop past ELEMENTAL_MAX_OPS ops."""
     import lowering.compile as comp
 
     compiled = []
@@ -699,7 +711,7 @@ def test_loops_over_little_data_compile_into_one_function(monkeypatch):
     check("STABLEHLO", 1_000, True)
     check("STABLEHLO", 100_000, False)
     check("STABLEHLO_NO_FMA", 1_000, False)
-    monkeypatch.setattr(comp, "ELEMENTAL_MAX_OPS", 10)
+    monkeypatch.setattr(comp, "ELEMENTAL_MAX_OPS", 10)  # the loop is past it
     check("STABLEHLO", 1_000, False)
 
 
