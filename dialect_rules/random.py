@@ -561,19 +561,29 @@ def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
     return rejection(key, dims, dtype, uniform_draws(dtype, 2, open_zero=True), propose, [d, c], pending, special)
 
 
-def gamma_parts(key: ir.Value, alpha: ir.Value, u: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """log G for G ~ Gamma(alpha, 1), as `head + tail / alpha`; `key` is for the
-    rejection loop, `u` an open uniform of alpha's shape (the caller's, so one cipher
-    can give it and the caller's own numbers).
+def gamma_parts(key: ir.Value, alpha: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """log G for G ~ Gamma(alpha, 1), as `head + tail / alpha`.
 
     For alpha < 1, G = G' u^(1/alpha) with G' ~ Gamma(alpha + 1) (Marsaglia and Tsang's
     boost) underflows to 0 for most u once alpha is small (alpha = 1e-3: u < 0.5 in
     float64), though G^(1/p) or sqrt(df / G) are ordinary numbers; in logs, head =
     log G' and tail = log u stay finite. For alpha >= 1 (and NaN, inf, negative
     alpha: NaN, inf, NaN), tail = 0.
+
+    The uniforms u are drawn only where some alpha needs them (`where_some`), as in
+    `standard_gamma`. Drawn beside the loop for every alpha, they cost far more than their
+    cipher: 4,000 betas (2, 3), which need none, took 696 µs a call with them and 432
+    without; 10^5 betas (0.5, 2), which need them, 8.4 ms and 5.9 inside the `if`
+    (benchmarks/README.md, "Tails only where needed").
     """
-    boosted, draws = _boosted_gamma(key, alpha)
-    return hlo.log(draws), select(boosted, hlo.log(u), full_like(u, 0.0))
+    gamma_key, uniform_key = split(key, 2)
+    boosted, draws = _boosted_gamma(gamma_key, alpha)
+
+    def tail():
+        u = uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True)
+        return select(boosted, hlo.log(u), full_like(u, 0.0))
+
+    return hlo.log(draws), where_some(boosted, full_like(alpha, 0.0), tail)
 
 
 def _boosted_gamma(key: ir.Value, alpha: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -584,10 +594,10 @@ def _boosted_gamma(key: ir.Value, alpha: ir.Value) -> tuple[ir.Value, ir.Value]:
     return boosted, marsaglia_tsang(key, select(boosted, hlo.add(alpha, one), alpha))
 
 
-def log_standard_gamma(key: ir.Value, alpha: ir.Value, u: ir.Value) -> ir.Value:
+def log_standard_gamma(key: ir.Value, alpha: ir.Value) -> ir.Value:
     """The logs of Gamma(alpha, 1) numbers (`gamma_parts`): finite where the draws
     themselves underflow; alpha = 0 gives -inf."""
-    head, tail = gamma_parts(key, alpha, u)
+    head, tail = gamma_parts(key, alpha)
     return hlo.add(head, divide(tail, alpha))
 
 
@@ -621,10 +631,8 @@ def beta_log_odds(key: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
     and b stacked (each rejection loop costs about a second of XLA compile time).
     """
     dims = shape_of(a)
-    gamma_key, uniform_key = split(key, 2)
-    u = uniform(uniform_key, [2, *dims], value_dtype(a), open_zero=True)
     stacked = hlo.concatenate([reshape(x, [1, *dims]) for x in (a, b)], 0)
-    parts = gamma_parts(gamma_key, stacked, u)
+    parts = gamma_parts(key, stacked)
     (ha, ta), (hb, tb) = ([reshape(slice_axis(x, 0, i, i + 1), dims) for x in parts] for i in (0, 1))
     m = hlo.minimum(full_like(a, 1.0), hlo.minimum(a, b))
     scaled = hlo.add(

@@ -93,12 +93,6 @@ def cauchy_of(u):
     return divide(_c(w, 1.0), hlo.tan(hlo.multiply(w, _c(w, math.pi / 2))))
 
 
-def _gamma_key_and_uniforms(key, dims, dtype, n):
-    """A key for the core's gamma draw and `n` open uniforms of shape `dims`."""
-    gamma_key, uniform_key = split(key, 2)
-    return gamma_key, uniforms(uniform_key, dims, dtype, n, open_zero=True)
-
-
 # --- parameter checks ---------------------------------------------------------------
 
 
@@ -258,8 +252,7 @@ def _invgamma_checks(ctx, node, shape, scale):
 def _invgamma(key, dims, shape, scale):
     """PyTensor's 1 / gamma(shape, 1 / scale) = scale exp(-log G): the log keeps a
     small shape's draws finite where G itself underflows."""
-    gamma_key, (u,) = _gamma_key_and_uniforms(key, dims, value_dtype(shape), 1)
-    return hlo.multiply(scale, hlo.exponential(hlo.negate(log_standard_gamma(gamma_key, shape, u))))
+    return hlo.multiply(scale, hlo.exponential(hlo.negate(log_standard_gamma(key, shape))))
 
 
 _beta_checks = _all_checks(
@@ -279,9 +272,10 @@ def _beta(key, dims, a, b):
 def _student_t(key, dims, df, loc, scale):
     """numpy's standard_t: N sqrt(nu / G), G ~ Gamma(nu = df / 2), with G in logs so a
     small df gives its huge finite draws (not inf where G underflows)."""
-    gamma_key, (u_normal, u_gamma) = _gamma_key_and_uniforms(key, dims, value_dtype(df), 2)
+    gamma_key, normal_key = split(key, 2)
+    u_normal = uniform(normal_key, dims, value_dtype(df), open_zero=True)
     half = hlo.multiply(df, _c(df, 0.5))
-    log_ratio = hlo.subtract(hlo.log(half), log_standard_gamma(gamma_key, half, u_gamma))
+    log_ratio = hlo.subtract(hlo.log(half), log_standard_gamma(gamma_key, half))
     z = hlo.multiply(normal_of(u_normal), hlo.exponential(hlo.multiply(log_ratio, _c(df, 0.5))))
     return _location_scale(loc, scale, z)
 
@@ -300,8 +294,7 @@ def _gengamma(key, dims, alpha, p, lambd):
     underflows to 0 while G^(1/p) is an ordinary number; this form never forms
     log G itself.
     """
-    gamma_key, (u,) = _gamma_key_and_uniforms(key, dims, value_dtype(alpha), 1)
-    head, tail = gamma_parts(gamma_key, divide(alpha, p), u)
+    head, tail = gamma_parts(key, divide(alpha, p))
     z = hlo.exponential(hlo.add(divide(head, p), divide(tail, alpha)))
     return _location_scale(_c(alpha, 0.0), lambd, z)
 
@@ -403,8 +396,7 @@ def _pymc_wald(key, dims, mu, lam, alpha):
 def _moyal(key, dims, mu, sigma):
     """scipy's -log G for G ~ Gamma(1/2, scale 2), from log G (`log_standard_gamma`):
     finite where G itself would underflow to 0."""
-    gamma_key, (u,) = _gamma_key_and_uniforms(key, dims, value_dtype(mu), 1)
-    log_g = log_standard_gamma(gamma_key, _c(mu, 0.5), u)
+    log_g = log_standard_gamma(key, _c(mu, 0.5))
     return _location_scale(mu, sigma, hlo.negate(hlo.add(log_g, _c(log_g, math.log(2.0)))))
 
 

@@ -109,9 +109,7 @@ def _dirichlet(key, dims, alpha):
     there and 0 elsewhere, a NaN alpha NaN everywhere. (XLA flushes subnormal numbers
     to zero: a subnormal alpha counts as 0.)
     """
-    gamma_key, uniform_key = split(key, 2)
-    u = uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True)
-    log_g = log_standard_gamma(gamma_key, alpha, u)
+    log_g = log_standard_gamma(key, alpha)
     axis = _last_axis(alpha)
     top = _expand_last(fold(log_g, [axis], hlo.maximum, -np.inf), log_g)
     weights = hlo.exponential(hlo.subtract(log_g, top))
@@ -214,12 +212,11 @@ def _wishart(ctx, node, key, size, nu, v):
     [chol] = _failed(ctx, ok, [chol], "the scale matrix V is not positive definite")
     chol, df = broadcast_param(chol, batch, 2), broadcast_param(df, batch, 0)
 
-    normal_key, gamma_key, uniform_key = split(draw_key, 3)
+    normal_key, gamma_key = split(draw_key, 2)
     z = normal(normal_key, [*batch, p, p], dtype)
     step = convert(iota([*batch, p], len(batch), "int64"), dtype)
     alpha = hlo.multiply(hlo.subtract(broadcast_in_dim(df, shape_of(step), range(len(batch))), step), full_like(step, 0.5))
-    u = uniform(uniform_key, shape_of(alpha), dtype, open_zero=True)
-    log_chi2 = hlo.add(log_standard_gamma(gamma_key, alpha, u), full_like(alpha, np.log(2.0)))
+    log_chi2 = hlo.add(log_standard_gamma(gamma_key, alpha), full_like(alpha, np.log(2.0)))
     root = hlo.exponential(hlo.multiply(log_chi2, full_like(log_chi2, 0.5)))
     a = _set_diagonal(_triangle(z, lower=True, k=-1), 0, full(True, shape_of(root), "bool"), root)
     factor = _matmul(chol, a, len(batch))
