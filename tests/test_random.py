@@ -226,6 +226,21 @@ def test_gamma(shape):
     assert_distribution(x, st.gamma(shape, scale=2.0))
 
 
+def test_draws_past_chunks_from_come_from_their_own_parameters():
+    """Past _CHUNKS_FROM a rejection sampler runs chunk by chunk (`_chunked`): 300,000
+    gammas whose shape changes halfway through a chunk, each half its own gamma; 300,000
+    Poissons of mean 20 (PTRS)."""
+    n = 300_000
+    assert n > random_rules._CHUNKS_FROM
+    shape = pt.dvector("shape")
+    x = draw(lambda r, size: pt.random.gamma(shape, scale=2.0, size=size, rng=r), n=n,
+             inputs=[shape], values=[np.repeat([0.7, 3.5], n // 2)])
+    assert_distribution(x[: n // 2], st.gamma(0.7, scale=2.0))
+    assert_distribution(x[n // 2:], st.gamma(3.5, scale=2.0))
+    x = draw(lambda r, size: pt.random.poisson(20.0, size=size, rng=r), n=n)
+    assert_distribution(x, st.poisson(20.0), discrete=True)
+
+
 def test_gamma_edge_parameters():
     shape = pt.dvector("shape")
     f = pytensor.function([shape], pt.random.gamma(shape, scale=1.0), mode="STABLEHLO")
@@ -306,7 +321,8 @@ def test_rejection_gives_each_pending_element_a_draw_from_its_own_parameters(n, 
 
 def _assert_toy_draws(x, n):
     """`_toy_rejection`'s draws: -1 where not pending, else in [i, i + 1), uniform there
-    for each acceptance rate (from 1,000 elements), and no uniform number twice."""
+    for each acceptance rate (from 1,000 elements), and no uniform number twice (past
+    50,000 elements, no more coincidences than the draws' rounding makes)."""
     assert x.shape == (n,)
     i = np.arange(n)
     skipped = i % 3 == 0
@@ -314,7 +330,10 @@ def _assert_toy_draws(x, n):
     fraction = x[~skipped] - i[~skipped]
     assert ((fraction >= 0) & (fraction < 1)).all()
     p = 0.05 + (i[~skipped] % 7) * 0.15
-    assert len(np.unique(fraction * p)) == len(fraction)
+    # x = i + u / p keeps u to about ulp(i): 2^-35 near i = 3e5, where two of 2e5 such
+    # numbers coincide by chance about half the time. Numbers drawn twice would come a
+    # row (16) or a chunk at a time.
+    assert len(fraction) - len(np.unique(fraction * p)) <= (0 if n <= 50_000 else 3)
     for k in range(7 if n >= 1000 else 0):  # each acceptance rate on its own
         assert_distribution(fraction[(i[~skipped] % 7) == k], st.uniform())
 
@@ -324,12 +343,25 @@ def test_rejection_by_rows_gives_each_pending_element_a_draw_from_its_own_parame
     """The last level runs row by row: of a static size, 17 elements (a row and one, so
     padded), 1,000, and 40,000 after compacting once to 2,500; a run-time size below
     16 * COMPACT_MIN from the first round, 40,000 after its one level (the module holds
-    both ways, for the sizes it may get). Each row's rounds draw from their own
-    counters: no uniform number comes twice."""
+    both ways, for the sizes it may get, and chunks past _CHUNKS_FROM, each compacting
+    once). Each row's rounds draw from their own counters: no uniform number comes
+    twice."""
     x, text = _toy_rejection(n, dynamic, rows=True)
     levels = text.count("\"stablehlo.scatter\"(") // 2
-    assert levels == (1 if dynamic else {17: 0, 1000: 0, 40_000: 1}[n])
+    assert levels == (2 if dynamic else {17: 0, 1000: 0, 40_000: 1}[n])
     assert "stablehlo.dynamic_update_slice" in text  # a row written back
+    _assert_toy_draws(x, n)
+
+
+@pytest.mark.parametrize("n, dynamic", [(270_001, False), (300_000, True)])
+def test_rejection_by_chunks_gives_each_pending_element_a_draw_from_its_own_parameters(n, dynamic):
+    """Past _CHUNKS_FROM elements, on the CPU, a loop over chunks, each compacting on its
+    own under its own key: 270,001 in 5 chunks of 54,016 (a multiple of ROW_LANES, the
+    last padded); a run-time 300,000 in chunks of CHUNK, the fifth padded. A draw
+    written to another chunk or slot, or two chunks drawing the same numbers, fail
+    `_assert_toy_draws`."""
+    x, text = _toy_rejection(n, dynamic, rows=True)
+    assert ("tensor<5x54016xf64>" if not dynamic else f"tensor<{random_rules.CHUNK}xf64>") in text
     _assert_toy_draws(x, n)
 
 

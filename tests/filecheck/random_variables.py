@@ -29,7 +29,9 @@ nxt, x = pt.random.uniform(size=(n, 2), rng=rng).owner.outputs
 print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
 
 # Gamma: Marsaglia-Tsang's rejection. Of a size known only at run time, the module holds
-# two ways, chosen by the size (specialized to one, it keeps one). Below 16,384 elements,
+# three ways, chosen by the size (specialized to one, it keeps one). Past 262,144 elements,
+# a loop over chunks of 65,536, each compacting on its own as a static size does (below).
+# Below 16,384 elements,
 # by rows of 16: a loop over the rows, each running its own rounds (a loop carrying its
 # counters' offset, the elements still pending, the accepted values, whether there is a
 # next round and that round's numbers; the cipher of 32 counters unrolled, so no loop of
@@ -41,6 +43,8 @@ print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
 # from 16 * 16,384) and a scatter writes their draws back.
 # CHECK-LABEL: TEST: gamma opt RandomGeneratorType float64[?]
 # CHECK: "stablehlo.if"
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x65536xf64>
+# CHECK: stablehlo.dynamic_update_slice {{.*}} -> tensor<?x65536xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x16xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<ui64>, tensor<16xi1>, tensor<16xf64>, tensor<i1>, tensor<16xf64>, tensor<16xf64>
 # CHECK-NOT: stablehlo.while
@@ -79,6 +83,20 @@ print_ir("gamma", [rng, a], [nxt, x])
 # CHECK: }) : (tensor<20000xf64>, tensor<1250x1xi32>, tensor<1250xf64>) -> tensor<20000xf64>
 nxt, x = pt.random.gamma(2.5, scale=1.0, size=20_000, rng=rng).owner.outputs
 print_ir("gamma_static_size", [rng], [nxt, x])
+
+# Past 262,144 elements of a static size, a loop over chunks of one size (300,000 in 5 of
+# 60,000), each its own compacting loop: whole rounds over the chunk, its pending elements
+# slotted into 3,750, rows over those (235 rows of 16), scattered back, and the chunk
+# written back.
+# CHECK-LABEL: TEST: gamma_chunks opt
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<5x60000xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<60000xi1>, tensor<60000xf64>, tensor<i1>
+# CHECK: }) : (tensor<3750xi32>, tensor<60000x1xi32>, tensor<60000xi32>) -> tensor<3750xi32>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<235x16xf64>
+# CHECK: }) : (tensor<60000xf64>, tensor<3750x1xi32>, tensor<3750xf64>) -> tensor<60000xf64>
+# CHECK: stablehlo.dynamic_update_slice {{.*}} -> tensor<5x60000xf64>
+nxt, x = pt.random.gamma(2.5, scale=1.0, size=300_000, rng=rng).owner.outputs
+print_ir("gamma_chunks", [rng], [nxt, x])
 
 # Poisson below lam = 10 is an inversion: each element searches the CDF for its uniform
 # (`evolve`). The search loop carries which elements are still searching, the counts, the
