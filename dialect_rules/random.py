@@ -461,10 +461,10 @@ def _rounds_by_rows(key, n: Dim, draw: Draw, propose, params, pending, out) -> i
     for all of them, and the last of 4,000 gammas needs three rounds where most need
     one; a row's last rounds cost a row's. In one function (XLA:CPU's small loops) the
     loop over rows costs little: 4,000 gammas took 0.27 ms a call against 0.41 by whole
-    rounds, 16,000 1.0 against 2.5. A module past ELEMENTAL_MAX_OPS gets no small
-    loops (`compile.compile_module`), and its executor runs the loop over rows kernel by
-    kernel: 4,000 negative binomials then took 1.72 ms against 1.40 by whole rounds,
-    4,000 gammas 0.55 against 0.51.
+    rounds, 16,000 1.0 against 2.5. A module with a loop past ELEMENTAL_MAX_OPS ops gets
+    no small loops (`compile.compile_module`), and its executor runs the loop over rows
+    kernel by kernel: 4,000 negative binomials then took 1.72 ms against 1.40 by whole
+    rounds, 4,000 gammas 0.55 against 0.51.
 
     Round r of row i draws from the counters from (r * rows + i) * 2**32 under `key`:
     no cipher spent on splitting keys, and no two rounds share a counter."""

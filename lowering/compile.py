@@ -394,11 +394,11 @@ def _small_tensors_only(module: ir.Module) -> bool:
 # (SmallWhileLoopHoistingPass; loops holding custom calls, sorts or scatters stay as they
 # are). That function's kernels come from the elemental emitter, so a module gets the
 # threshold only where each of its loops fits the elemental emitter's stack
-# (ELEMENTAL_MAX_OPS, `_loops_fit_elemental_stack`), and not under STABLEHLO_NO_FMA, whose options are checked not to contract. The censored Gamma
-# model (12 loops over 1,000 points, 64 KiB to 1 MiB an iteration) went from 550 to 503 µs
-# a call; from 10,000 points on, where iterations are larger than this, kernels are long
-# and it made no difference either way (benchmarks/README.md, "Special functions in PyMC
-# models").
+# (ELEMENTAL_MAX_OPS, `_loops_fit_elemental_stack`), and not under STABLEHLO_NO_FMA,
+# whose options are checked not to contract. The censored Gamma model (12 loops over 1,000
+# points, 64 KiB to 1 MiB an iteration) went from 550 to 503 µs a call; from 10,000 points
+# on, where iterations are larger than this, kernels are long and it made no difference
+# either way (benchmarks/README.md, "Special functions in PyMC models").
 SMALL_LOOP_BYTES = 2 << 20
 _SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 
