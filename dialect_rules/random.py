@@ -577,7 +577,13 @@ def _evolving(n: Dim, state, params, active, step, holds: ir.Value, compacts: bo
 
 def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
     """Gamma(alpha, 1) numbers for alpha >= 1 by Marsaglia and Tsang's (2000) rejection
-    of cubed normals; 0 for alpha = 0, inf for inf, NaN for NaN or other alpha < 1."""
+    of cubed normals; 0 for alpha = 0, inf for inf, NaN for NaN or other alpha < 1.
+
+    The acceptance test's two logs are `polynomial_log`'s. With rows and chunks it is
+    2-6% faster than XLA's libm call (in-process A/B, best of 5 medians): 4,000 gammas
+    187 → 176 µs, 10^6 22.6 → 21.8 ms, 4,000 betas 441 → 420 µs, 10^5 betas (0.5, 2)
+    5.67 → 5.50 ms. Before them, over whole tensors, it was slower (10^6 gammas 58.1 →
+    60.6 ms)."""
     dtype, dims = value_dtype(alpha), shape_of(alpha)
     one = full_like(alpha, 1.0)
     d = hlo.subtract(alpha, full_like(alpha, 1 / 3))
@@ -591,9 +597,9 @@ def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:
         v = hlo.multiply(hlo.multiply(cube_root, cube_root), cube_root)
         bound = hlo.add(
             hlo.multiply(full_like(x, 0.5), hlo.multiply(x, x)),
-            hlo.multiply(d, hlo.add(hlo.subtract(one, v), hlo.log(v))),
+            hlo.multiply(d, hlo.add(hlo.subtract(one, v), polynomial_log(v))),
         )
-        accepted = hlo.and_(compare(v, full_like(v, 0.0), "GT"), compare(hlo.log(u), bound, "LT"))
+        accepted = hlo.and_(compare(v, full_like(v, 0.0), "GT"), compare(polynomial_log(u), bound, "LT"))
         return hlo.multiply(d, v), accepted
 
     pending = hlo.and_(hlo.is_finite(alpha), compare(alpha, one, "GE"))
