@@ -229,7 +229,8 @@ def test_gamma(shape):
 def test_draws_past_chunks_from_come_from_their_own_parameters():
     """Past _CHUNKS_FROM a rejection sampler runs chunk by chunk (`_chunked`): 300,000
     gammas whose shape changes halfway through a chunk, each half its own gamma; 300,000
-    Poissons of mean 20 (PTRS)."""
+    Poissons of mean 20 (PTRS). So does an inversion's search: 270,001 Poissons of mean
+    3, the last chunk padded."""
     n = 300_000
     assert n > random_rules._CHUNKS_FROM
     shape = pt.dvector("shape")
@@ -239,6 +240,8 @@ def test_draws_past_chunks_from_come_from_their_own_parameters():
     assert_distribution(x[n // 2:], st.gamma(3.5, scale=2.0))
     x = draw(lambda r, size: pt.random.poisson(20.0, size=size, rng=r), n=n)
     assert_distribution(x, st.poisson(20.0), discrete=True)
+    x = draw(lambda r, size: pt.random.poisson(3.0, size=size, rng=r), n=270_001)
+    assert_distribution(x, st.poisson(3.0), discrete=True)
 
 
 def test_gamma_edge_parameters():
@@ -370,14 +373,26 @@ def _toy_targets(i):
     return np.where(i % 29 == 0, i % 97, i % 3)
 
 
-@pytest.mark.parametrize("n, dynamic", [(1000, False), (40_000, False), (300_000, False), (1000, True), (40_000, True), (0, True)])
-def test_evolve_takes_each_element_to_its_own_stop(n, dynamic):
+@pytest.mark.parametrize("n, dynamic, chunks", [
+    (1000, False, False), (40_000, False, False), (300_000, False, False), (1000, True, False),
+    (40_000, True, False), (0, True, False), (300_000, False, True), (270_001, False, True),
+])
+def test_evolve_takes_each_element_to_its_own_stop(n, dynamic, chunks):
     """A toy search: element i counts x up to its target t_i, adding its own parameter
     i to y at each step, so it ends at (t_i, t_i * i). Static sizes compact as
     `rejection` does (none for 1,000, once for 40,000, twice for 300,000), run-time
     sizes once; a state scattered back to another element, or stepped with another's
-    parameters, ends elsewhere."""
+    parameters, ends elsewhere. Lowered for the CPU (`chunks`), past _CHUNKS_FROM the
+    search runs chunk by chunk, each chunk compacting once (5 of 60,000, or of 54,016
+    with the last one's padding never stepping)."""
     def build(index):
+        token = random_rules._ROW_LOOPS.set(chunks)
+        try:
+            return search(index)
+        finally:
+            random_rules._ROW_LOOPS.reset(token)
+
+    def search(index):
         target = convert(hlo.select(
             compare(hlo.remainder(index, full_like(index, 29)), full_like(index, 0), "EQ"),
             hlo.remainder(index, full_like(index, 97)), hlo.remainder(index, full_like(index, 3))), "float64")
@@ -395,7 +410,9 @@ def test_evolve_takes_each_element_to_its_own_stop(n, dynamic):
 
     (x, y), text = _toy(n, dynamic, build, outputs=2)
     levels = text.count("\"stablehlo.scatter\"(") // 3  # one builds the slots, two write back
-    assert levels == (1 if dynamic else {1000: 0, 40_000: 1, 300_000: 2}[n])
+    assert levels == (1 if dynamic or chunks else {1000: 0, 40_000: 1, 300_000: 2}[n])
+    if chunks:
+        assert f"tensor<5x{random_rules._chunk_size(n)}xf64>" in text
     i = np.arange(n)
     t = _toy_targets(i)
     np.testing.assert_array_equal(x, t)
