@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -278,6 +280,16 @@ def _toy(n, dynamic, build, outputs=1):
     return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()], text
 
 
+@contextlib.contextmanager
+def _cpu_loops(on: bool):
+    """Lower as the samplers are for the CPU (by rows and chunks) where `on`."""
+    token = random_rules._ROW_LOOPS.set(on)
+    try:
+        yield
+    finally:
+        random_rules._ROW_LOOPS.reset(token)
+
+
 def _toy_rejection(n, dynamic=False, key=(7, 11), rows=False):
     """`rejection` over n elements of a toy proposal: element i has the parameters
     offset i and p_i in [0.05, 0.95]; a uniform u is accepted below p_i and gives
@@ -285,11 +297,8 @@ def _toy_rejection(n, dynamic=False, key=(7, 11), rows=False):
     `rows`: lowered as a sampler for the CPU is, its last level by rows. Returns
     (draws, the module's text)."""
     def build(index):
-        token = random_rules._ROW_LOOPS.set(rows)
-        try:
+        with _cpu_loops(rows):
             return toy(index)
-        finally:
-            random_rules._ROW_LOOPS.reset(token)
 
     def toy(index):
         offset = convert(index, "float64")
@@ -386,11 +395,8 @@ def test_evolve_takes_each_element_to_its_own_stop(n, dynamic, chunks):
     search runs chunk by chunk, each chunk compacting once (5 of 60,000, or of 54,016
     with the last one's padding never stepping)."""
     def build(index):
-        token = random_rules._ROW_LOOPS.set(chunks)
-        try:
+        with _cpu_loops(chunks):
             return search(index)
-        finally:
-            random_rules._ROW_LOOPS.reset(token)
 
     def search(index):
         target = convert(hlo.select(
