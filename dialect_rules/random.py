@@ -278,45 +278,45 @@ def rejection(
     pending = full(True, dims, "bool") if pending is None else pending
     n = dim_product(dims)
     pending, out, *params = (reshape(x, [n]) for x in (pending, out, *params))
-    if compacts and _ROW_LOOPS.get():
-        return reshape(_chunked(key, n, draw, propose, params, pending, out), dims)
+    size = _chunk_size(n) if compacts else None
+    if size is not None:
+        return reshape(_chunked(key, n, size, draw, propose, params, pending, out), dims)
     return reshape(_compacting(key, n, draw, propose, params, pending, out, compacts, compacts), dims)
 
 
 # On the CPU a rejection loop (and `evolve`'s search) over more than _CHUNKS_FROM
-# elements runs chunk by chunk (`_chunked`). Whole rounds over n gammas (2.5) took 20.7 ns an element at 2.5e5, 45 at
-# 5e5 and 10^6, where a round's dozen tensors outgrow this machine's 32 MiB L3; in chunks
-# of 65,536, 22 at 5e5 and 10^6, and 22.4 at 2.5e5 (chunks of 32,768: 30 ns at 10^6; of
-# 131,072: 31). In-process A/B, best of 5 medians.
+# elements runs chunk by chunk (`_chunked`). Whole rounds over n gammas (2.5) took 20.7
+# ns an element at 2.5e5, 45 at 5e5 and 10^6, where a round's dozen tensors outgrow this
+# machine's 32 MiB L3; in chunks of 65,536, 22 at 5e5 and 10^6, and 22.4 at 2.5e5 (chunks
+# of 32,768: 30 ns at 10^6; of 131,072: 31). In-process A/B, best of 5 medians.
 CHUNK = 65_536
 _CHUNKS_FROM = 4 * CHUNK
 
 
-def _chunked(key, n: Dim, draw, propose, params, pending, out) -> ir.Value:
-    """`_compacting` over n elements (flat), by chunks where n is static and past
-    _CHUNKS_FROM: a loop over chunks of one size (at most CHUNK, a multiple of
-    ROW_LANES, the last padded with elements that are not pending), each chunk its own
-    compacting loop (its levels, then rows) under its own key, the i-th of
-    `split(key, chunks)`. A run-time n does not chunk: both ways in its module cost every
-    such sampler's build 30-70 ms more (a Poisson regression's posterior predictive
-    draw, 0.115 → 0.155 s), for sizes a posterior predictive seldom reaches."""
-    if not (isinstance(n, int) and n > _CHUNKS_FROM):
-        return _compacting(key, n, draw, propose, params, pending, out)
-    size = _chunk_size(n)
+def _chunk_size(n: Dim) -> int | None:
+    """The size of the chunks a loop over n elements runs by, or None where it runs
+    whole: on the CPU (`_ROW_LOOPS`), a static n past _CHUNKS_FROM is cut into chunks
+    of at most CHUNK, a multiple of ROW_LANES, as few as that allows. A run-time n does
+    not chunk: both ways in its module cost every such sampler's build 30-70 ms more (a
+    Poisson regression's posterior predictive draw, 0.115 → 0.155 s), for sizes a
+    posterior predictive seldom reaches."""
+    if not (_ROW_LOOPS.get() and isinstance(n, int) and n > _CHUNKS_FROM):
+        return None
+    count = -(-n // CHUNK)
+    return -(-n // (count * ROW_LANES)) * ROW_LANES
 
+
+def _chunked(key, n: int, size: int, draw, propose, params, pending, out) -> ir.Value:
+    """`_compacting` over n elements (flat) by chunks of `size` (`_chunk_size`): a loop
+    over the chunks (the last padded with elements that are not pending), each its own
+    compacting loop (its levels, then rows) under its own key, the i-th of
+    `split(key, chunks)`."""
     def run(i, fixed, state):
         pending, *params = fixed
         (out,) = state
         return [_compacting(key_at(key, i), size, draw, propose, params, pending, out)]
 
     return _each_row(n, [pending, *params], [out], run, lanes=size)[0]
-
-
-def _chunk_size(n: int) -> int:
-    """The size of `_chunked`'s chunks of n elements: at most CHUNK, a multiple of
-    ROW_LANES, as few chunks as that allows."""
-    count = -(-n // CHUNK)
-    return -(-n // (count * ROW_LANES)) * ROW_LANES
 
 
 def _rounds(key, dims, draw, propose, params, pending, out, limit: Dim = 0) -> list[ir.Value]:
@@ -553,13 +553,14 @@ def evolve(
     `rejection` does (`_chunked`): 3·10^5 Poissons of mean 3 took 14.8 ms a call whole
     and 5.2 by chunks, 10^6 binomials (20, 0.2) 68.3 and 50.5."""
     n = shape_of(state[0])[0]
-    if not (_ROW_LOOPS.get() and isinstance(n, int) and n > _CHUNKS_FROM):
-        return _evolving(n, list(state), list(params), active, step, active(list(params), list(state)))
     size = _chunk_size(n)
+    if size is None:
+        return _evolving(n, list(state), list(params), active, step, active(list(params), list(state)))
 
     def run(i, params, state):
         # the last chunk's padding (zeros) must not step, whatever `active` says of zeros
-        index = hlo.add(iota([size], 0, "int64"), splat(hlo.multiply(i, dim_value(size)), iota([size], 0, "int64")))
+        lane = iota([size], 0, "int64")
+        index = hlo.add(lane, splat(hlo.multiply(i, dim_value(size)), lane))
         real = compare(index, splat(dim_value(n), index), "LT")
         return _evolving(size, state, params, active, step, hlo.and_(active(params, state), real))
 
