@@ -283,11 +283,11 @@ def _toy(n, dynamic, build, outputs=1):
 @contextlib.contextmanager
 def _cpu_loops(on: bool):
     """Lower as the samplers are for the CPU (by rows and chunks) where `on`."""
-    token = random_rules._ROW_LOOPS.set(on)
+    token = random_rules._CPU_LOOPS.set(on)
     try:
         yield
     finally:
-        random_rules._ROW_LOOPS.reset(token)
+        random_rules._CPU_LOOPS.reset(token)
 
 
 def _toy_rejection(n, dynamic=False, key=(7, 11), rows=False):
