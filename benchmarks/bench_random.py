@@ -141,6 +141,7 @@ WORKLOADS = {
     "hypergeometric-1e5": _draws(lambda r: pt.random.hypergeometric(50, 50, 40, size=100_000, rng=r)),
     "poisson-3-1e5": _draws(lambda r: pt.random.poisson(3.0, size=100_000, rng=r)),
     "binomial-20-1e5": _draws(lambda r: pt.random.binomial(20, 0.2, size=100_000, rng=r)),
+    "poisson-3-1e6": _draws(lambda r: pt.random.poisson(3.0, size=1_000_000, rng=r)),
     "poisson-regression-2e4": poisson_regression_predictive,
     "poisson-pm-data-2e4": _sized_by_data(lambda r, size: pt.random.poisson(20.0, size=size, rng=r)),
     # The posterior predictive of a Gamma or negative binomial regression on 4,000 rows.

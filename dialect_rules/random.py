@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 from jax.extend.mlir import ir
-from jax.extend.mlir.dialects import chlo
+from jax.extend.mlir.dialects import chlo, func
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import graph_inputs
@@ -31,6 +31,7 @@ from pytensor.tensor.random import basic as rv
 from lowering.builders import (
     Dim,
     broadcast_in_dim,
+    broadcast_to,
     compare,
     convert,
     dim_add,
@@ -40,6 +41,7 @@ from lowering.builders import (
     dim_sub,
     dim_value,
     divide,
+    dynamic_index,
     full,
     full_like,
     gather_indexed,
@@ -63,7 +65,7 @@ from lowering.builders import (
 from lowering.regions import any_true, cumulative, fold, if_else, scatter_indexed, where_some, while_loop
 from lowering.registry import register_lowering
 from lowering.runtime import peek_key
-from lowering.types import static_shape
+from lowering.types import KEY_DTYPE, KEY_SHAPE, static_shape, tensor_type
 
 U32 = "uint32"
 U64 = "uint64"
@@ -138,9 +140,13 @@ def threefry2x32(key: ir.Value, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, i
 
 
 def _in_loop() -> bool:
-    """Whether ops built now land in a while loop's body or condition, at any depth."""
+    """Whether ops built now land in a while loop's body or condition, at any depth; in
+    a sampler lowered chunk by chunk (`_CHUNK_LOOP`), in a loop of the sampler's own."""
     op = ir.InsertionPoint.current.block.owner.operation
+    top = _CHUNK_LOOP.get()
     while op is not None and op.name != "func.func":
+        if top is not None and op == top:
+            return False
         if op.name == "stablehlo.while":
             return True
         op = op.parent
@@ -273,7 +279,8 @@ def rejection(
     so rarely that the copies of the round it compiles would never run). Where it
     compacts no more, below 16 * COMPACT_MIN elements, on the CPU, it runs by rows
     (`_rounds_by_rows`), also unless `compacts` is false; and on the CPU, past
-    _CHUNKS_FROM elements, by chunks (`_chunked`)."""
+    _CHUNKS_FROM elements, by chunks (`_chunked`). (A sampler of scalar draws runs whole
+    by chunks there, `_sampled_by_chunks`, so its loops never get that many elements.)"""
     out = full(0, dims, dtype) if default is None else default
     pending = full(True, dims, "bool") if pending is None else pending
     n = dim_product(dims)
@@ -284,13 +291,16 @@ def rejection(
     return reshape(_compacting(key, n, draw, propose, params, pending, out, compacts, compacts), dims)
 
 
-# On the CPU a rejection loop (and `evolve`'s search) over more than _CHUNKS_FROM
-# elements runs chunk by chunk (`_chunked`). Whole rounds over n gammas (2.5) took 20.7
-# ns an element at 2.5e5, 45 at 5e5 and 10^6, where a round's dozen tensors outgrow this
-# machine's 32 MiB L3; in chunks of 65,536, 22 at 5e5 and 10^6, and 22.4 at 2.5e5 (chunks
-# of 32,768: 30 ns at 10^6; of 131,072: 31). In-process A/B, best of 5 medians.
+# On the CPU a sampler of scalar draws that loops (`_sampled_by_chunks`), and a rejection
+# loop or `evolve`'s search of other samplers (`_chunked`), over more than _CHUNKS_FROM
+# elements runs chunk by chunk. Whole rounds over n gammas (2.5) took 20.7 ns an element
+# at 2.5e5, 45 at 5e5 and 10^6, where a round's dozen tensors outgrow this machine's 32
+# MiB L3; in chunks of 65,536, 22 at 5e5 and 10^6, and 22.4 at 2.5e5 (chunks of 32,768:
+# 30 ns at 10^6; of 131,072: 31). Whole samplers by chunks, at 2e5 (in-process A/B, best of
+# 5 medians): binomials (20, 0.2) 12.0 → 2.9 ms, Poissons (3) 3.3 → 2.8, betas (2, 3) 9.8
+# → 8.2, but gammas 3.9 → 4.2 and Student's t (4) 5.9 → 6.6.
 CHUNK = 65_536
-_CHUNKS_FROM = 4 * CHUNK
+_CHUNKS_FROM = 3 * CHUNK
 
 
 def _chunk_size(n: Dim) -> int | None:
@@ -420,6 +430,9 @@ ROW_LANES = 16
 # kernel launch, and a GPU's many threads want the whole tensor (`register_sampler` sets
 # it per node).
 _CPU_LOOPS: ContextVar[bool] = ContextVar("cpu_loops", default=False)
+# The loop over chunks a sampler runs in (`_sampled_by_chunks`), while it is lowered:
+# `_in_loop` looks no further out.
+_CHUNK_LOOP: ContextVar[ir.Operation | None] = ContextVar("chunk_loop", default=None)
 # From this many elements a loop runs by whole rounds: its loop over rows would no
 # longer be one function (XLA:CPU's small-loop threshold, SMALL_LOOP_BYTES), and each
 # row's step would be a kernel launch.
@@ -551,7 +564,9 @@ def evolve(
     its active elements in the same way (`_compacting`), and scatters their final state
     back. On the CPU, a static length past _CHUNKS_FROM runs chunk by chunk as
     `rejection` does (`_chunked`): 3·10^5 Poissons of mean 3 took 14.8 ms a call whole
-    and 5.2 by chunks, 10^6 binomials (20, 0.2) 68.3 and 50.5."""
+    and 5.2 by chunks, 10^6 binomials (20, 0.2) 68.3 and 50.5. (Those samplers now run
+    whole by chunks, `_sampled_by_chunks`: 10^6 Poissons of mean 3 48.6 → 14.8 ms,
+    10^6 binomials (20, 0.2) 49.6 → 12.9.)"""
     n = shape_of(state[0])[0]
     size = _chunk_size(n)
     if size is None:
@@ -870,13 +885,12 @@ def register_sampler(*op_classes, checks: Callable | None = None, checks_see_dra
                     for p, core in zip(params, cores)
                 ), **extra)
             params = [convert(_opaque(p), dtype if real or _is_float(p) else "int64") for p in params]
-            params = [broadcast_param(p, batch, core) for p, core in zip(params, cores)]
             token = _CPU_LOOPS.set(ctx.options.platform == "cpu")
             try:
-                draws = sampler(draw_key, batch, *params)
+                draws = _sampled(sampler, draw_key, node, batch, params, out_dtype)
             finally:
                 _CPU_LOOPS.reset(token)
-            return next_key, convert(draws, out_dtype)
+            return next_key, draws
 
         functools.update_wrapper(rule, sampler)  # the family of the sampler's module
         for cls in op_classes:
@@ -884,6 +898,79 @@ def register_sampler(*op_classes, checks: Callable | None = None, checks_see_dra
         return sampler
 
     return decorate
+
+
+def _sampled(sampler: Sampler, key, node, batch: Sequence[Dim], params, dtype) -> ir.Value:
+    """`sampler`'s draws for the node, in `dtype`: over the whole batch, or chunk by chunk
+    (`_sampled_by_chunks`) where each draw is a scalar of scalar parameters, the sampler
+    loops (`_loops_in`), and the batch is static and past _CHUNKS_FROM, on the CPU
+    (`_chunk_size`)."""
+    cores = node.op.ndims_params
+    size = _chunk_size(dim_product(batch)) if node.op.ndim_supp == 0 and not any(cores) else None
+    if size is None or not _loops_in(sampler, tuple(value_dtype(p) for p in params)):
+        return convert(sampler(key, batch, *(broadcast_param(p, batch, core) for p, core in zip(params, cores))), dtype)
+    return _sampled_by_chunks(sampler, key, batch, size, params, dtype)
+
+
+@functools.cache
+def _loops_in(sampler: Sampler, dtypes: tuple[str, ...]) -> bool:
+    """Whether `sampler` builds a loop (a rejection loop, a search) for parameters of
+    these dtypes: lowered once, over a row of elements, into a module of its own."""
+    module = ir.Module.create()
+    with ir.InsertionPoint(module.body):
+        types = [tensor_type(KEY_SHAPE, KEY_DTYPE)] + [tensor_type((ROW_LANES,), d) for d in dtypes]
+        block = func.FuncOp("probe", ir.FunctionType.get(types, [])).add_entry_block()
+    with ir.InsertionPoint(block):
+        sampler(block.arguments[0], [ROW_LANES], *block.arguments[1:])
+    loops = False
+
+    def visit(op):
+        nonlocal loops
+        loops = op.name == "stablehlo.while"
+        return ir.WalkResult.INTERRUPT if loops else ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return loops
+
+
+def _sampled_by_chunks(sampler: Sampler, key, batch: Sequence[int], size: int, params, dtype) -> ir.Value:
+    """An elementwise sampler's draws over a static batch of n elements, by a loop over
+    chunks of `size` (`_chunk_size`): chunk i runs the whole sampler, its rejection loops
+    and searches included, over its slice of each parameter, under the i-th key of
+    `split(key, chunks)`. Whole, a sampler streams every tensor of its rounds through
+    memory, and past this machine's L3 each costs twice as much an element
+    (benchmarks/README.md, "Samplers by chunks").
+
+    No tensor is padded: the last chunk starts at n - size (XLA clamps the starts), its
+    elements shared with the chunk before get its draws. A parameter of one element is
+    broadcast in each chunk, never to n. The sampler's Threefry outside its own loops
+    stays unrolled (`_in_loop`)."""
+    n = math.prod(batch)
+    one = [all(d == 1 for d in static_shape(p.type)) for p in params]
+    flat = [reshape(p, []) if o else reshape(broadcast_param(p, batch, 0), [n]) for p, o in zip(params, one)]
+    size_value = dim_value(size)
+
+    def body(values):
+        # Chunk i's draws are written in iteration i + 1 (the first iteration writes the
+        # initial zeros at 0, where XLA clamps -size; the last chunk's draws are written
+        # after the loop): draws computed into the write would make one
+        # dynamic_update_slice fusion, which XLA:CPU runs on one thread (3·10^5 Student's
+        # t (4) took 12.9 ms a call so, 10.1 this way).
+        i, out, last = values
+        start = hlo.multiply(i, size_value)
+        out = hlo.dynamic_update_slice(out, last, [hlo.subtract(start, size_value)])
+        chunk = [broadcast_to(p, [size]) if o else dynamic_index(p, [0], [start], [size]) for p, o in zip(flat, one)]
+        token = _CHUNK_LOOP.set(ir.InsertionPoint.current.block.owner.operation)
+        try:
+            draws = convert(sampler(key_at(key, i), [size], *chunk), dtype)
+        finally:
+            _CHUNK_LOOP.reset(token)
+        return [hlo.add(i, ir_constant(np.int64(1))), out, draws]
+
+    count = dim_value(-(-n // size))
+    init = [ir_constant(np.int64(0)), full(0, [n], dtype), full(0, [size], dtype)]
+    _, out, last = while_loop(init, lambda values: compare(values[0], count, "LT"), body)
+    return reshape(hlo.dynamic_update_slice(out, last, [dim_value(n - size)]), batch)
 
 
 def _is_float(x: ir.Value) -> bool:

@@ -229,21 +229,47 @@ def test_gamma(shape):
 
 
 def test_draws_past_chunks_from_come_from_their_own_parameters():
-    """Past _CHUNKS_FROM a rejection sampler runs chunk by chunk (`_chunked`): 300,000
-    gammas whose shape changes halfway through a chunk, each half its own gamma; 300,000
-    Poissons of mean 20 (PTRS). So does an inversion's search: 270,001 Poissons of mean
-    3, the last chunk padded."""
+    """Past _CHUNKS_FROM a sampler that loops runs chunk by chunk (`_sampled_by_chunks`):
+    300,000 gammas whose shape changes inside a chunk (5 of 60,000), each half its own
+    gamma; 300,000 Poissons of mean 20 (PTRS); 270,001 Poissons of mean 3 (a search), the
+    last chunk of 54,016 starting at n - 54,016 and sharing 63 elements with the one
+    before. No gamma comes twice: each chunk draws under its own key."""
     n = 300_000
     assert n > random_rules._CHUNKS_FROM
     shape = pt.dvector("shape")
     x = draw(lambda r, size: pt.random.gamma(shape, scale=2.0, size=size, rng=r), n=n,
              inputs=[shape], values=[np.repeat([0.7, 3.5], n // 2)])
+    assert len(np.unique(x)) == n
     assert_distribution(x[: n // 2], st.gamma(0.7, scale=2.0))
     assert_distribution(x[n // 2:], st.gamma(3.5, scale=2.0))
     x = draw(lambda r, size: pt.random.poisson(20.0, size=size, rng=r), n=n)
     assert_distribution(x, st.poisson(20.0), discrete=True)
     x = draw(lambda r, size: pt.random.poisson(3.0, size=size, rng=r), n=270_001)
     assert_distribution(x, st.poisson(3.0), discrete=True)
+
+
+def test_draws_by_chunks_land_where_their_parameters_are():
+    """Each element of a chunked sampler's draws comes from its own parameters, at its
+    own place: binomials of (1,000, 271) draws (271,000 elements, 5 chunks of 54,208,
+    the last sharing 40 elements with the one before) whose n varies along the columns
+    and p along the rows; where p = 1 the draw is n itself, so a draw written to another
+    place, or drawn from another element's parameters, differs. The other rows are
+    binomials of their own n, and the last chunk's elements are drawn (not left 0)."""
+    rows, columns = 1000, 271
+    counts = pt.lvector("n")
+    p = pt.dvector("p")
+    n_values = np.arange(columns) % 40 + 1
+    p_values = np.where(np.arange(rows) % 3 == 0, 1.0, 0.3)
+    x = draw(lambda r, size: pt.random.binomial(counts[None, :], p[:, None], size=size, rng=r),
+             n=(rows, columns), inputs=[counts, p], values=[n_values, p_values])
+    assert x.shape == (rows, columns) and rows * columns > random_rules._CHUNKS_FROM
+    certain = p_values == 1.0
+    np.testing.assert_array_equal(x[certain], np.broadcast_to(n_values, (certain.sum(), columns)))
+    others = x[~certain]
+    assert (others >= 0).all() and (others <= n_values).all()
+    for k in (1, 17, 40):
+        assert_distribution(others[:, n_values == k].ravel(), st.binom(k, 0.3), discrete=True)
+    assert (x[-40:][~certain[-40:]].sum(axis=1) > 0).all()
 
 
 def test_gamma_edge_parameters():

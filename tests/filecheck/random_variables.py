@@ -81,19 +81,34 @@ print_ir("gamma", [rng, a], [nxt, x])
 nxt, x = pt.random.gamma(2.5, scale=1.0, size=20_000, rng=rng).owner.outputs
 print_ir("gamma_static_size", [rng], [nxt, x])
 
-# Past 262,144 elements of a static size, a loop over chunks of one size (300,000 in 5 of
-# 60,000), each its own compacting loop: whole rounds over the chunk, its pending elements
-# slotted into 3,750, rows over those (235 rows of 16), scattered back, and the chunk
-# written back.
+# Past 196,608 elements of a static size, a sampler that loops runs chunk by chunk: 300,000
+# gammas in 5 chunks of 60,000. A chunk slices its parameters (a vector here, broadcast to
+# the size once) and runs the whole sampler on them, its cipher outside the rounds unrolled:
+# whole rounds over the chunk, its pending elements slotted into 3,750, rows over those (235
+# rows of 16), scattered back. Each chunk's draws are written in the next iteration, the
+# last chunk's after the loop.
 # CHECK-LABEL: TEST: gamma_chunks opt
-# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<5x60000xf64>
+# CHECK: stablehlo.broadcast_in_dim {{.*}} : (tensor<?xf64>) -> tensor<300000xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<300000xf64>, tensor<60000xf64>
+# CHECK: stablehlo.dynamic_update_slice {{.*}} : (tensor<300000xf64>, tensor<60000xf64>, tensor<i64>) -> tensor<300000xf64>
+# CHECK: stablehlo.dynamic_slice {{.*}} sizes = [60000] : (tensor<300000xf64>, tensor<i64>) -> tensor<60000xf64>
+# CHECK-NOT: stablehlo.while({{.*}}) : tensor<ui32>
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<60000xi1>, tensor<60000xf64>, tensor<i1>
 # CHECK: }) : (tensor<3750xi32>, tensor<60000x1xi32>, tensor<60000xi32>) -> tensor<3750xi32>
 # CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<235x16xf64>
 # CHECK: }) : (tensor<60000xf64>, tensor<3750x1xi32>, tensor<3750xf64>) -> tensor<60000xf64>
-# CHECK: stablehlo.dynamic_update_slice {{.*}} -> tensor<5x60000xf64>
-nxt, x = pt.random.gamma(2.5, scale=1.0, size=300_000, rng=rng).owner.outputs
-print_ir("gamma_chunks", [rng], [nxt, x])
+# CHECK: stablehlo.return {{.*}} : tensor<i64>, tensor<300000xf64>, tensor<60000xf64>
+# CHECK: stablehlo.dynamic_update_slice {{.*}} : (tensor<300000xf64>, tensor<60000xf64>, tensor<i64>) -> tensor<300000xf64>
+a = pt.dvector("a")
+nxt, x = pt.random.gamma(a, scale=1.0, size=300_000, rng=rng).owner.outputs
+print_ir("gamma_chunks", [rng, a], [nxt, x])
+
+# A sampler without loops draws over the whole tensor at any size.
+# CHECK-LABEL: TEST: normal_large opt
+# CHECK-NOT: stablehlo.while
+# CHECK: return {{.*}} tensor<1000000xf64>
+nxt, x = pt.random.normal(0, 1, size=1_000_000, rng=rng).owner.outputs
+print_ir("normal_large", [rng], [nxt, x])
 
 # Poisson below lam = 10 is an inversion: each element searches the CDF for its uniform
 # (`evolve`). The search loop carries which elements are still searching, the counts, the
