@@ -8,6 +8,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+import scipy.special as special
 import scipy.stats as st
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
@@ -449,6 +450,31 @@ def test_evolve_takes_each_element_to_its_own_stop(n, dynamic, chunks):
     t = _toy_targets(i)
     np.testing.assert_array_equal(x, t)
     np.testing.assert_array_equal(y, t * i.astype(np.float64))
+
+
+
+@pytest.mark.parametrize("n, dynamic", [(100_000, False), (100_001, False), (100_000, True), (100_001, True), (1, True)])
+def test_box_muller_gives_each_pair_its_radius_and_angle(n, dynamic):
+    """`box_muller` of n uniforms u: with h = n // 2, z_i and z_(h+i) are sqrt(-2 log
+    u_i) times the cosine and sine of pi (2 u_(h+i) - 1); an odd n's last normal is
+    `normal_of`'s (sqrt(2) erfinv(2u - 1)). The normals are standard, and a pair's two
+    are uncorrelated."""
+    def build(index):
+        key = ir_constant(np.array([3, 5], dtype=np.uint32))
+        u = random_rules.uniform(key, shape_of(index), "float64", open_zero=True)
+        return [u, random_rules.box_muller(u)]
+
+    (u, z), _ = _toy(n, dynamic, build, outputs=2)
+    h = n // 2
+    first, second = z[:h], z[h: 2 * h]
+    np.testing.assert_allclose(first**2 + second**2, -2 * np.log(u[:h]), rtol=1e-13)
+    angle = np.pi * (2 * u[h: 2 * h] - 1)
+    np.testing.assert_allclose(np.arctan2(second, first), angle, rtol=0, atol=1e-12)
+    if n % 2:
+        np.testing.assert_allclose(z[-1], np.sqrt(2) * special.erfinv(2 * u[-1] - 1), rtol=1e-14)
+    if n > 1:
+        assert_distribution(z, st.norm())
+        assert abs(np.corrcoef(first, second)[0, 1]) < 5 / np.sqrt(h)
 
 
 # --- PyMC -------------------------------------------------------------------------------
