@@ -1,7 +1,9 @@
 # RUN: %PYTHON %s | FileCheck %s
 # A Generator enters @main as a tensor<2xui32> Threefry key and leaves as the key after the
 # draws. Each element's 64 bits are Threefry-2x32 of its flat index (a ui64 iota split in two
-# words); the key schedule's parity constant is 0x1BD11BDA = 466688986. Outside loops the
+# words); the key schedule's parity constant is 0x1BD11BDA = 466688986. A float64 normal is
+# sqrt(2) erfinv(2u - 1), erfinv by Giles's three polynomials (in w - 3.125 below w = 6.25,
+# then in sqrt(w) - 3.25 below 16, else sqrt(w) - 5), not XLA's. Outside loops the
 # cipher's 20 rounds are unrolled; in a loop body (a rejection round) its five groups of
 # four rounds are a while loop carrying the counters, the key schedule and the rotations,
 # unless it ciphers 64 counters or fewer (a split key, a row's draws).
@@ -16,7 +18,11 @@ rng = pt.random.type.random_generator_type("rng")
 # CHECK: stablehlo.iota dim = 0 : tensor<3xui64>
 # CHECK: stablehlo.constant dense<466688986> : tensor<ui32>
 # CHECK-NOT: stablehlo.while
-# CHECK: chlo.erf_inv
+# CHECK-NOT: chlo.erf_inv
+# CHECK: stablehlo.sqrt
+# CHECK: stablehlo.constant dense<3.125000e+00>
+# CHECK: stablehlo.constant dense<6.250000e+00>
+# CHECK: stablehlo.constant dense<1.600000e+01>
 nxt, x = pt.random.normal(0, 1, size=(3,), rng=rng).owner.outputs
 print_ir("normal", [rng], [nxt, x], raw=True)
 
