@@ -17,6 +17,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules import random as random_rules
 from dialect_rules.random import threefry2x32
+from dialect_rules.random_continuous import cauchy_of
 from lowering._jax_internal import enable_x64, make_ir_context
 from lowering.builders import compare, convert, full_like, ir_constant, shape_of
 from lowering.regions import while_loop
@@ -451,6 +452,23 @@ def test_evolve_takes_each_element_to_its_own_stop(n, dynamic, chunks):
     np.testing.assert_array_equal(x, t)
     np.testing.assert_array_equal(y, t * i.astype(np.float64))
 
+
+
+def test_cauchy_quantile_is_within_a_few_ulps():
+    """`cauchy_of(u)` = cot(pi w / 2), w = 2u - 1, from the polynomial sine and cosine of
+    pi w / 2: within a few ulps of numpy's cot where |w| < 1/2, and, nearer +-1, of
+    tan(pi (1 - |w|) / 2) (1 - |w| exact there); u and 1 - u give exact negatives."""
+    def build(index):
+        key = ir_constant(np.array([3, 5], dtype=np.uint32))
+        u = random_rules.uniform(key, shape_of(index), "float64", open_zero=True)
+        return [u, cauchy_of(u), cauchy_of(hlo.subtract(full_like(u, 1.0), u))]
+
+    (u, z, mirrored), _ = _toy(200_000, False, build, outputs=3)
+    w = 2 * u - 1
+    near = np.abs(w) < 0.5
+    reference = np.where(near, 1 / np.tan(np.pi * w / 2), np.sign(w) * np.tan(np.pi * (1 - np.abs(w)) / 2))
+    np.testing.assert_allclose(z, reference, rtol=8 * np.finfo(np.float64).eps, atol=0)
+    np.testing.assert_array_equal(mirrored, -z)
 
 
 def test_erf_inv_is_within_a_few_ulps_of_scipy():
