@@ -39,6 +39,7 @@ from dialect_rules.random import (
     uniform,
     uniform_draws,
     uniforms,
+    written_uniforms,
 )
 from dialect_rules.special import erfc_inverse_of_log, erfcx
 from lowering.builders import (
@@ -325,7 +326,7 @@ def _wald(key, dims, mean, scale):
     probability mean / (mean + x) = logistic(2 asinh a). numpy's
     mean + mean/(2 scale) (y - sqrt(4 scale y + y^2)) loses every digit once y >> scale.
     """
-    u_normal, u_root = uniforms(key, dims, value_dtype(mean), 2, open_zero=True)
+    u_normal, u_root = written_uniforms(key, dims, value_dtype(mean), 2, open_zero=True)
     a = hlo.multiply(hlo.abs(normal_of(u_normal)), hlo.sqrt(divide(mean, hlo.multiply(scale, _c(scale, 4.0)))))
     t = hlo.multiply(chlo.asinh(a), _c(a, 2.0))
     larger = compare(u_root, hlo.logistic(t), "GT")

@@ -116,6 +116,17 @@ print_ir("gamma_chunks", [rng, a], [nxt, x])
 nxt, x = pt.random.normal(0, 1, size=1_000_000, rng=rng).owner.outputs
 print_ir("normal_large", [rng], [nxt, x])
 
+# The Wald sampler's uniforms reach its draws by many paths, and XLA:CPU's fused kernels
+# would cipher them again for each: they are ciphered in a loop of one trip (a flag its body
+# clears), its cipher a loop of four-round groups over the 200 counters, and written out.
+# CHECK-LABEL: TEST: wald opt
+# CHECK: stablehlo.while({{.*}}) : tensor<i1>, tensor<100xf64>, tensor<100xf64>
+# CHECK: stablehlo.return %iterArg : tensor<i1>
+# CHECK: stablehlo.while({{.*}}) : tensor<ui32>, tensor<200xui32>, tensor<200xui32>
+# CHECK: stablehlo.return %c{{.*}} : tensor<i1>, tensor<100xf64>, tensor<100xf64>
+nxt, x = pt.random.wald(1.0, 2.0, size=(100,), rng=rng).owner.outputs
+print_ir("wald", [rng], [nxt, x])
+
 # Poisson below lam = 10 is an inversion: each element searches the CDF for its uniform
 # (`evolve`). The search loop carries which elements are still searching, the counts, the
 # probabilities and what is left of the uniforms, and takes four steps an iteration. Of a
