@@ -318,9 +318,12 @@ def _erfinv(x):
     7.4e-9 in float64), and from |x| = 1/2 on one Newton step on erfc(y) = q, q = 1 - |x|
     being exact there: y + (erfc(y) - q) (sqrt(pi) / 2) exp(y**2) doubles the correct
     digits and cancels nothing (y <= 5.9 where q >= 2**-53, so nothing overflows)."""
+    # scipy's erfinv(-0.0) is +0.0
+    zero = compare(x, full_like(x, 0.0), "EQ")
     if value_dtype(x) == "float64":
         edge = compare(hlo.abs(x), full_like(x, 1.0), "EQ")
-        return select(edge, copysign(full_like(x, np.inf), x), polynomial_erf_inv(x))
+        y = select(edge, copysign(full_like(x, np.inf), x), polynomial_erf_inv(x))
+        return select(zero, full_like(x, 0.0), y)
     a = hlo.abs(x)
     q = hlo.subtract(full_like(a, 1.0), a)
     y = hlo.abs(chlo.erf_inv(x))
@@ -331,7 +334,7 @@ def _erfinv(x):
     # at |x| = 1, y is inf and the step inf * 0
     tail = select(compare(q, full_like(q, 0.0), "EQ"), y, hlo.add(y, step))
     tail = select(compare(x, full_like(x, 0.0), "LT"), hlo.negate(tail), tail)
-    return select(compare(a, full_like(a, 0.5), "LT"), chlo.erf_inv(x), tail)
+    return select(zero, full_like(x, 0.0), select(compare(a, full_like(a, 0.5), "LT"), chlo.erf_inv(x), tail))
 
 
 _ERFC_GUESS_BELOW = math.log(1 / 16)  # erf_inv(1 - q) is accurate above, the asymptote below

@@ -82,6 +82,16 @@ def test_erfinv_keeps_its_digits_near_one(dtype):
     compare_with_py([x], [pt.erfinv(x)], [values.astype(dtype)], rtol=2e-15 if dtype == "float64" else 0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_erfinv_of_zeros_is_positive_zero_as_in_scipy(dtype):
+    """scipy's erfinv(-0.0) is +0.0 (its erf_inv returns 0 for a zero); the sign of a zero
+    follows the Python mode too."""
+    x = pt.vector("x", dtype=dtype)
+    values = np.array([-0.0, 0.0], dtype)
+    got = compare_with_py([x], [pt.erfinv(x)], [values])[0]
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(sp.erfinv(values)))
+
+
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "bool"])
 def test_integer_inputs_compute_in_the_output_float_dtype(dtype):
     x = pt.vector("x", dtype=dtype)
