@@ -221,12 +221,13 @@ def uniforms(
 
 def written_uniforms(key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool = False) -> list[ir.Value]:
     """`uniforms`, ciphered in the body of a loop that runs once (its condition a flag the
-    body clears, which XLA keeps): XLA:CPU writes a loop's results to memory, where
-    uniforms fused into their readers' kernel are ciphered again for each value there
-    that reads them. For samplers whose uniforms reach the draws by many paths: 4,000
-    Wald draws took 511-534 µs a call with `uniforms`, 120-125 with these, 10^6 64.0 and
-    26.5 ms. Not for every sampler: this way 10^6 uniforms, logistic and Cauchy draws
-    ran 30-50% slower (in-process A/B, best of 5 medians)."""
+    body clears, which XLA keeps; inside it, past _UNROLLED_LANES counters, the cipher
+    is a loop of its own, as in any loop body): XLA:CPU writes a loop's results to
+    memory, where uniforms fused into their readers' kernel are ciphered again for each
+    value there that reads them. For samplers whose uniforms reach the draws by many
+    paths: 4,000 Wald draws took 544 µs a call with `uniforms`, 123 with these, 10^6
+    67.6 and 16.7 ms. Not for every sampler: this way 10^6 uniforms, logistic and Cauchy
+    draws ran 30-50% slower (in-process A/B, best of 5 medians)."""
     def body(values):
         return [ir_constant(np.False_), *uniforms(key, dims, dtype, n, open_zero)]
 

@@ -121,7 +121,7 @@ print_ir("normal_large", [rng], [nxt, x])
 # clears), its cipher a loop of four-round groups over the 200 counters, and written out.
 # CHECK-LABEL: TEST: wald opt
 # CHECK: stablehlo.while({{.*}}) : tensor<i1>, tensor<100xf64>, tensor<100xf64>
-# CHECK: stablehlo.return %iterArg : tensor<i1>
+# CHECK: stablehlo.return %{{[^,]*}} : tensor<i1>
 # CHECK: stablehlo.while({{.*}}) : tensor<ui32>, tensor<200xui32>, tensor<200xui32>
 # CHECK: stablehlo.return %c{{.*}} : tensor<i1>, tensor<100xf64>, tensor<100xf64>
 nxt, x = pt.random.wald(1.0, 2.0, size=(100,), rng=rng).owner.outputs
