@@ -722,9 +722,9 @@ def gamma_parts(key: ir.Value, alpha: ir.Value) -> tuple[ir.Value, ir.Value]:
 
     def tail():
         u = uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True)
-        return select(boosted, hlo.log(u), full_like(u, 0.0))
+        return select(boosted, polynomial_log(u), full_like(u, 0.0))
 
-    return hlo.log(draws), where_some(boosted, full_like(alpha, 0.0), tail)
+    return polynomial_log(draws), where_some(boosted, full_like(alpha, 0.0), tail)
 
 
 def _boosted_gamma(key: ir.Value, alpha: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -755,7 +755,7 @@ def standard_gamma(key: ir.Value, alpha: ir.Value) -> ir.Value:
 
     def boost():
         u = uniform(uniform_key, shape_of(alpha), value_dtype(alpha), open_zero=True)
-        return select(boosted, hlo.multiply(draws, hlo.exponential(divide(hlo.log(u), alpha))), draws)
+        return select(boosted, hlo.multiply(draws, hlo.exponential(divide(polynomial_log(u), alpha))), draws)
 
     return where_some(boosted, draws, boost)
 

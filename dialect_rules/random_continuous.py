@@ -284,7 +284,7 @@ def _student_t(key, dims, df, loc, scale):
     gamma_key, normal_key = split(key, 2)
     u_normal = uniform(normal_key, dims, value_dtype(df), open_zero=True)
     half = hlo.multiply(df, _c(df, 0.5))
-    log_ratio = hlo.subtract(hlo.log(half), log_standard_gamma(gamma_key, half))
+    log_ratio = hlo.subtract(polynomial_log(half), log_standard_gamma(gamma_key, half))
     z = hlo.multiply(normal_of(u_normal), hlo.exponential(hlo.multiply(log_ratio, _c(df, 0.5))))
     return _location_scale(loc, scale, z)
 
@@ -351,7 +351,8 @@ def _vonmises(key, dims, mu, kappa):
     (numpy's (r - sqrt(2r)) / (2 kappa) cancels for small kappa); the proposal is
     theta = 2 atan(c C), C standard Cauchy, c = (1 - rho) / (1 + rho), with 1 - rho
     formed from positive terms; and s - cos theta = (1 - rho)^2 / (2 rho) +
-    2 sin^2(theta / 2), which acos(W) near W = 1 would lose for a large kappa.
+    2 sin^2(theta / 2), which acos(W) near W = 1 would lose for a large kappa, with
+    sin^2(theta / 2) = (c C)^2 / (1 + (c C)^2) and the bound's logs `polynomial_log`'s.
     """
     dtype = value_dtype(mu)
     loop_key, uniform_key = split(key, 2)
@@ -368,9 +369,12 @@ def _vonmises(key, dims, mu, kappa):
 
     def propose(params, u, v):
         c, kappa, s_minus_one = params
-        half = chlo.atan(hlo.multiply(c, cauchy_of(u)))
-        y = hlo.multiply(kappa, hlo.add(s_minus_one, hlo.multiply(_c(half, 2.0), _square(hlo.sine(half)))))
-        bound = hlo.add(hlo.subtract(hlo.log(y), hlo.log(v)), hlo.subtract(_c(y, 1.0), y))
+        t = hlo.multiply(c, cauchy_of(u))
+        half = chlo.atan(t)
+        # sin^2(atan t) = t^2 / (1 + t^2), written to give 0 at t = 0 and 1 at |t| = inf
+        sin_squared = divide(_c(t, 1.0), hlo.add(_c(t, 1.0), divide(_c(t, 1.0), _square(t))))
+        y = hlo.multiply(kappa, hlo.add(s_minus_one, hlo.multiply(_c(t, 2.0), sin_squared)))
+        bound = hlo.add(hlo.subtract(polynomial_log(y), polynomial_log(v)), hlo.subtract(_c(y, 1.0), y))
         return hlo.add(half, half), compare(bound, _c(bound, 0.0), "GE")
 
     middle = hlo.and_(compare(kappa, _c(kappa, _VONMISES_UNIFORM), "GE"), compare(kappa, _c(kappa, _VONMISES_NORMAL), "LE"))
@@ -501,6 +505,8 @@ def _truncated_normal(key, dims, mu, sigma, lower, upper):
     flip = _lt(hlo.add(a, b), 0.0)
     a, b = select(flip, hlo.negate(b), a), select(flip, hlo.negate(a), b)
     log2 = _c(u, math.log(2.0))
+    # (The logs here stay XLA's: with `polynomial_log`/`polynomial_log1p` 10^5 draws took
+    # 8.9-9.1 ms a call against 5.7-6.2, trees before and after in alternating processes.)
 
     # a <= 0 < b: the central inversion
     erf_a, erf_b = (chlo.erf(hlo.multiply(t, _c(t, 1 / _SQRT2))) for t in (a, b))

@@ -365,7 +365,7 @@ def _hypergeometric_hrua(key, good, bad, sample, pending):
         t = hlo.subtract(g, log_weight(M, n, L, k))
         quick = _le(hlo.subtract(hlo.multiply(u, hlo.subtract(_c(u, 4.0), u)), _c(u, 3.0)), t)
         squeezed_out = compare(hlo.multiply(u, hlo.subtract(u, t)), _c(u, 1.0), "GE")
-        slow = all_of(_not(squeezed_out), _le(hlo.multiply(_c(u, 2.0), hlo.log(u)), t))
+        slow = all_of(_not(squeezed_out), _le(hlo.multiply(_c(u, 2.0), polynomial_log(u)), t))
         return k, all_of(inside, any_of(quick, slow))
 
     params = [M, n, L, a, h, g, upper]
@@ -555,7 +555,7 @@ def _geometric(key, dims, p):
     """Trials to the first success, from 1: inversion ceil(log(u) / log1p(-p)) with u in
     (0, 1); p = 1 gives 1; draws beyond int64 give 2**63 - 1, as numpy's."""
     p = convert(p, F64)
-    x = hlo.ceil(divide(hlo.log(uniform(key, dims, F64, open_zero=True)), hlo.log_plus_one(hlo.negate(p))))
+    x = hlo.ceil(divide(polynomial_log(uniform(key, dims, F64, open_zero=True)), polynomial_log1p(hlo.negate(p))))
     x = hlo.maximum(x, _c(x, 1.0))
     huge = compare(x, _c(x, 2.0**63), "GE")
     return select(huge, full(np.iinfo(np.int64).max, dims, I64), convert(select(huge, _c(x, 1.0), x), I64))

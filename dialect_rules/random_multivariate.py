@@ -59,6 +59,7 @@ from lowering.builders import (
     full_like,
     iota,
     is_nan,
+    polynomial_log,
     reshape,
     select,
     shape_of,
@@ -323,9 +324,9 @@ def _gumbel_keys(key, p: ir.Value, batch) -> ir.Value:
     the Gumbel-top-k order (Efraimidis and Spirakis, 2006), i.e. successive draws
     without replacement with probabilities proportional to p, numpy's distribution.
     p = 0 sorts last."""
-    log_p = broadcast_param(hlo.log(p), batch, 1)
+    log_p = broadcast_param(polynomial_log(p), batch, 1)
     e = exponential(key, shape_of(log_p), value_dtype(p))
-    return hlo.subtract(hlo.log(e), log_p)
+    return hlo.subtract(polynomial_log(e), log_p)
 
 
 def _first_element(x: ir.Value) -> ir.Value:
