@@ -152,7 +152,17 @@ WORKLOADS = {
     "beta-4e3": _draws(lambda r: pt.random.beta(2.0, 3.0, size=4_000, rng=r)),
     "dirichlet-1e4x10": _draws(lambda r: pt.random.dirichlet(np.ones(10), size=10_000, rng=r)),
     "mvnormal-1e4x10": _draws(lambda r: pt.random.multivariate_normal(np.zeros(10), np.eye(10) + 0.5, size=10_000, rng=r)),
+    # PyMC's own RandomVariables: two normals an element, read together.
+    "rice-1e5": _draws(lambda r: _pymc().Rice.dist(1.0, 1.0, size=100_000, rng=r)),
+    "skew-normal-1e5": _draws(lambda r: _pymc().SkewNormal.dist(0.0, 1.0, 3.0, size=100_000, rng=r)),
+    "geometric-1e5": _draws(lambda r: pt.random.geometric(0.1, size=100_000, rng=r)),
 }
+
+
+def _pymc():
+    import pymc
+
+    return pymc
 
 
 END_TO_END = "posterior-predictive"

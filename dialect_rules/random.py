@@ -213,10 +213,31 @@ def uniform(
 def uniforms(
     key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool = False, offset: ir.Value | None = None,
 ) -> list[ir.Value]:
-    """`n` tensors of uniform numbers from one run of Threefry over n times the
-    counters: one cipher rather than a split and n ciphers."""
-    u = uniform(key, [n, *dims], dtype, open_zero, offset)
-    return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(n)]
+    """`n` tensors of uniform numbers under one key, the i-th from the counters that
+    follow the (i - 1)-th's: no split of the key.
+
+    Outside loops each tensor is its own cipher of a flat range of counters. As slices of
+    one cipher over (n, *dims), two tensors read in one fused kernel made XLA:CPU's loop
+    7-10x slower: 10^5 sums of two uniforms took 2.26 ms a call against 0.32, 10^5 Rice
+    draws (two normals) 7.4 ms against 1.0 (in-process A/B, best of 5 medians). In a
+    loop's body (a rejection round) the one cipher stays: there its own loop runs once,
+    not n times, and 10^5 betas took 3.56 ms against 3.78 with n. The counters, hence the
+    numbers, are the same either way."""
+    if _in_loop():
+        u = uniform(key, [n, *dims], dtype, open_zero, offset)
+        return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(n)]
+    size = dim_product(dims)
+    tensors = []
+    for i in range(n):
+        start = offset
+        if i:
+            if isinstance(size, int):
+                skip = ir_constant(np.uint64(i * size))
+            else:
+                skip = hlo.multiply(convert(dim_value(size), U64), ir_constant(np.uint64(i)))
+            start = skip if offset is None else hlo.add(offset, skip)
+        tensors.append(uniform(key, dims, dtype, open_zero, start))
+    return tensors
 
 
 def written_uniforms(key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool = False) -> list[ir.Value]:
@@ -224,10 +245,13 @@ def written_uniforms(key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zer
     body clears, which XLA keeps; inside it, past _UNROLLED_LANES counters, the cipher
     is a loop of its own, as in any loop body): XLA:CPU writes a loop's results to
     memory, where uniforms fused into their readers' kernel are ciphered again for each
-    value there that reads them. For samplers whose uniforms reach the draws by many
-    paths: 4,000 Wald draws took 544 µs a call with `uniforms`, 123 with these, 10^6
-    67.6 and 16.7 ms. Not for every sampler: this way 10^6 uniforms, logistic and Cauchy
-    draws ran 30-50% slower (in-process A/B, best of 5 medians)."""
+    value there that reads them. For the Wald sampler, whose uniforms reach the draws by
+    many paths: against `uniforms` as they are now, 100 draws took 18.6-19.3 µs a call
+    against 22.6-23.0 and 4,000 118-124 against 127-134, though 10^6 16.9-17.0 ms against
+    15.2-15.7 (in-process A/B, best of 5 medians, two runs). (Against `uniforms` as
+    slices of one cipher, 4,000 took 123 µs against 544, 10^6 16.7 ms against 67.6: most
+    of that was the slices', see `uniforms`.) Not for every sampler: this way 10^6 uniforms,
+    logistic and Cauchy draws ran 30-50% slower."""
     def body(values):
         return [ir_constant(np.False_), *uniforms(key, dims, dtype, n, open_zero)]
 

@@ -516,6 +516,32 @@ def test_box_muller_gives_each_pair_its_radius_and_angle(n, dynamic):
         assert abs(np.corrcoef(first, second)[0, 1]) < 5 / np.sqrt(h)
 
 
+@pytest.mark.parametrize("n, dynamic", [(1000, False), (1001, True)])
+def test_uniforms_are_consecutive_ranges_of_counters_in_and_out_of_loops(n, dynamic):
+    """`uniforms(key, dims, k)` is the k slices of one cipher over (k, *dims), whether
+    built as k ciphers (outside loops) or as those slices (in a loop's body, here
+    `written_uniforms`'s), and an offset of the size skips the first tensor."""
+    def build(index):
+        key = ir_constant(np.array([3, 5], dtype=np.uint32))
+        dims = shape_of(index)
+        whole = random_rules.uniform(key, [3, *dims], "float64")
+        sliced = [random_rules.reshape(random_rules.slice_axis(whole, 0, i, i + 1), dims) for i in range(3)]
+        size = random_rules.convert(random_rules.dim_value(dims[0]), "uint64")
+        return [
+            *sliced,
+            *random_rules.uniforms(key, dims, "float64", 3),
+            *random_rules.written_uniforms(key, dims, "float64", 3),
+            *random_rules.uniforms(key, dims, "float64", 2, offset=size),
+        ]
+
+    (*results,), _ = _toy(n, dynamic, build, outputs=11)
+    reference, ciphers, in_loop, skipped = results[:3], results[3:6], results[6:9], results[9:]
+    assert len({r.tobytes() for r in reference}) == 3
+    for got in (ciphers, in_loop, [reference[0], *skipped]):
+        for a, b in zip(got, reference, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 # --- PyMC -------------------------------------------------------------------------------
 
 
