@@ -30,6 +30,7 @@ from dialect_rules.random import (
     gamma_parts,
     log_standard_gamma,
     negative,
+    normal,
     normal_of,
     register_sampler,
     rejection,
@@ -150,13 +151,13 @@ def _location_scale(loc, scale, z):
 @register_sampler(rv.HalfNormalRV, checks=_scipy_checks("halfnorm"))
 def _halfnormal(key, dims, loc, scale):
     """scipy.stats.halfnorm: loc + scale |N(0, 1)|."""
-    return _location_scale(loc, scale, hlo.abs(normal_of(uniform(key, dims, value_dtype(loc), open_zero=True))))
+    return _location_scale(loc, scale, hlo.abs(normal(key, dims, value_dtype(loc))))
 
 
 @register_sampler(rv.LogNormalRV, checks=_numpy_check(1, "sigma < 0", negative))
 def _lognormal(key, dims, mean, sigma):
     """numpy's lognormal: exp(mean + sigma N(0, 1))."""
-    z = normal_of(uniform(key, dims, value_dtype(mean), open_zero=True))
+    z = normal(key, dims, value_dtype(mean))
     return hlo.exponential(hlo.add(mean, hlo.multiply(sigma, z)))
 
 
