@@ -54,7 +54,8 @@ print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
 # by rows of 16: a loop over the rows, each running its own rounds (a loop carrying its
 # counters' offset, the elements still pending, the accepted values, whether there is a
 # next round and that round's numbers; the cipher of 32 counters unrolled, so no loop of
-# its own), and writing its row back. From 16,384, rounds over the whole tensor (carrying
+# its own; the round's 8 pairs of normals written by a loop of one trip), and writing its
+# row back. From 16,384, rounds over the whole tensor (carrying
 # the key; the cipher of the round's draws a loop of four-round groups, that of the key's
 # split, two counters, unrolled), then it compacts once: a prefix
 # sum of the pending mask (`prefix_scan`, a loop of gathers) slots the pending elements,
@@ -65,6 +66,7 @@ print_ir("uniform_symbolic_size", [rng, n], [nxt, x])
 # CHECK-NOT: x65536x
 # CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x16xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<ui64>, tensor<16xi1>, tensor<16xf64>, tensor<i1>, tensor<16xf64>, tensor<16xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i1>, tensor<8xf64>, tensor<8xf64>
 # CHECK-NOT: stablehlo.while
 # CHECK: stablehlo.dynamic_update_slice {{.*}} -> tensor<?x16xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<?xi1>, tensor<?xf64>, tensor<i1>
