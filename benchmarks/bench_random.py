@@ -154,7 +154,7 @@ WORKLOADS = {
     "mvnormal-1e4x10": _draws(lambda r: pt.random.multivariate_normal(np.zeros(10), np.eye(10) + 0.5, size=10_000, rng=r)),
     # PyMC's own RandomVariables: two normals an element, read together.
     "rice-1e5": _draws(lambda r: _pymc().Rice.dist(1.0, 1.0, size=100_000, rng=r)),
-    "skew-normal-1e5": _draws(lambda r: _pymc().SkewNormal.dist(0.0, 1.0, 3.0, size=100_000, rng=r)),
+    "skew-normal-1e5": _draws(lambda r: _pymc().SkewNormal.dist(mu=0.0, sigma=1.0, alpha=3.0, size=100_000, rng=r)),
     "geometric-1e5": _draws(lambda r: pt.random.geometric(0.1, size=100_000, rng=r)),
 }
 

@@ -32,6 +32,7 @@ from dialect_rules.random import (
     negative,
     normal,
     normal_of,
+    normal_pairs,
     register_sampler,
     rejection,
     require,
@@ -283,10 +284,9 @@ def _student_t(key, dims, df, loc, scale):
     """numpy's standard_t: N sqrt(nu / G), G ~ Gamma(nu = df / 2), with G in logs so a
     small df gives its huge finite draws (not inf where G underflows)."""
     gamma_key, normal_key = split(key, 2)
-    u_normal = uniform(normal_key, dims, value_dtype(df), open_zero=True)
     half = hlo.multiply(df, _c(df, 0.5))
     log_ratio = hlo.subtract(polynomial_log(half), log_standard_gamma(gamma_key, half))
-    z = hlo.multiply(normal_of(u_normal), hlo.exponential(hlo.multiply(log_ratio, _c(df, 0.5))))
+    z = hlo.multiply(normal(normal_key, dims, value_dtype(df)), hlo.exponential(hlo.multiply(log_ratio, _c(df, 0.5))))
     return _location_scale(loc, scale, z)
 
 
@@ -426,7 +426,7 @@ def _skewnormal(key, dims, mu, sigma, alpha):
     1 / alpha, whichever is at most 1 in size: alpha^2 never overflows, and for a large
     alpha sqrt(1 - d^2) is |q| / sqrt(1 + q^2) rather than a difference near 0."""
     dtype = value_dtype(mu)
-    u0, v = (normal_of(u) for u in uniforms(key, dims, dtype, 2, open_zero=True))
+    u0, v = normal_pairs(key, dims, dtype)
     big = compare(hlo.abs(alpha), _c(alpha, 1.0), "GT")
     q = select(big, divide(_c(alpha, 1.0), alpha), alpha)
     root = hlo.sqrt(hlo.add(_c(q, 1.0), _square(q)))
@@ -446,9 +446,9 @@ def _rice_checks(ctx, node, b, sigma):
 def _rice(key, dims, b, sigma):
     """scipy's |(b / sqrt(2) + N1, b / sqrt(2) + N2)| times sigma, the norm by `hypot`
     (numpy's sum of squares overflows for b beyond 1e154)."""
-    u1, u2 = uniforms(key, dims, value_dtype(b), 2, open_zero=True)
+    n1, n2 = normal_pairs(key, dims, value_dtype(b))
     shift = hlo.multiply(b, _c(b, math.sqrt(0.5)))
-    z = hypot(hlo.add(shift, normal_of(u1)), hlo.add(shift, normal_of(u2)))
+    z = hypot(hlo.add(shift, n1), hlo.add(shift, n2))
     return _location_scale(_c(b, 0.0), sigma, z)
 
 
