@@ -226,15 +226,11 @@ def uniforms(
     if _in_loop():
         u = uniform(key, [n, *dims], dtype, open_zero, offset)
         return [reshape(slice_axis(u, 0, i, i + 1), dims) for i in range(n)]
-    size = dim_product(dims)
     tensors = []
     for i in range(n):
         start = offset
         if i:
-            if isinstance(size, int):
-                skip = ir_constant(np.uint64(i * size))
-            else:
-                skip = hlo.multiply(convert(dim_value(size), U64), ir_constant(np.uint64(i)))
+            skip = convert(dim_value(dim_product([i, *dims])), U64)
             start = skip if offset is None else hlo.add(offset, skip)
         tensors.append(uniform(key, dims, dtype, open_zero, start))
     return tensors
