@@ -12,6 +12,7 @@
 # a sampler maps a uniform to its normal (the Wald's, below) a float64 normal is sqrt(2)
 # erfinv(2u - 1), erfinv by Giles's three polynomials (in w - 3.125 below w = 6.25, then in
 # sqrt(w) - 3.25 below 16, else sqrt(w) - 5), not XLA's.
+import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
@@ -145,6 +146,19 @@ print_ir("normal_large", [rng], [nxt, x])
 # CHECK: stablehlo.return %c{{.*}} : tensor<i1>, tensor<100xf64>, tensor<100xf64>
 nxt, x = pt.random.wald(1.0, 2.0, size=(100,), rng=rng).owner.outputs
 print_ir("wald", [rng], [nxt, x])
+
+# A categorical draw counts the partial sums of p below its uniform; the uniforms are written
+# out first by a loop of one trip (its cipher a loop of its own there), since the count's
+# per-category slices would cipher them again each.
+# CHECK-LABEL: TEST: categorical opt
+# CHECK: %[[U:.*]]:2 = stablehlo.while({{.*}}) : tensor<i1>, tensor<100xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<ui32>, tensor<100xui32>, tensor<100xui32>
+# CHECK: stablehlo.return %c{{.*}} : tensor<i1>, tensor<100xf64>
+# CHECK: "stablehlo.reduce_window"
+# CHECK: stablehlo.broadcast_in_dim %[[U]]#1, dims = [0] : (tensor<100xf64>) -> tensor<100x2xf64>
+# CHECK: stablehlo.compare LT, {{.*}} : (tensor<100x2xf64>, tensor<100x2xf64>) -> tensor<100x2xi1>
+nxt, x = pt.random.categorical(np.array([0.3, 0.7]), size=(100,), rng=rng).owner.outputs
+print_ir("categorical", [rng], [nxt, x])
 
 # A sampler's several uniform tensors outside loops (the Rice's two normals) are ciphers of
 # their own over consecutive ranges of counters, the second the first's iota plus 100: as
