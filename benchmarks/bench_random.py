@@ -74,6 +74,15 @@ def mixed_prior_predictive(n: int = 4_000):
     return outputs, collect_default_updates(outputs=outputs)
 
 
+def normal_mixture(n: int = 10_000):
+    """n draws of a two-component `pm.NormalMixture`: a categorical index per draw picks
+    one of the components' normals."""
+    from pymc.pytensorf import collect_default_updates
+
+    x = _pymc().NormalMixture.dist(w=np.array([0.3, 0.7]), mu=np.array([0.0, 3.0]), sigma=np.array([1.0, 1.0]), size=n)
+    return [x], collect_default_updates(outputs=[x])
+
+
 def _sized_by_data(make, n: int = 20_000):
     """Draws sized by a shared array's shape (n rows), as PyMC's posterior predictive
     sizes an observed variable by its `pm.Data`: a size known only at run time."""
@@ -156,6 +165,8 @@ WORKLOADS = {
     "rice-1e5": _draws(lambda r: _pymc().Rice.dist(1.0, 1.0, size=100_000, rng=r)),
     "skew-normal-1e5": _draws(lambda r: _pymc().SkewNormal.dist(mu=0.0, sigma=1.0, alpha=3.0, size=100_000, rng=r)),
     "geometric-1e5": _draws(lambda r: pt.random.geometric(0.1, size=100_000, rng=r)),
+    "categorical-5-1e5": _draws(lambda r: pt.random.categorical(np.full(5, 0.2), size=100_000, rng=r)),
+    "normal-mixture-1e4": normal_mixture,
 }
 
 
@@ -163,6 +174,7 @@ def _pymc():
     import pymc
 
     return pymc
+
 
 
 END_TO_END = "posterior-predictive"
