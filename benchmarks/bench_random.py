@@ -176,7 +176,6 @@ def _pymc():
     return pymc
 
 
-
 END_TO_END = "posterior-predictive"
 
 

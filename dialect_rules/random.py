@@ -236,7 +236,9 @@ def uniforms(
     return tensors
 
 
-def written_uniforms(key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool = False) -> list[ir.Value]:
+def written_uniforms(
+    key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zero: bool = False, counted: bool = True,
+) -> list[ir.Value]:
     """`uniforms`, ciphered in the body of a loop that runs once (its condition a flag the
     body clears, which XLA keeps; inside it, past _UNROLLED_LANES counters, the cipher
     is a loop of its own, as in any loop body): XLA:CPU writes a loop's results to
@@ -247,8 +249,9 @@ def written_uniforms(key: ir.Value, dims: Sequence[Dim], dtype, n: int, open_zer
     15.2-15.7 (in-process A/B, best of 5 medians, two runs). (Against `uniforms` as
     slices of one cipher, 4,000 took 123 µs against 544, 10^6 16.7 ms against 67.6: most
     of that was the slices', see `uniforms`.) Not for every sampler: this way 10^6 uniforms,
-    logistic and Cauchy draws ran 30-50% slower."""
-    return written(lambda: uniforms(key, dims, dtype, n, open_zero), [full(0, dims, dtype) for _ in range(n)])
+    logistic and Cauchy draws ran 30-50% slower. `counted`: see `written`."""
+    zeros = [full(0, dims, dtype) for _ in range(n)]
+    return written(lambda: uniforms(key, dims, dtype, n, open_zero), zeros, counted)
 
 
 # While `_loops_in` probes a sampler: the loops it does not count (`written`'s, where asked).

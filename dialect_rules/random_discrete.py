@@ -36,7 +36,7 @@ from dialect_rules.random import (
     standard_gamma,
     uniform,
     uniform_draws,
-    written,
+    written_uniforms,
 )
 from lowering.builders import (
     add_all,
@@ -593,11 +593,12 @@ def _categorical(key, dims, p):
     partial sums below u. Rows need not sum to 1, as in PyTensor: a row summing to s < 1
     gives its length with probability 1 - s.
 
-    The uniforms are `written` first: fused into the count, each of its per-category
-    slices ciphered them again, and slowly (in-process A/B, best of 5 medians): 10^4 draws
-    of two categories took 447 µs a call against 43, 10^5 of five 2.17 ms against 1.12, a
-    `pm.NormalMixture` of 10^4 draws 998 µs against 146 (4,000 of ten level, 70 and 67)."""
-    u = written(lambda: [uniform(key, dims, F64)], [full(0.0, dims, F64)], counted=False)[0]
+    The uniforms are written out first (`written_uniforms`): fused into the count, each of
+    its per-category slices ciphered them again, and slowly (in-process A/B, best of 5
+    medians): 10^4 draws of two categories took 447 µs a call against 43, 10^5 of five
+    2.17 ms against 1.12, a `pm.NormalMixture` of 10^4 draws 998 µs against 146 (4,000 of
+    ten level, 70 and 67)."""
+    (u,) = written_uniforms(key, dims, F64, 1, counted=False)
     return _count_partial_sums_below(convert(p, F64), u)
 
 
