@@ -396,6 +396,39 @@ def copysign(magnitude: ir.Value, sign_of: ir.Value) -> ir.Value:
     return select(signbit(sign_of), hlo.negate(mag), mag)
 
 
+# Cephes' atan: atan(t) = t + t z P(z) / Q(z), z = t**2, for |t| up to 0.66; past it,
+# pi/4 + atan((x - 1) / (x + 1)), and past tan(3 pi/8), pi/2 + atan(-1 / x), with pi/4's
+# and pi/2's rounding errors added back (Cephes' MOREBITS). Lowest power first.
+_ATAN_P = (-6.485021904942025371773e1, -1.228866684490136173410e2, -7.500855792314704667340e1,
+           -1.615753718733365076637e1, -8.750608600031904122785e-1)
+_ATAN_Q = (1.945506571482613964425e2, 4.853903996359136964868e2, 4.328810604912902668951e2,
+           1.650270098316988542046e2, 2.485846490142306297962e1, 1.0)
+_TAN_3PI_8 = 2.414213562373095
+_PI_2_LOST = 6.123233995736765886130e-17  # pi/2 - fl(pi/2)
+
+
+def polynomial_atan(x: ir.Value) -> ir.Value:
+    """atan(x) of real x: float64 within an ulp of numpy's (Cephes: 1.9e-16 relative at
+    most); other float dtypes computed in float64 and rounded once. Not XLA's: jaxlib
+    0.10.2 rewrites atan2(x, 1), which chlo.atan is, into a vectorized atan that gave wrong
+    numbers for vectors of 50 or more elements whose length is a multiple of 8, and
+    crashed the process, once XLA was let use 512-bit vectors (`compile._VECTOR_OVERRIDES`;
+    reported at the default width on other hosts: jax-ml/jax#39352). `passes.atan2_of_one`
+    routes every such atan2 here."""
+    dtype = value_dtype(x)
+    if dtype != "float64":
+        return convert(polynomial_atan(convert(x, "float64")), dtype)
+    a, one = hlo.abs(x), full_like(x, 1.0)
+    big = compare(a, full_like(a, _TAN_3PI_8), "GT")
+    middle = compare(a, full_like(a, 0.66), "GT")
+    t = select(big, divide(full_like(a, -1.0), a), select(middle, divide(hlo.subtract(a, one), hlo.add(a, one)), a))
+    z = hlo.multiply(t, t)
+    value = hlo.add(hlo.multiply(t, hlo.multiply(z, divide(polynomial(z, _ATAN_P), polynomial(z, _ATAN_Q)))), t)
+    lost = select(big, full_like(a, _PI_2_LOST), select(middle, full_like(a, _PI_2_LOST / 2), full_like(a, 0.0)))
+    base = select(big, full_like(a, math.pi / 2), select(middle, full_like(a, math.pi / 4), full_like(a, 0.0)))
+    return copysign(hlo.add(base, hlo.add(value, lost)), x)
+
+
 # --- shapes -------------------------------------------------------------------
 
 

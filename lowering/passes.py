@@ -24,6 +24,7 @@ from lowering.builders import (
     constant_array,
     dot_general,
     ir_constant,
+    polynomial_atan,
     reshape,
     static_slice,
     symbol_name,
@@ -60,9 +61,10 @@ DEFAULT_PIPELINE = (
 
 # CHLO (erf, lgamma, sinh, ...) is expanded into plain StableHLO only once shapes are
 # static: on `?` shapes the expansion emits `shape` dialect ops that shape refinement
-# cannot see through.
+# cannot see through. Then atan2(y, 1), chlo.atan's expansion among others, becomes our
+# own atan (`atan2_of_one`).
 LEGALIZE_CHLO = (
-    "builtin.module(check-shape-assertions,fold-constant-if,func.func(chlo-legalize-to-stablehlo))"
+    "builtin.module(check-shape-assertions,fold-constant-if,func.func(chlo-legalize-to-stablehlo),atan2-of-one)"
 )
 
 # A module whose CHLO was expanded on `?` shapes (dims a program measures at run time):
@@ -386,6 +388,36 @@ def guard_empty_scatters(module_op: ir.Operation) -> None:
         op.operands[n] = guarded
 
 
+def atan2_of_one(module_op: ir.Operation) -> None:
+    """Replace atan2(y, 1) (a constant or broadcast constant 1: chlo.atan's expansion, or
+    the graph's own) with `polynomial_atan(y)`. XLA:CPU (jaxlib 0.10.2) rewrites that
+    atan2 into a vectorized atan which, let use 512-bit vectors, gave wrong numbers (and
+    crashed the process) on vectors of 50 or more elements whose length is a multiple of
+    8 (see `polynomial_atan`). Runs after `chlo-legalize-to-stablehlo`."""
+    for op in ops_named(module_op, "stablehlo.atan2"):
+        y, x = op.operands
+        if not _splat_one(x):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            atan = polynomial_atan(y)
+        op.results[0].replace_all_uses_with(atan)
+        op.erase()
+
+
+def _splat_one(value: ir.Value) -> bool:
+    """Whether `value` is a float constant of ones, or a broadcast of one."""
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        return False  # a block argument
+    owner = owner.operation
+    if owner.name == "stablehlo.broadcast_in_dim":
+        return _splat_one(owner.operands[0])
+    if owner.name != "stablehlo.constant" or np.dtype(dtype_of(value.type)).kind != "f":
+        return False
+    attr = ir.DenseElementsAttr(owner.attributes["value"])
+    return attr.is_splat and ir.FloatAttr(attr.get_splat_value()).value == 1.0
+
+
 def _static_and_empty(t: ir.Type) -> bool:
     ranked = ir.RankedTensorType(t)
     return ranked.has_static_shape and 0 in ranked.shape
@@ -527,6 +559,7 @@ PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "fold-constant-if": fold_constant_if,
     "static-elementwise-results": static_elementwise_results,
     "guard-empty-scatters": guard_empty_scatters,
+    "atan2-of-one": atan2_of_one,
     "check-shape-assertions": check_shape_assertions,
     "contract-broadcast-products": contract_broadcast_products,
 }

@@ -7,9 +7,11 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 import scipy.special as sp
+from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor.xlogx import xlogx, xlogy0
 
 from dialect_rules.special import XlogX
+from lowering import lower
 
 from tests.helpers import PY_MODE, compare_with_py
 
@@ -242,6 +244,36 @@ def test_polygamma_xlogx_xlogy0_arctan2():
         outs += [xlogx(x), xlogy0(x, y)]
     compare_with_py([x, y], outs, [values, others])
 
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_arctan_of_long_vectors_is_numpys(dtype):
+    """atan, and atan2(y, 1) from a constant or folded ones, through `polynomial_atan`:
+    jaxlib 0.10.2's XLA rewrites atan2(y, 1) into a vectorized atan that, with 512-bit
+    vectors, was wrong on vectors of 50 or more elements whose length is a multiple of 8
+    (von Mises draws all equal to mu) and crashed the process. Float64 within an ulp of
+    numpy; narrower dtypes computed in float64 and rounded once (numpy's own float32
+    arctan is up to 2 ulps off)."""
+    from lowering.passes import ops_named
+
+    y = pt.vector("y", dtype=dtype)
+    one = np.asarray(1.0, dtype=dtype)
+    outs = [pt.arctan(y), pt.arctan2(y, one), pt.arctan2(y, pt.ones_like(y))]
+    fn = pytensor.function([y], outs, mode="STABLEHLO")
+    rng = np.random.default_rng(7)
+    for n in (64, 4096, 100_000):
+        values = rng.uniform(-5, 5, n) * np.exp(rng.uniform(-8, 8, n))
+        values[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.66, 2.414213562373095, 1.0]
+        values = values.astype(dtype)
+        with np.errstate(over="ignore"):
+            expected = np.arctan(values.astype(np.float64)).astype(dtype)
+        for got in fn(values):
+            assert got.dtype == dtype
+            np.testing.assert_allclose(got, expected, rtol=2 * np.finfo(dtype).eps, atol=0)
+            assert np.array_equal(np.signbit(got), np.signbit(expected))
+    graph = FunctionGraph([y], outs)
+    module = lower(graph).specialize(np.zeros(64, dtype))
+    assert not ops_named(module.operation, "stablehlo.atan2"), module
 
 def test_digamma_follows_scipy_on_a_dense_grid():
     """Our digamma (Cephes' steps): the shifted asymptotic series above 0, the

@@ -140,3 +140,25 @@ with make_ir_context():
     }""")
     run_pipeline(module, "builtin.module(guard-empty-scatters,stablehlo-legalize-to-hlo,canonicalize,hlo-legalize-to-stablehlo)")
     print(module)
+
+# atan2(y, 1), here chlo.atan's expansion, becomes `polynomial_atan(y)` (Cephes' rational
+# function, no atan2): XLA (jaxlib 0.10.2) rewrites atan2 by a constant 1 into a
+# vectorized atan that 512-bit vectors break. atan2 by anything else stays.
+# CHECK-LABEL: TEST: atan2_of_one
+# CHECK-NOT: stablehlo.atan2 %arg0
+# CHECK: stablehlo.constant dense<2.4142135623730949>
+# CHECK: stablehlo.divide
+# CHECK: stablehlo.atan2 %arg1, %{{.*}} : tensor<16xf64>
+# CHECK-NOT: stablehlo.atan2
+# CHECK: return
+print("TEST: atan2_of_one")
+with make_ir_context():
+    module = ir.Module.parse("""
+    func.func public @main(%x: tensor<16xf64>, %y: tensor<16xf64>) -> (tensor<16xf64>, tensor<16xf64>) {
+      %a = chlo.atan %x : tensor<16xf64> -> tensor<16xf64>
+      %two = stablehlo.constant dense<2.0> : tensor<16xf64>
+      %b = stablehlo.atan2 %y, %two : tensor<16xf64>
+      return %a, %b : tensor<16xf64>, tensor<16xf64>
+    }""")
+    run_pipeline(module, "builtin.module(func.func(chlo-legalize-to-stablehlo),atan2-of-one)")
+    print(module)
