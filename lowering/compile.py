@@ -452,7 +452,7 @@ def compile_bytecode(
     else:
         overrides = ()
     threads = cpu_threads(large) if platform == "cpu" else None
-    overrides += thread_overrides(platform, threads)
+    overrides += thread_overrides(platform, threads) + vector_overrides(platform)
     variant = "".join(f"-{name}={value}" for name, value in overrides)
     if platform == "cpu":  # XLA splits kernels for its client's threads
         variant += f"-threads={threads or 'all'}"
@@ -548,10 +548,28 @@ def elemental_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
     return _ELEMENTAL_OVERRIDES.get(platform, ())
 
 
+# XLA:CPU has LLVM prefer 256-bit vectors, and LLVM then vectorizes a kernel that mixes
+# 32- and 64-bit lanes (a cipher's words and the float64 draws made of them) four lanes
+# at a time. Let prefer 512 bits, on a host with AVX-512, it takes eight or sixteen: 10^6
+# float64 uniforms took 0.70 ms a call against 1.30-1.32, a logistic GLM's logp and
+# gradient 54-55 µs against 68-70, a censored gamma model's 147-148 against 201-215
+# (alternating processes; benchmarks/README.md, "512-bit vectors"). On a host without
+# AVX-512 it changes nothing. In jaxlib 0.10.2 it breaks XLA's atan, which
+# `builders.polynomial_atan` replaces; the test suite, and about 50 elementwise functions
+# of JAX compared bit for bit at both widths, found nothing else (JAX's float32 i0e and
+# i1e moved by up to 2 ulps). An XLA that refuses the option drops it.
+_VECTOR_OVERRIDES = {"cpu": (("xla_cpu_prefer_vector_width", "512"),)}
+
+
+def vector_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
+    return _VECTOR_OVERRIDES.get(platform, ())
+
+
 def _refused_choice(platform: str, message: str):
     """The table of optional compile options (`_ELEMENTAL_OVERRIDES`,
-    `_ONE_THREAD_OVERRIDES`) whose option this XLA refused with `message`, if any."""
-    for table in (_ELEMENTAL_OVERRIDES, _ONE_THREAD_OVERRIDES):
+    `_ONE_THREAD_OVERRIDES`, `_VECTOR_OVERRIDES`) whose option this XLA refused with
+    `message`, if any."""
+    for table in (_ELEMENTAL_OVERRIDES, _ONE_THREAD_OVERRIDES, _VECTOR_OVERRIDES):
         if any(f"No such compile option: '{name}'" in message for name, _ in table.get(platform, ())):
             return table
     return None

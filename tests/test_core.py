@@ -745,6 +745,39 @@ def test_the_cpu_client_threads_follow_the_setting(monkeypatch):
     assert comp.thread_overrides("cpu", 1) == ()
 
 
+
+def test_cpu_executables_prefer_512_bit_vectors(monkeypatch):
+    """Every CPU compile asks LLVM for 512-bit vectors (`vector_overrides`; on a host
+    without AVX-512 LLVM keeps to what it has); an XLA that refuses the option drops it."""
+    import lowering.compile as comp
+
+    seen = []
+
+    class Recording:  # the client, noting the options of each compile
+        def __init__(self, backend):
+            self.backend = backend
+
+        def __getattr__(self, name):
+            return getattr(self.backend, name)
+
+        def compile_and_load(self, module, devices, options, **kwargs):
+            seen.append(options)
+            return self.backend.compile_and_load(module, devices, options, **kwargs)
+
+    real = comp.get_backend
+    monkeypatch.setattr(comp, "get_backend", lambda *a, **kw: Recording(real(*a, **kw)))
+    x = pt.dvector("x")
+    values = np.linspace(0.5, 3, 9)
+    for mode in ("STABLEHLO", "STABLEHLO_NO_FMA"):
+        fn = pytensor.function([x], pt.exp(x).sum() * 3.0, mode=mode)
+        assert_same(fn(values), 3 * np.exp(values).sum(), rtol=1e-14)
+        assert ("xla_cpu_prefer_vector_width", "512") in seen.pop().env_option_overrides, mode
+    assert comp.vector_overrides("cuda") == ()
+    monkeypatch.setitem(comp._VECTOR_OVERRIDES, "cpu", (("xla_cpu_no_such_option", "1"),))
+    fn = pytensor.function([x], pt.exp(x).sum() * 5.0, mode="STABLEHLO")
+    assert_same(fn(values), 5 * np.exp(values).sum(), rtol=1e-14)
+    assert comp.vector_overrides("cpu") == ()
+
 _THREADS_RUN = """
 import os, numpy as np, pytensor, pytensor.tensor as pt, scipy.special as sp
 import lowering
