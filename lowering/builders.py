@@ -412,7 +412,7 @@ def polynomial_atan(x: ir.Value) -> ir.Value:
     most); other float dtypes computed in float64 and rounded once. Not XLA's: jaxlib
     0.10.2 rewrites atan2(x, 1), which chlo.atan is, into a vectorized atan that gave wrong
     numbers for vectors of 50 or more elements whose length is a multiple of 8, and
-    crashed the process, once XLA was let use 512-bit vectors (`compile._VECTOR_OVERRIDES`;
+    crashed the process, once XLA used 512-bit vectors (`compile._VECTOR_OVERRIDES`;
     reported at the default width on other hosts: jax-ml/jax#39352). `passes.atan2_of_one`
     routes every such atan2 here."""
     dtype = value_dtype(x)

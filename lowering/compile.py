@@ -550,7 +550,7 @@ def elemental_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
 
 # XLA:CPU has LLVM prefer 256-bit vectors, and LLVM then vectorizes a kernel that mixes
 # 32- and 64-bit lanes (a cipher's words and the float64 draws made of them) four lanes
-# at a time. Let prefer 512 bits, on a host with AVX-512, it takes eight or sixteen: 10^6
+# at a time. Preferring 512 bits, on a host with AVX-512, it takes eight or sixteen: 10^6
 # float64 uniforms took 0.70 ms a call against 1.30-1.32, a logistic GLM's logp and
 # gradient 54-55 µs against 68-70, a censored gamma model's 147-148 against 201-215
 # (alternating processes; benchmarks/README.md, "512-bit vectors"). On a host without

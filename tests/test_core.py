@@ -745,7 +745,6 @@ def test_the_cpu_client_threads_follow_the_setting(monkeypatch):
     assert comp.thread_overrides("cpu", 1) == ()
 
 
-
 def test_cpu_executables_prefer_512_bit_vectors(monkeypatch):
     """Every CPU compile asks LLVM for 512-bit vectors (`vector_overrides`; on a host
     without AVX-512 LLVM keeps to what it has); an XLA that refuses the option drops it."""
@@ -777,6 +776,7 @@ def test_cpu_executables_prefer_512_bit_vectors(monkeypatch):
     fn = pytensor.function([x], pt.exp(x).sum() * 5.0, mode="STABLEHLO")
     assert_same(fn(values), 5 * np.exp(values).sum(), rtol=1e-14)
     assert comp.vector_overrides("cpu") == ()
+
 
 _THREADS_RUN = """
 import os, numpy as np, pytensor, pytensor.tensor as pt, scipy.special as sp

@@ -245,7 +245,6 @@ def test_polygamma_xlogx_xlogy0_arctan2():
     compare_with_py([x, y], outs, [values, others])
 
 
-
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 def test_arctan_of_long_vectors_is_numpys(dtype):
     """atan, and atan2(y, 1) from a constant or folded ones, through `polynomial_atan`:
@@ -274,6 +273,7 @@ def test_arctan_of_long_vectors_is_numpys(dtype):
     graph = FunctionGraph([y], outs)
     module = lower(graph).specialize(np.zeros(64, dtype))
     assert not ops_named(module.operation, "stablehlo.atan2"), module
+
 
 def test_digamma_follows_scipy_on_a_dense_grid():
     """Our digamma (Cephes' steps): the shifted asymptotic series above 0, the
