@@ -411,7 +411,7 @@ def polynomial_atan(x: ir.Value) -> ir.Value:
     """atan(x) of real x: float64 within an ulp of numpy's (Cephes: 1.9e-16 relative at
     most); other float dtypes computed in float64 and rounded once. Not XLA's: jaxlib
     0.10.2 rewrites atan2(x, 1), which chlo.atan is, into a vectorized atan that gave wrong
-    numbers for vectors of 50 or more elements whose length is a multiple of 8, and
+    numbers for vectors of 50 or more elements (not 100,001 or 100,003: 100,004), and
     crashed the process, once XLA used 512-bit vectors (`compile._VECTOR_OVERRIDES`;
     reported at the default width on other hosts: jax-ml/jax#39352). `passes.atan2_of_one`
     routes every such atan2 here."""

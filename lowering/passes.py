@@ -392,8 +392,8 @@ def atan2_of_one(module_op: ir.Operation) -> None:
     """Replace atan2(y, 1) (a constant or broadcast constant 1: chlo.atan's expansion, or
     the graph's own) with `polynomial_atan(y)`. XLA:CPU (jaxlib 0.10.2) rewrites that
     atan2 into a vectorized atan which, with 512-bit vectors, gave wrong numbers (and
-    crashed the process) on vectors of 50 or more elements whose length is a multiple of
-    8 (see `polynomial_atan`). Runs after `chlo-legalize-to-stablehlo`."""
+    crashed the process) on vectors of 50 or more elements, at most sizes (see
+    `polynomial_atan`). Runs after `chlo-legalize-to-stablehlo`."""
     for op in ops_named(module_op, "stablehlo.atan2"):
         y, x = op.operands
         if not _splat_one(x):

@@ -249,7 +249,7 @@ def test_polygamma_xlogx_xlogy0_arctan2():
 def test_arctan_of_long_vectors_is_numpys(dtype):
     """atan, and atan2(y, 1) from a constant or folded ones, through `polynomial_atan`:
     jaxlib 0.10.2's XLA rewrites atan2(y, 1) into a vectorized atan that, with 512-bit
-    vectors, was wrong on vectors of 50 or more elements whose length is a multiple of 8
+    vectors, was wrong on vectors of 50 or more elements (at most sizes)
     (von Mises draws all equal to mu) and crashed the process. Float64 within an ulp of
     numpy; narrower dtypes computed in float64 and rounded once (numpy's own float32
     arctan is up to 2 ulps off)."""
