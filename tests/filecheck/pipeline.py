@@ -162,3 +162,23 @@ with make_ir_context():
     }""")
     run_pipeline(module, "builtin.module(func.func(chlo-legalize-to-stablehlo),atan2-of-one)")
     print(module)
+
+# An elementwise op runs before the reshapes and broadcasts that feed it, so that the two
+# orders PyTensor leaves (exp of an expand_dims, expand_dims of an exp: PyMC's GP
+# likelihood and its gradient) are one expression for `cse`; a broadcast scalar's log is
+# taken once. An add of a reshape and a vector of its own stays as it is.
+# CHECK-LABEL: TEST: elementwise_before_layout opt
+# CHECK: stablehlo.log %arg0 : tensor<f64>
+# CHECK: stablehlo.add %{{.*}}, %arg1 : tensor<1x3xf64>
+# CHECK: stablehlo.exponential %arg0 : tensor<f64>
+# CHECK-NOT: stablehlo.exponential
+# CHECK-NOT: stablehlo.log
+# CHECK: return
+s = pt.scalar("s")
+v = pt.matrix("v", shape=(1, 3))
+padded = pt.shape_padleft(s, 2)
+print_ir(
+    "elementwise_before_layout", [s, v],
+    [pt.exp(padded) * 2.0 + pt.shape_padleft(pt.exp(s), 2) * 2.0, pt.log(pt.alloc(s, 1, 3)) + v],
+)
+
