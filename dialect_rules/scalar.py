@@ -44,6 +44,7 @@ from lowering.builders import (
     full_like,
     is_inf,
     is_nan,
+    mark_compared,
     numpy_order,
     remainder,
     select,
@@ -461,7 +462,8 @@ def lower_comparison(ctx, node, x, y):
         return convert(flags, out_dtype(node))
     dtype = common_dtype(node)
     x, y = convert(x, dtype), convert(y, dtype)
-    return convert(numpy_order(x, y, direction), out_dtype(node))
+    # Each operand one number per element, for every comparison and reader of it.
+    return convert(mark_compared(numpy_order(x, y, direction)), out_dtype(node))
 
 
 @register_lowering(ps.IsNan, ps.IsInf)

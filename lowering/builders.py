@@ -190,6 +190,41 @@ def compare(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
     return hlo.compare(a, b, _direction(direction), compare_type=_compare_type(value_dtype(a)))
 
 
+# The attribute by which a comparison asks `passes.compute_compared_once` for its operands.
+COMPARED = "pytensor.compared"
+# Ops that give their operand's numbers again, exactly.
+_EXACT_OPS = frozenset(
+    f"stablehlo.{name}" for name in ("broadcast_in_dim", "reshape", "convert", "negate", "transpose")
+)
+
+
+def mark_compared(flags: ir.Value) -> ir.Value:
+    """`flags`, a `stablehlo.compare` marked for `passes.compute_compared_once` where an
+    operand is a `compared_sum` (a graph's comparison, not a rule's own)."""
+    owner = flags.owner
+    if isinstance(owner, (ir.Operation, ir.OpView)) and owner.operation.name == "stablehlo.compare":
+        if any(compared_sum(v) is not None for v in owner.operation.operands):
+            owner.operation.attributes[COMPARED] = ir.UnitAttr.get()
+    return flags
+
+
+def compared_sum(value: ir.Value):
+    """The float add or subtract of rank 1 or more whose numbers `value` holds, through
+    broadcasts, reshapes, transposes, converts and negations; else None."""
+    while True:
+        owner = value.owner
+        if not isinstance(owner, (ir.Operation, ir.OpView)):
+            return None  # a block argument: one number already
+        owner = owner.operation
+        if owner.name not in _EXACT_OPS:
+            break
+        value = owner.operands[0]
+    if owner.name not in ("stablehlo.add", "stablehlo.subtract"):
+        return None
+    t = ir.RankedTensorType(value.type)
+    return owner if t.rank and isinstance(t.element_type, ir.FloatType) else None
+
+
 def numpy_order(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
     """`compare` in numpy's order: for complex operands its lexicographic one (its CLT,
     CLE, CGT, CGE loops), real parts first, imaginary parts where those are equal;

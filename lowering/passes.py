@@ -20,7 +20,9 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering._jax_internal import register_passes
 from lowering.builders import (
+    COMPARED,
     ELEMENTWISE_OPS,
+    compared_sum,
     constant_array,
     dot_general,
     ir_constant,
@@ -31,6 +33,7 @@ from lowering.builders import (
     transpose,
 )
 from lowering.errors import PassPipelineError
+from lowering.regions import computed_once
 from lowering.types import dtype_of
 
 # The default pipeline, run by `lower()` on the shape-polymorphic module.
@@ -56,7 +59,10 @@ DEFAULT_PIPELINE = (
     "stablehlo-legalize-to-hlo,"
     "canonicalize,"
     "cse,"
-    "hlo-legalize-to-stablehlo"
+    "hlo-legalize-to-stablehlo,"
+    # A sum a comparison reads is computed once (XLA would recompute it in each kernel),
+    # after `cse` has made the graph's copies of it one.
+    "compute-compared-once"
     ")"
 )
 
@@ -406,6 +412,48 @@ def atan2_of_one(module_op: ir.Operation) -> None:
         op.erase()
 
 
+def compute_compared_once(module_op: ir.Operation) -> None:
+    """Compute each sum or difference a graph's comparison reads (`mark_compared`; through
+    broadcasts, reshapes, transposes, converts and negations, which keep its numbers) once,
+    in the body of a loop that runs once, and give every reader that result. XLA:CPU
+    computes a cheap elementwise value again inside each fused kernel that reads it,
+    contracting multiply-adds into FMAs in some kernels and not in others, and its
+    algebraic simplifier rewrites some products (x / exp(l) as x * exp(-l), whose square
+    it takes as x**2 * exp(-2 l)): one variable then held two numbers in one call, and
+    two comparisons of it two answers. A loop's results are written to memory, which
+    every reader then loads.
+
+    PyMC's GP marginal likelihood clips its squared distances at 0. Their diagonal, 0 in
+    numpy, came out as +-1e-15, the clip's gradient mask disagreed between the kernels
+    that recomputed it, and the gradient was far off: d logp / d log(ls) -4,025 against
+    numpy's 12.749 (Matern52), d logp / d log(ell) -113.2 against 1.915 (eta**2 *
+    ExpQuad, under STABLEHLO_NO_FMA too; tests/test_numerics.py). Float tensors only: a
+    0-d sum is a few instructions, and its loop would cost more than it computes."""
+    for compare in ops_with_attribute(module_op, COMPARED):
+        del compare.attributes[COMPARED]
+        for k in range(len(compare.operands)):
+            op = compared_sum(compare.operands[k])  # (None for a sum already taken)
+            if op is None:
+                continue
+            with ir.InsertionPoint.after(op), op.location:
+                once = computed_once(op, init=op.operands[0])
+            op.results[0].replace_all_uses_with(once)
+            op.erase()
+
+
+def ops_with_attribute(module_op: ir.Operation, name: str) -> list:
+    """Every op that carries the attribute `name`, nested ones included."""
+    found = []
+
+    def visit(op):
+        if name in op.attributes:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return found
+
+
 # Ops that only lay a tensor's elements out again: an elementwise op commutes with them.
 _LAYOUT_OPS = ("stablehlo.reshape", "stablehlo.broadcast_in_dim")
 # Elementwise by name (its results have its operands' shape) but not element by element.
@@ -650,6 +698,7 @@ PYTHON_PASSES: dict[str, Callable[[ir.Operation], None]] = {
     "guard-empty-scatters": guard_empty_scatters,
     "atan2-of-one": atan2_of_one,
     "elementwise-before-layout": elementwise_before_layout,
+    "compute-compared-once": compute_compared_once,
     "check-shape-assertions": check_shape_assertions,
     "contract-broadcast-products": contract_broadcast_products,
 }

@@ -256,6 +256,25 @@ def while_loop(
     return list(op.results)
 
 
+def computed_once(op, init: ir.Value) -> ir.Value:
+    """The result of `op` (one result, no regions), the op built again in the body of a
+    loop that runs once: its condition a flag the body clears, which XLA keeps, and
+    XLA:CPU writes a loop's results to memory, so the kernels that read the result load
+    one computed value instead of each computing it again. The operands come in from
+    outside the body (XLA writes them out too). `init`: a value of the result's type the
+    loop starts from (the op's operand, for an elementwise op: nothing computed for it)."""
+    op = op.operation
+
+    def body(values):
+        again = ir.Operation.create(
+            op.name, results=[r.type for r in op.results], operands=list(op.operands),
+            attributes={name: op.attributes[name] for name in op.attributes},
+        )
+        return [ir_constant(np.False_), again.results[0]]
+
+    return while_loop([ir_constant(np.True_), init], lambda values: values[0], body)[1]
+
+
 def converge(
     init: Sequence[ir.Value],
     active: ir.Value,

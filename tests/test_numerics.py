@@ -214,7 +214,7 @@ def test_the_readme_remedy_for_fma_contraction_gives_numpys_gradient():
     assert ours == pytest.approx(numpy_value, rel=1e-9)
 
 
-def _matern_gp_gradient(mode):
+def _gp_gradient(mode):
     """d logp / d log(ls) of the README's Matern52 GP at ls = 0.55, under `mode`."""
     import warnings
 
@@ -233,12 +233,45 @@ def _matern_gp_gradient(mode):
     return float(f(np.array([np.log(0.55)]))[1][0])
 
 
+def _scaled_expquad_gradient(mode):
+    """The gradient of benchmarks/bench_models.py's GP (eta**2 * ExpQuad(ell) plus noise),
+    on 30 points, at (log ell, log eta, log sigma) = (0.063, -0.066, 0.320)."""
+    import warnings
+
+    import pymc as pm
+
+    rng = np.random.default_rng(0)
+    X = np.sort(rng.uniform(0, 10, size=30))[:, None]
+    with pm.Model() as model:
+        ell, eta = pm.Gamma("ell", 2, 1), pm.HalfNormal("eta", 1)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(1, ell))
+        gp.marginal_likelihood("y", X=X, y=np.sin(X[:, 0]), sigma=pm.HalfNormal("sigma", 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = model.logp_dlogp_function(ravel_inputs=True, mode=mode)
+    f.set_extra_values({})
+    return f(np.array([0.063, -0.066, 0.320]))[1]
+
+
 def test_the_no_fma_mode_gives_numpys_gp_gradient_in_process():
     """README: STABLEHLO_NO_FMA compiles with no multiply-add contracted, in a process
     whose XLA would contract them, so the clip mask agrees with itself again."""
-    numpy_value = _matern_gp_gradient("FAST_COMPILE")
+    numpy_value = _gp_gradient("FAST_COMPILE")
     assert abs(numpy_value - 12.749) < 1e-3
-    assert _matern_gp_gradient("STABLEHLO_NO_FMA") == pytest.approx(numpy_value, rel=1e-9)
+    assert _gp_gradient("STABLEHLO_NO_FMA") == pytest.approx(numpy_value, rel=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["STABLEHLO", "STABLEHLO_NO_FMA"])
+def test_a_compared_sum_is_one_number_so_gp_gradients_are_numpys(mode):
+    """A GP's squared distances, which its clip and the clip's gradient mask compare with
+    0, are computed once (`passes.compute_compared_once`). XLA recomputed them in each
+    kernel that read them, with FMAs in some, and numpy's diagonal of zeros came out as
+    +-1e-15 in some kernels: without the pass (AMD EPYC, AVX-512) d logp / d log(ls) was
+    -4,025 against 12.749 (Matern52, STABLEHLO) and d logp / d log(ell) -113.2 against
+    1.915 (the benchmark's GP) in both modes, XLA's algebraic simplifier squaring
+    x * exp(-l) as x**2 * exp(-2 l) where no FMA is left."""
+    assert _gp_gradient(mode) == pytest.approx(_gp_gradient("FAST_COMPILE"), rel=1e-9)
+    np.testing.assert_allclose(_scaled_expquad_gradient(mode), _scaled_expquad_gradient("FAST_COMPILE"), rtol=1e-9)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

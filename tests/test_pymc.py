@@ -31,6 +31,24 @@ def test_the_function_nuts_calls_matches_pytensor_on_random_points():
     _assert_nuts_function_matches_pytensor(eight_schools_model())
 
 
+def test_gp_marginal_likelihood_factors_its_covariance_once():
+    """PyTensor leaves exp(expand_dims(eta)) in this logp and expand_dims(exp(eta)) in its
+    gradient; computed in one order (`passes.elementwise_before_layout`), the covariance
+    and its Cholesky factor are one expression, and the LAPACK call runs once."""
+    rng = np.random.default_rng(0)
+    X = np.sort(rng.uniform(0, 10, size=30))[:, None]
+    with pm.Model() as model:
+        ell = pm.Gamma("ell", 2, 1)
+        eta = pm.HalfNormal("eta", 1)
+        gp = pm.gp.Marginal(cov_func=eta**2 * pm.gp.cov.ExpQuad(1, ell))
+        gp.marginal_likelihood("y", X=X, y=np.sin(X[:, 0]), sigma=pm.HalfNormal("sigma", 1))
+    _assert_nuts_function_matches_pytensor(model, scale=0.5)
+    function = model.logp_dlogp_function(ravel_inputs=True, mode="STABLEHLO")._pytensor_function
+    assert sum("Cholesky" in str(node.op) for node in function.maker.fgraph.apply_nodes) == 2
+    text = function.vm.jit_fn.compiled.specialized_text(np.zeros(3))
+    assert text.count("custom_call @lapack_dpotrf") == 1
+
+
 def test_models_checking_positive_definiteness():
     """LKJCorr's and Wishart's logps test their matrix with PyMC's own PosDefMatrix Op."""
     observed = np.random.default_rng(1).normal(size=(10, 3))

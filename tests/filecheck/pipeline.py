@@ -182,3 +182,21 @@ print_ir(
     [pt.exp(padded) * 2.0 + pt.shape_padleft(pt.exp(s), 2) * 2.0, pt.log(pt.alloc(s, 1, 3)) + v],
 )
 
+# A sum a graph's comparison reads is computed once, in a loop that runs once; every
+# reader (the comparison, the product) takes the loop's result. A 0-d sum, and a sum
+# only a clip compares, stay as they are.
+# CHECK-LABEL: TEST: compute_compared_once opt
+# CHECK: %[[L:.*]]:2 = stablehlo.while
+# CHECK: stablehlo.add
+# CHECK: stablehlo.return %{{.*}}, %{{.*}} : tensor<i1>, tensor<4xf64>
+# CHECK-NOT: stablehlo.while
+# CHECK-DAG: stablehlo.compare GE, %[[L]]#1
+# CHECK-DAG: stablehlo.multiply %[[L]]#1
+# CHECK: return
+v, w = pt.vector("v", shape=(4,)), pt.vector("w", shape=(4,))
+total = v * w + v
+small = v[0] * w[0] + v[0]
+print_ir(
+    "compute_compared_once", [v, w],
+    [pt.ge(total, 0.0), total * 3.0, pt.gt(small, 0.0), pt.clip(v * w - w, 0.0, 1.0)],
+)
