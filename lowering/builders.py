@@ -193,7 +193,7 @@ def compare(a: ir.Value, b: ir.Value, direction: str) -> ir.Value:
 # The attribute by which a comparison asks `passes.compute_compared_once` for its operands.
 COMPARED = "pytensor.compared"
 # Ops that give their operand's numbers again, exactly.
-_EXACT_OPS = frozenset(
+EXACT_OPS = frozenset(
     f"stablehlo.{name}" for name in ("broadcast_in_dim", "reshape", "convert", "negate", "transpose")
 )
 
@@ -216,7 +216,7 @@ def compared_sum(value: ir.Value):
         if not isinstance(owner, (ir.Operation, ir.OpView)):
             return None  # a block argument: one number already
         owner = owner.operation
-        if owner.name not in _EXACT_OPS:
+        if owner.name not in EXACT_OPS:
             break
         value = owner.operands[0]
     if owner.name not in ("stablehlo.add", "stablehlo.subtract"):

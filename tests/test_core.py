@@ -291,17 +291,17 @@ def test_python_passes_run_by_name_and_as_extra():
 
 def test_compared_sums_of_run_time_shapes_and_inside_scans_are_computed_once():
     """`compute_compared_once` on a vector of a size known only when called, inside a
-    Scan's body and outside it: each compared sum is a loop's result, and the numbers
-    are the Python mode's."""
+    Scan's body and outside it: each sum two comparisons read is a loop's result, and the
+    numbers are the Python mode's."""
     x, y = pt.vector("x"), pt.vector("y")
 
     def step(acc, y):
         d = acc * y - y
-        return pt.switch(pt.ge(d, 0.0), d, -0.5 * d)
+        return pt.switch(pt.ge(d, 0.0), d, -0.5 * d) * pt.switch(pt.lt(d, 2.0), 1.0, 0.5)
 
     walked = pytensor.scan(step, outputs_info=x, non_sequences=y, n_steps=4, return_updates=False)
     total = x * y + x
-    outputs = [walked[-1], pt.ge(total, 0.0), total * 3.0]
+    outputs = [walked[-1], pt.ge(total, 0.0), pt.le(total, 1.0), total * 3.0]
     text = lower(fg([x, y], outputs)).as_text()
     assert text.count("stablehlo.while") == 3  # the Scan's loop and two sums
     rng = np.random.default_rng(5)

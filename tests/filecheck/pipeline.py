@@ -182,15 +182,17 @@ print_ir(
     [pt.exp(padded) * 2.0 + pt.shape_padleft(pt.exp(s), 2) * 2.0, pt.log(pt.alloc(s, 1, 3)) + v],
 )
 
-# A sum a graph's comparison reads is computed once, in a loop that runs once; every
-# reader (the comparison, the product) takes the loop's result. A 0-d sum, and a sum
-# only a clip compares, stay as they are.
+# A sum two of the graph's comparisons read is computed once, in a loop that runs once;
+# every reader (both comparisons, the product) takes the loop's result. A sum compared
+# once whose mask one reader takes, a 0-d sum, and a sum only a clip compares stay as
+# they are (XLA computes each in one kernel).
 # CHECK-LABEL: TEST: compute_compared_once opt
 # CHECK: %[[L:.*]]:2 = stablehlo.while
 # CHECK: stablehlo.add
 # CHECK: stablehlo.return %{{.*}}, %{{.*}} : tensor<i1>, tensor<4xf64>
 # CHECK-NOT: stablehlo.while
 # CHECK-DAG: stablehlo.compare GE, %[[L]]#1
+# CHECK-DAG: stablehlo.compare LT, %[[L]]#1
 # CHECK-DAG: stablehlo.multiply %[[L]]#1
 # CHECK: return
 v, w = pt.vector("v", shape=(4,)), pt.vector("w", shape=(4,))
@@ -198,5 +200,6 @@ total = v * w + v
 small = v[0] * w[0] + v[0]
 print_ir(
     "compute_compared_once", [v, w],
-    [pt.ge(total, 0.0), total * 3.0, pt.gt(small, 0.0), pt.clip(v * w - w, 0.0, 1.0)],
+    [pt.ge(total, 0.0), pt.lt(total, 1.0), total * 3.0, pt.gt(small, 0.0), pt.gt(v - w, 0.0),
+     pt.clip(v * w - w, 0.0, 1.0)],
 )
