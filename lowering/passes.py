@@ -61,7 +61,7 @@ DEFAULT_PIPELINE = (
     "canonicalize,"
     "cse,"
     "hlo-legalize-to-stablehlo,"
-    # A sum a comparison reads is computed once (XLA would recompute it in each kernel),
+    # A sum two comparisons read is computed once (XLA would recompute it in each kernel),
     # after `cse` has made the graph's copies of it one.
     "compute-compared-once"
     ")"

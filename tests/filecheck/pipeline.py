@@ -184,8 +184,8 @@ print_ir(
 
 # A sum two of the graph's comparisons read is computed once, in a loop that runs once;
 # every reader (both comparisons, the product) takes the loop's result. A sum compared
-# once whose mask one reader takes, a 0-d sum, and a sum only a clip compares stay as
-# they are (XLA computes each in one kernel).
+# once, a 0-d sum, and a sum only a clip compares (not the graph's comparison) stay as
+# they are.
 # CHECK-LABEL: TEST: compute_compared_once opt
 # CHECK: %[[L:.*]]:2 = stablehlo.while
 # CHECK: stablehlo.add
