@@ -65,7 +65,7 @@ from lowering.builders import (
     vector_element,
     write_entry,
 )
-from lowering.regions import any_true, cumulative, fold, if_else, scatter_indexed, where_some, while_loop
+from lowering.regions import any_true, cumulative, fold, if_else, in_loop_once, scatter_indexed, where_some, while_loop
 from lowering.registry import register_lowering
 from lowering.runtime import peek_key
 from lowering.types import KEY_DTYPE, KEY_SHAPE, static_shape, tensor_type
@@ -261,17 +261,11 @@ _UNCOUNTED: ContextVar[list | None] = ContextVar("_UNCOUNTED", default=None)
 def written(
     compute: Callable[[], Sequence[ir.Value]], like: Sequence[ir.Value], counted: bool = True,
 ) -> list[ir.Value]:
-    """`compute()`'s values (of the types of `like`), built in the body of a loop that
-    runs once: its condition is a flag the body clears, which XLA keeps, and XLA:CPU
-    writes a loop's results to memory rather than fusing them into their readers'
-    kernels, where they would be computed again for each reader. Values from outside
-    the body that `compute` reads are its operands (written out first, too). Unless
-    `counted`, `_loops_in` does not see the loop: a sampler without others then runs
-    whole past _CHUNKS_FROM."""
-    def body(values):
-        return [ir_constant(np.False_), *compute()]
-
-    results = while_loop([ir_constant(np.True_), *like], lambda values: values[0], body)
+    """`compute()`'s values (of the types of `like`) from `regions.in_loop_once`: written
+    to memory once rather than computed again in each reader's kernel. Unless `counted`,
+    `_loops_in` does not see the loop: a sampler without others then runs whole past
+    _CHUNKS_FROM."""
+    results = in_loop_once(compute, like)
     uncounted = _UNCOUNTED.get()
     if not counted and uncounted is not None:
         uncounted.append(results[0].owner.operation)

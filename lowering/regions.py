@@ -256,23 +256,33 @@ def while_loop(
     return list(op.results)
 
 
+def in_loop_once(compute: Callable[[], Sequence[ir.Value]], like: Sequence[ir.Value]) -> list[ir.Value]:
+    """`compute()`'s values (of the types of `like`, which the loop starts from), built in
+    the body of a loop that runs once: its condition is a flag the body clears, which XLA
+    keeps, and XLA:CPU writes a loop's results to memory rather than fusing them into
+    their readers' kernels, where each kernel would compute them again. Values from
+    outside the body that `compute` reads come in as its operands (written out first,
+    too). Returns the loop's results: the flag, then the values."""
+    def body(values):
+        return [ir_constant(np.False_), *compute()]
+
+    return while_loop([ir_constant(np.True_), *like], lambda values: values[0], body)
+
+
 def computed_once(op, init: ir.Value) -> ir.Value:
-    """The result of `op` (one result, no regions), the op built again in the body of a
-    loop that runs once: its condition a flag the body clears, which XLA keeps, and
-    XLA:CPU writes a loop's results to memory, so the kernels that read the result load
-    one computed value instead of each computing it again. The operands come in from
-    outside the body (XLA writes them out too). `init`: a value of the result's type the
-    loop starts from (the op's operand, for an elementwise op: nothing computed for it)."""
+    """The result of `op` (one result, no regions) from the op built again `in_loop_once`,
+    so the kernels that read it load one computed value. `init`: a value of the result's
+    type for the loop to start from (the op's operand, for an elementwise op: nothing is
+    computed for it)."""
     op = op.operation
 
-    def body(values):
-        again = ir.Operation.create(
+    def again():
+        return ir.Operation.create(
             op.name, results=[r.type for r in op.results], operands=list(op.operands),
             attributes={name: op.attributes[name] for name in op.attributes},
-        )
-        return [ir_constant(np.False_), again.results[0]]
+        ).results[:1]
 
-    return while_loop([ir_constant(np.True_), init], lambda values: values[0], body)[1]
+    return in_loop_once(again, [init])[1]
 
 
 def converge(
