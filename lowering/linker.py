@@ -8,6 +8,7 @@ from pytensor.link.basic import JITLinker
 from pytensor.link.utils import raise_with_op
 
 from lowering import rewrites
+from lowering.graph import node_label
 
 # PyTensor rewrites left out: they only help the C and Numba backends, or they
 # produce Ops whose meaning is a memory layout XLA decides for itself.
@@ -69,8 +70,10 @@ class StableHLOLinker(JITLinker):
         """JITLinker's one thunk for the whole graph, except for whom an error blames.
 
         JITLinker reports any error against the first output's node. A failed run-time
-        check knows its node (`RuntimeCheck`, as the exception's `__op_instance__`), so
-        PyTensor's "Apply node that caused the error" names that one here."""
+        check knows its node (`RuntimeCheck`, as the exception's `__op_instance__`), and
+        arguments that do not fit the graph fail at a node whose location the message
+        names (`_named_node`), so PyTensor's "Apply node that caused the error" names that
+        one here."""
         fgraph = self.fgraph
         compiled = self.fgraph_convert(fgraph, order=order, input_storage=input_storage,
                                        output_storage=output_storage, storage_map=storage_map)
@@ -87,7 +90,8 @@ class StableHLOLinker(JITLinker):
             try:
                 results = call([x[0] for x in inputs])
             except Exception as exc:
-                node = getattr(exc, "__op_instance__", None) or next(iter(output_nodes), None)
+                node = (getattr(exc, "__op_instance__", None) or _named_node(fgraph, str(exc))
+                        or next(iter(output_nodes), None))
                 if node is None:
                     raise
                 raise_with_op(fgraph, node, thunk)
@@ -97,6 +101,15 @@ class StableHLOLinker(JITLinker):
 
         thunk.inputs, thunk.outputs, thunk.lazy = inputs, outputs, False
         return [thunk], output_nodes, run
+
+
+def _named_node(fgraph, message: str):
+    """The node whose location (`node_label`, quoted as MLIR's diagnostics print it)
+    comes first in `message`: arguments that do not fit the graph fail where shape
+    refinement meets them, and the error names that node's location. None if none does."""
+    found = [(message.find(f'"{node_label(node)}"'), i, node) for i, node in enumerate(fgraph.toposort())]
+    found = [f for f in found if f[0] >= 0]
+    return min(found, key=lambda f: f[:2])[2] if found else None
 
 
 class _Trusted:

@@ -618,6 +618,20 @@ def test_incompatible_runtime_shapes_name_the_node():
     assert_same(compiled(np.ones(2), np.ones(2))[0], np.full(2, 2.0))
 
 
+def test_a_function_blames_the_node_whose_shapes_do_not_fit():
+    """PyTensor's "Apply node that caused the error" is the node the message names, not
+    the first output's (a comparison here)."""
+    x, y = pt.vector("x"), pt.vector("y")
+    total = x * y + x
+    f = pytensor.function([x, y], [pt.ge(total, 0.0), pt.lt(total, 1.0)], mode=MODE)
+    with pytest.raises(ValueError, match=r"shapes \(3,\), \(2,\) do not fit") as info:
+        f(np.ones(3), np.ones(2))
+    message = str(info.value)
+    named = message.split('"')[1]
+    assert named.startswith("Mul(")
+    assert f"Apply node that caused the error: {named}" in message
+
+
 def test_threads_share_one_compiled_function():
     """Concurrent calls (and concurrent first-call compiles) give sequential results."""
     from concurrent.futures import ThreadPoolExecutor
