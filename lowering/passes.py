@@ -557,7 +557,10 @@ def _splat_constant(value: ir.Value, shape):
         return None
     if list(ir.RankedTensorType(value.type).shape) != list(shape):
         return None
-    attr = ir.DenseElementsAttr(owner.operation.attributes["value"])
+    try:
+        attr = ir.DenseElementsAttr(owner.operation.attributes["value"])
+    except TypeError:  # complex elements: the bindings cannot cast their attribute
+        return None
     return attr.get_splat_value() if attr.is_splat else None
 
 

@@ -308,6 +308,20 @@ def test_compared_sums_of_run_time_shapes_and_inside_scans_are_computed_once():
     compare_each_with_py([x, y], outputs, [[rng.normal(size=n), rng.normal(size=n)] for n in (3, 70)])
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int64", "float16", "float32", "float64",
+                                   "complex64", "complex128"])
+def test_elementwise_ops_move_before_reshapes_for_every_dtype(dtype):
+    """`elementwise_before_layout` on ops of reshaped and broadcast scalars with a splat
+    constant (a complex constant crashed the pass: the bindings cannot cast it): the
+    Python mode's numbers and dtypes."""
+    s = pt.scalar("s", dtype=dtype)
+    two = pt.constant(np.array(2 if dtype != "bool" else True, dtype=dtype))
+    padded = pt.shape_padleft(s, 2)
+    outputs = [padded * two + padded, pt.alloc(s, 2, 3) * two, pt.shape_padleft(s * two, 2)]
+    value = np.asarray(3 if dtype != "bool" else True).astype(dtype)
+    compare_with_py([s], outputs, [value])
+
+
 def test_inline_private_calls():
     text = """
     module {
