@@ -26,7 +26,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.traversal import walk
-from pytensor.tensor.basic import NotScalarConstantError, constant, get_underlying_scalar_constant_value
+from pytensor.tensor.basic import constant
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.shape import ShapeFeature
 from pytensor.tensor.shape import Shape, Shape_i
@@ -51,7 +51,7 @@ from lowering.builders import (
     write_entry,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.graph import lower_function
+from lowering.graph import constant_scalar, lower_function
 from lowering.regions import while_loop
 from lowering.registry import lookup_batched_rule, lookup_rule, register_lowering
 from lowering.types import static_shape
@@ -147,11 +147,8 @@ def _uniform_constant(var, batch_ndim: int):
     if isinstance(var, Constant):
         return var.data.reshape(var.data.shape[batch_ndim:])
     if var.type.ndim == batch_ndim:
-        try:
-            value = get_underlying_scalar_constant_value(var)
-        except NotScalarConstantError:
-            return None
-        return np.asarray(value, dtype=var.type.dtype)
+        value = constant_scalar(var)
+        return None if value is None else np.asarray(value, dtype=var.type.dtype)
     return None
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
-from pytensor.tensor.basic import get_underlying_scalar_constant_value
-from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.signal.conv import Convolve1d, Convolve2d
 
 from dialect_rules.blockwise import lower_per_entry
@@ -40,6 +38,7 @@ from lowering.builders import (
     with_scratch,
 )
 from lowering.errors import UnsupportedParameterError
+from lowering.graph import constant_scalar
 from lowering.regions import any_true
 from lowering.registry import register_batched, register_lowering
 
@@ -167,10 +166,8 @@ def _refuse_undominated(ctx, ns, ks, full_mode):
 
 
 def _constant_flag(var):
-    try:
-        return bool(get_underlying_scalar_constant_value(var))
-    except NotScalarConstantError:
-        return None
+    value = constant_scalar(var)
+    return None if value is None else bool(value)
 
 
 @register_lowering(Convolve1d, Convolve2d)

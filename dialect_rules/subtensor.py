@@ -24,7 +24,10 @@ update (set). With repeated indices in a set, StableHLO leaves which update wins
 unspecified: XLA's CPU backend applies them in order, so the last wins as in numpy; on
 a GPU, where they race, each update is first replaced by the last one aimed at its
 position (`_set_indexed`). `ignore_duplicates` inc is a set of `x[idx] + y`, as numpy's
-`x[idx] += y`. The `inplace` flags are ignored: XLA owns buffer reuse.
+`x[idx] += y`. Index runs (`arange(k) + c`, or constants that are one) on two or
+more adjacent axes write a diagonal: a `select` over the array instead (`_diagonal_write`),
+which XLA fuses into its readers, so `alloc_diag`'s zeros are never built. The `inplace`
+flags are ignored: XLA owns buffer reuse.
 
 Boolean masks: a mask is its `nonzero()`, one integer index per mask axis, as in numpy.
 A constant mask becomes those indices when lowering. A mask computed at run time lists
@@ -52,7 +55,10 @@ from typing import Union
 import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
+import pytensor.scalar as ps
 from pytensor.graph.basic import Constant
+from pytensor.tensor.basic import ARange
+from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.subtensor import (
     AdvancedIncSubtensor,
     AdvancedIncSubtensor1,
@@ -65,6 +71,7 @@ from pytensor.tensor.type_other import MakeSlice, NoneTypeT, SliceType
 
 from lowering.builders import (
     Dim,
+    all_of,
     broadcast_in_dim,
     broadcast_to,
     compare,
@@ -95,6 +102,7 @@ from lowering.builders import (
     with_scratch,
 )
 from lowering.errors import UnsupportedParameterError
+from lowering.graph import constant_int
 from lowering.regions import any_true, cumulative, fold, scatter_indexed
 from lowering.regions import scatter as scatter_region
 from lowering.registry import register_batched, register_lowering
@@ -130,6 +138,7 @@ class _Array:
     in_range: bool = False  # a mask's nonzero(): no check, no wrapping
     known: np.ndarray | None = field(default=None, compare=False)  # the values, from a graph constant
     mask_length: int | None = None  # a constant mask's nonzero(): that mask axis's length
+    run: int | None = None  # the values are run, run + 1, ... (`_run_of`)
 
     @property
     def ndim(self) -> int:
@@ -195,7 +204,33 @@ def _advanced_entries(ctx, node, index_vars, values) -> list:
 def _integer_entry(var, value) -> _Array:
     """An integer index array; its values travel with it where the graph has them."""
     known = var.data if isinstance(var, Constant) else None
-    return _Array(convert(value, "int64"), unsigned=var.type.dtype.startswith("u"), known=known)
+    return _Array(convert(value, "int64"), unsigned=var.type.dtype.startswith("u"), known=known, run=_run_of(var))
+
+
+def _run_of(var) -> int | None:
+    """start where the index vector `var` holds start, start + 1, ... (start >= 0) as the
+    graph shows: a constant, or an `arange(start', n)` plus constants (`alloc_diag`'s
+    and PyMC's diagonal writes)."""
+    if var.type.ndim != 1 or var.type.dtype == "bool":
+        return None
+    if isinstance(var, Constant):
+        data = np.asarray(var.data)
+        if data.size == 0 or data[0] < 0 or not np.array_equal(data, data[0] + np.arange(data.size)):
+            return None
+        return int(data[0])
+    node = var.owner
+    if node is not None and isinstance(node.op, ARange):
+        start, step = constant_int(node.inputs[0]), constant_int(node.inputs[2])
+        return start if step == 1 and start is not None and start >= 0 else None
+    if (node is not None and isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, ps.Add)
+            and len(node.inputs) == 2 and var.type.dtype == "int64"):
+        for vector, offset in (node.inputs, node.inputs[::-1]):
+            if not all(offset.type.broadcastable):
+                continue
+            start, k = _run_of(vector), constant_int(offset)
+            if start is not None and k is not None and start + k >= 0:
+                return start + k
+    return None
 
 
 def _slice_entry(node, var, value) -> _Slice:
@@ -769,6 +804,8 @@ def _advanced_write(ctx, node, x, y, entries):
     if masks:
         (mask, axis), = masks
         view = _masked_write(ctx, node, view, mask.value, axis, y, dtype)
+    elif _is_diagonal(view, plan):
+        view = _diagonal_write(node, view, plan, y, dtype)
     elif plan.arrays:
         index, axes = _index_tensor(ctx, view, plan)
         batch = list(shape_of(index))[:-1]
@@ -788,6 +825,49 @@ def _advanced_write(ctx, node, x, y, entries):
     if plan.expanded:
         out = reshape(out, shape_of(x))
     return _output(node, out)
+
+
+def _is_diagonal(view, plan) -> bool:
+    """Two or more advanced indices, runs of one static length on adjacent axes, each
+    within its static axis: they write one diagonal of those axes, each position once."""
+    entries = [e for e, _ in plan.arrays]
+    if plan.front or len(entries) < 2 or any(e.run is None for e in entries):
+        return False
+    lengths = {static_shape(e.value.type)[0] for e in entries}
+    if len(lengths) != 1 or None in lengths:
+        return False
+    (length,) = lengths
+    shape = shape_of(view)
+    return all(isinstance(shape[a], int) and e.run + length <= shape[a] for e, a in plan.arrays)
+
+
+def _diagonal_write(node, view, plan, y, dtype):
+    """view[c0 + i, c1 + i, ...] = y[i] (or += y[i]) as a select over the view: where the
+    positions p0, p1, ... of the indexed axes have p0 - c0 == p1 - c1 == ... in
+    [0, length), y at p0 - c0. No scatter and no copy of the view: XLA fuses the
+    select into its readers, and a diagonal written into zeros (`alloc_diag`, the
+    diagonal of a gradient) is never built."""
+    axes = [a for _, a in plan.arrays]
+    starts = [e.run for e, _ in plan.arrays]
+    shape = shape_of(view)
+    length = static_shape(plan.arrays[0][0].value.type)[0]
+    first, after = axes[0], axes[-1] + 1
+    update = _update_value(node, y, [*shape[:first], length, *shape[after:]], dtype)
+    rank = first + 1 + len(shape) - after
+    low, high = [0] * rank, [0] * rank
+    low[first], high[first] = starts[0], shape[first] - starts[0] - length
+    attr = ir.DenseI64ArrayAttr.get
+    update = hlo.pad(update, full(0, (), dtype), attr(low), attr(high), attr([0] * rank))
+    update = broadcast_in_dim(update, shape, [*range(first + 1), *range(after, len(shape))])
+    grid = [shape[a] for a in axes]
+    p0 = iota(grid, 0, "int64")
+    on = [compare(p0, full_like(p0, starts[0]), "GE"), compare(p0, full_like(p0, starts[0] + length), "LT")]
+    for j, start in enumerate(starts[1:], 1):
+        offset = hlo.subtract(iota(grid, j, "int64"), p0)
+        on.append(compare(offset, full_like(offset, start - starts[0]), "EQ"))
+    if not node.op.set_instead_of_inc:
+        update = _add(view, update)
+    return select(broadcast_in_dim(all_of(*on), shape, axes), update, view)
 
 
 def _set_indexed(ctx, view, axes, index, update, front):

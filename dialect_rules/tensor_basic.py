@@ -52,6 +52,7 @@ from lowering.builders import (
 )
 from dialect_rules.subtensor import nonzero
 from lowering.errors import UnsupportedParameterError
+from lowering.graph import constant_int
 from lowering.registry import register_lowering
 
 
@@ -212,6 +213,9 @@ def lower_arange(ctx, node, start, stop, step):
     f64 = functools.partial(convert, dtype="float64")
     ctx.runtime_check(compare(f64(step), ir_constant(0.0), "EQ"), ZeroDivisionError, "arange: step is zero")
     length = node.outputs[0].type.shape[0]
+    bounds = [constant_int(v) for v in node.inputs]
+    if length is None and None not in bounds and bounds[2] != 0:
+        length = len(range(*bounds))  # numpy's length for integer bounds
     if length is None:
         zero = ir_constant(0.0)
         delta = hlo.subtract(f64(stop), f64(start))

@@ -16,6 +16,8 @@ from jax.extend.mlir.dialects import func
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.graph.basic import Constant, Variable
 from pytensor.sparse.type import SparseTensorType
+from pytensor.tensor.basic import get_underlying_scalar_constant_value
+from pytensor.tensor.exceptions import NotScalarConstantError
 
 try:  # pytensor >= 2.32 moved them; the old names still work in 2.38 with a warning
     from pytensor.graph.traversal import ancestors, io_toposort
@@ -42,6 +44,22 @@ def node_label(node) -> str:
     """
     text = _ADDRESS.sub("", f"{node.op}({', '.join(map(str, node.inputs))})")
     return text if len(text) <= _MAX_LOCATION_CHARS else text[: _MAX_LOCATION_CHARS - 3] + "..."
+
+
+def constant_scalar(var) -> np.generic | None:
+    """The one value a 0-d (or all-broadcastable) input always has, as PyTensor's folding
+    sees it through shapes, `ExpandDims` and arithmetic on constants (an inner graph's
+    `x.shape[-1] + 0` for a static x), else None."""
+    try:
+        return get_underlying_scalar_constant_value(var)
+    except NotScalarConstantError:
+        return None
+
+
+def constant_int(var) -> int | None:
+    """`constant_scalar` where it is an integer."""
+    value = constant_scalar(var)
+    return int(value) if value is not None and np.asarray(value).dtype.kind in "iu" else None
 
 
 def find_unsupported(nodes, missing=None) -> dict[str, list]:

@@ -392,6 +392,36 @@ def test_advanced_set_with_repeated_indices_keeps_the_last_update():
 
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int8", "uint16", "bool", "complex64"])
+def test_diagonal_writes_are_selects_of_numpys_values(dtype):
+    """Index runs (`arange(k) + c`, or constants that are one) on two or more adjacent
+    axes write a diagonal: a select over the view, with no scatter (so no zeros built
+    for `alloc_diag`, whose inner arange folds to a static length). Runs that leave the
+    array, on axes of run-time size, or alone (a slice) take the scatter and its
+    IndexError."""
+    m = pt.matrix("m", dtype=dtype, shape=(5, 6))
+    x = pt.tensor3("x", dtype=dtype, shape=(None, 5, 6))  # a batch of run-time size
+    y = pt.vector("y", dtype=dtype, shape=(4,))
+    r = pt.arange(4)
+    diagonal = [
+        pt.set_subtensor(m[r, r + 2], y), pt.inc_subtensor(m[r + 1, r], y),
+        pt.set_subtensor(m[np.arange(1, 5), np.arange(4)], y), pt.inc_subtensor(x[:, r, r + 1], y),
+        pt.set_subtensor(x[1:, r + 1, r], y), pt.set_subtensor(m[1:, 2:][r, r], y[::-1]),
+        pt.basic.alloc_diag(y), pt.basic.alloc_diag(y, offset=2), pt.basic.alloc_diag(y, offset=-1),
+    ]
+    values = [_matrix(dtype, 5, 6), finite_values(dtype, 60, 1).reshape(2, 5, 6), finite_values(dtype, 4, 2)]
+    compare_with_py([m, x, y], diagonal, values)
+    assert "scatter" not in lower(FunctionGraph([m, x, y], diagonal, clone=True)).as_text()
+    d = pt.matrix("d", dtype=dtype)  # sizes known at run time only
+    scattered = [pt.set_subtensor(d[r, r + 1], y), pt.inc_subtensor(x[pt.arange(2), pt.arange(2) + 3], m[0]),
+                 pt.inc_subtensor(m[r + 1, r + (-1)], y), pt.set_subtensor(m[r, r[::-1]], y),
+                 pt.inc_subtensor(m[r + 1], y[:, None])]
+    compare_with_py([m, x, d, y], scattered, [values[0], values[1], values[0], values[2]])
+    outside = pytensor.function([m, y], pt.inc_subtensor(m[r + 2, r], y), mode="STABLEHLO")
+    with pytest.raises(IndexError):
+        outside(values[0], values[2])
+
+
 @pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex64"])
 def test_repeated_positions_lowered_for_cuda_keep_the_last_update(dtype):
     # A GPU's scatter updates race, so lowered for CUDA each update to a repeated position
