@@ -66,6 +66,7 @@ from lowering.builders import (
     compare,
     conj,
     convert,
+    diagonal,
     custom_call,
     dim_add,
     dim_max,
@@ -352,15 +353,6 @@ def _on_band(dims, offset: int):
     rows, cols = _positions(dims)
     shifted = rows if offset == 0 else hlo.add(rows, full_like(rows, offset))
     return compare(cols, shifted, "EQ"), len(dims) - (2 if offset >= 0 else 1)
-
-
-def _diagonal(x: ir.Value, offset: int = 0) -> ir.Value:
-    """x[..., k, k + offset] of (batched) matrices: the main diagonal, or with offset
-    1 / -1 the super/subdiagonal (zero past its end), shape (*batch, n)."""
-    dims = shape_of(x)
-    rank = len(dims)
-    mask, axis = _on_band(dims, offset)
-    return _sum(select(mask, x, full_like(x, 0)), [rank - 1 if axis == rank - 2 else rank - 2])
 
 
 def _set_diagonal(x: ir.Value, offset: int, where: ir.Value, values: ir.Value) -> ir.Value:
@@ -658,7 +650,7 @@ def lower_solve_triangular(ctx, node, batch_ndim, a, b):
     _require(ctx, [(_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError, "shapes of a and b are incompatible")
     x = _solve_triangular(ctx, a, b, lower=op.lower, unit=op.unit_diagonal)
     if not op.unit_diagonal:  # trtrs reports an exact zero on the diagonal: NaN
-        diag = _diagonal(a)
+        diag = diagonal(a)
         singular = fold(compare(diag, full_like(diag, 0), "EQ"), [batch_ndim], hlo.or_, False)
         x = _nan_unless(hlo.not_(singular), x)
     return _declared(node, back(x), 0)
@@ -724,7 +716,7 @@ def _lu_diagonal_and_parity(ctx, x, batch_ndim):
     steps = iota(shape_of(pivots), batch_ndim, "int32")
     swaps = _sum(convert(compare(pivots, steps, "NE"), "int32"), [batch_ndim])
     odd = compare(hlo.and_(swaps, full_like(swaps, 1)), full_like(swaps, 1), "EQ")
-    return _diagonal(lu), odd
+    return diagonal(lu), odd
 
 
 def _flip_if(odd, x):

@@ -35,12 +35,11 @@ from lowering.builders import (
     dim_add,
     dim_max,
     dim_min,
-    dim_sub,
     dim_value,
     divide,
     full,
     full_like,
-    gather_indexed,
+    diagonal,
     iota,
     ir_constant,
     reshape,
@@ -187,21 +186,11 @@ def lower_split(ctx, node, x, axis, splits):
 @register_lowering(ExtractDiag)
 def lower_extract_diag(ctx, node, x):
     """np.diagonal: move axis1, axis2 last, gather the (i, i + offset) pairs."""
-
     op = node.op
     rank = node.inputs[0].type.ndim
     perm = [i for i in range(rank) if i not in (op.axis1, op.axis2)] + [op.axis1, op.axis2]
     x = transpose(x, perm)
-    dims = shape_of(x)
-    row0, col0 = max(0, -op.offset), max(0, op.offset)
-    length = dim_max(dim_min(dim_sub(dims[-2], row0), dim_sub(dims[-1], col0)), 0)
-    rows = _add_const(iota([length, 1], 0, "int64"), row0)
-    cols = _add_const(iota([length, 1], 0, "int64"), col0)
-    return gather_indexed(x, [rank - 2, rank - 1], hlo.concatenate([rows, cols], 1), front=False)
-
-
-def _add_const(x, k: int):
-    return x if k == 0 else hlo.add(x, full_like(x, k))
+    return diagonal(x, op.offset)
 
 
 @register_lowering(ARange)

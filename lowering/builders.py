@@ -792,6 +792,19 @@ def gather_indexed(x, axes, index, front):
     return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
 
 
+def diagonal(x: ir.Value, offset: int = 0) -> ir.Value:
+    """np.diagonal over x's last two axes, x[..., k, k + offset] (shape (*batch, length)):
+    a gather of the diagonal's entries, which reads only those whatever x's layout (a
+    masked sum reads all of x)."""
+    dims = shape_of(x)
+    rank = len(dims)
+    row0, col0 = max(0, -offset), max(0, offset)
+    length = dim_max(dim_min(dim_sub(dims[-2], row0), dim_sub(dims[-1], col0)), 0)
+    positions = iota([length, 1], 0, "int64")
+    rows, cols = (positions if k == 0 else hlo.add(positions, full_like(positions, k)) for k in (row0, col0))
+    return gather_indexed(x, [rank - 2, rank - 1], hlo.concatenate([rows, cols], 1), front=False)
+
+
 def read_entry(x: ir.Value, index: Sequence[ir.Value]) -> ir.Value:
     """x[i0, i1, ...] at run-time positions (the leading len(index) dims dropped), as a
     loop body reads one step's row or one batch entry; XLA clamps them into range."""
