@@ -567,16 +567,15 @@ def _write(data, args) -> None:
 
 def executable(lowered, values):
     """The executable `--emit=hlo` and `--cost` read: the specialized module with the
-    rewrites a function's executables get (a sum of outer products as a dot, where
-    multiply-adds may contract; small hoisted constants held in the module), so the HLO
-    shown is the HLO a `pytensor.function` runs."""
+    rewrites a function's executables get (`passes.executable_rewrites`; small hoisted
+    constants held in the module), so the HLO shown is the HLO a `pytensor.function` runs."""
     from lowering.compile import compile_module
-    from lowering.passes import contract_broadcast_products
+    from lowering.passes import executable_rewrites
     from lowering.specialize import inline_constants, small_constants
 
     module = lowered.specialize(*values)
     with lowered.lock:
-        contract_broadcast_products(module.operation)
+        executable_rewrites(module.operation, lowered.platform)
         inline_constants(module, small_constants(len(lowered.input_types), lowered.hoisted_constants))
     return compile_module(module, lowered.platform, host_callbacks=lowered.host_callbacks, lock=lowered.lock)
 

@@ -42,7 +42,7 @@ from lowering.compile import (
     pool_beside_caller,
 )
 from lowering.errors import ForkedProcessError, PassPipelineError
-from lowering.passes import contract_broadcast_products
+from lowering.passes import executable_rewrites
 from lowering.specialize import (
     PackedArguments,
     bind_runtime_dims,
@@ -523,8 +523,7 @@ class Compiled:
                 checked = not drop_folded_checks(module)
             if not probe:
                 packed = pack_small_results(module)
-                if self.fp_contraction:
-                    contract_broadcast_products(module.operation)
+                executable_rewrites(module.operation, self.platform, self.fp_contraction)
             if self._inlined:
                 inline_constants(module, self._inlined)
             if self._packing is not None:

@@ -1,5 +1,7 @@
 """Dot, the BLAS-shaped Ops, BatchedDot and Blockwise matmul against the Python mode."""
 
+import re
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -66,6 +68,41 @@ def test_dots_of_transposed_operands(dtype, static):
               _values(rng, (2, 4, 3), dtype), _values(rng, (4, 2, 3), dtype)]
     tol = dict(rtol=1e-2, atol=1e-1) if dtype == "float16" else {}
     compare_with_py([x, m, v, b, c], outputs, values, **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "complex128", "int64"])
+def test_products_of_a_transposed_left_operand_match_numpy(dtype):
+    """A.T @ B with B of 64 columns or more: on the CPU the executable copies A transposed
+    behind a barrier first (XLA multiplies a transposed left operand at half speed), for
+    floats and complex numbers; batched, with two contracted dims, and at run-time sizes."""
+    rng = np.random.default_rng(4)
+    a, m = pt.tensor("a", shape=(100, 80), dtype=dtype), pt.tensor("m", shape=(100, 64), dtype=dtype)
+    b = pt.tensor("b", shape=(2, 100, 80), dtype=dtype)
+    d = pt.tensor("d", shape=(None, None), dtype=dtype)
+    outputs = [a.T @ m, a.T @ m[:, :3], b.mT @ b, pt.tensordot(b, b, axes=[[0, 1], [0, 1]]), d.T @ m]
+    values = [_values(rng, (100, 80), dtype), _values(rng, (100, 64), dtype), _values(rng, (2, 100, 80), dtype),
+              _values(rng, (100, 70), dtype)]
+    # sums of 100 to 200 products: float32's rounding (and float16's) as in numpy's order, not its sums
+    tol = {"float16": dict(rtol=1e-2, atol=2.0), "float32": dict(rtol=1e-3, atol=1e-3),
+           "complex64": dict(rtol=1e-3, atol=1e-3)}.get(dtype, {})
+    compare_with_py([a, m, b, d], outputs, values, **tol)
+    fn = pytensor.function([a, m, b, d], outputs, mode="STABLEHLO")
+    fn(*values)
+    (executable,) = fn.vm.jit_fn.compiled._by_shapes.values()
+    transposed = _dots_of_a_transposed_left_operand(executable.xla.hlo_modules()[0].to_string())
+    assert transposed == (4 if dtype == "int64" else 1)  # a.T @ m[:, :3] reads a's rows 3 times
+
+
+def _dots_of_a_transposed_left_operand(hlo: str) -> int:
+    """How many dots of an optimized HLO module contract their left operand over dims
+    other than its last ones."""
+    ranks = {name: len(dims.split(",")) if dims else 0
+             for name, dims in re.findall(r"(%[\w.\-]+) = \w+\[([\d,]*)\]", hlo)}
+    count = 0
+    for lhs, contracting in re.findall(r" dot\((%[\w.\-]+), .*?lhs_contracting_dims=\{([\d,]+)\}", hlo):
+        dims = sorted(int(d) for d in contracting.split(","))
+        count += dims != list(range(ranks[lhs] - len(dims), ranks[lhs]))
+    return count
 
 
 class _SwappedContraction(Op):

@@ -115,6 +115,32 @@ with module.context:
     run_pipeline(module, "builtin.module(contract-broadcast-products)")
 print(module)
 
+# A matrix product with its left operand contracted over its first dim (A.T @ B, here with
+# a batch dim) gets that operand transposed in memory behind a barrier, the dot then
+# contracting its last dim; the dims of B and of the result stay. A product that reads
+# A's rows fewer than 64 times (a matrix-vector one, A.T @ v) and one already in order
+# (A @ B) stay. The runtime runs this for executables on the CPU.
+# CHECK-LABEL: TEST: transposed_lhs_in_memory
+# CHECK: %[[T:.*]] = stablehlo.transpose %arg0, dims = [0, 2, 1] : (tensor<2x100x80xf64>) -> tensor<2x80x100xf64>
+# CHECK-NEXT: %[[M:.*]] = stablehlo.optimization_barrier %[[T]] : tensor<2x80x100xf64>
+# CHECK-NEXT: %[[P:.*]] = stablehlo.dot_general %[[M]], %arg1, batching_dims = [0] x [0], contracting_dims = [2] x [1], precision = [HIGHEST, HIGHEST] : (tensor<2x80x100xf64>, tensor<2x100x64xf64>) -> tensor<2x80x64xf64>
+# CHECK-NOT: optimization_barrier
+# CHECK: stablehlo.dot_general %arg0, %arg2, batching_dims = [0] x [0], contracting_dims = [1] x [1]
+# CHECK: stablehlo.dot_general %arg3, %arg1, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+# CHECK: return %[[P]]
+print("TEST: transposed_lhs_in_memory")
+with make_ir_context():
+    module = ir.Module.parse("""
+    func.func public @main(%a: tensor<2x100x80xf64>, %b: tensor<2x100x64xf64>, %v: tensor<2x100x1xf64>,
+                           %c: tensor<2x80x100xf64>) -> (tensor<2x80x64xf64>, tensor<2x80x1xf64>, tensor<2x80x64xf64>) {
+      %p = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [1] x [1], precision = [HIGHEST, HIGHEST] : (tensor<2x100x80xf64>, tensor<2x100x64xf64>) -> tensor<2x80x64xf64>
+      %q = stablehlo.dot_general %a, %v, batching_dims = [0] x [0], contracting_dims = [1] x [1] : (tensor<2x100x80xf64>, tensor<2x100x1xf64>) -> tensor<2x80x1xf64>
+      %r = stablehlo.dot_general %c, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x80x100xf64>, tensor<2x100x64xf64>) -> tensor<2x80x64xf64>
+      return %p, %q, %r : tensor<2x80x64xf64>, tensor<2x80x1xf64>, tensor<2x80x64xf64>
+    }""")
+    run_pipeline(module, "builtin.module(transposed-lhs-in-memory)")
+    print(module)
+
 # A scatter of nothing (an empty update tensor) gets its indices behind an
 # optimization_barrier: MHLO's scatter folder crashes the process on empty constant
 # indices (jaxlib 0.10.2), as a scatter at the cumsum of an empty vector built. Nothing
