@@ -265,7 +265,7 @@ def written(
     to memory once rather than computed again in each reader's kernel. Unless `counted`,
     `_loops_in` does not see the loop: a sampler without others then runs whole past
     _CHUNKS_FROM."""
-    results = in_loop_once(lambda carried: compute(), like)
+    results = in_loop_once(compute, like)
     uncounted = _UNCOUNTED.get()
     if not counted and uncounted is not None:
         uncounted.append(results[0].owner.operation)

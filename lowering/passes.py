@@ -437,7 +437,9 @@ def compute_compared_once(module_op: ir.Operation) -> None:
             if op is None or not _compared_twice(op):
                 continue
             with ir.InsertionPoint.after(op), op.location:
-                computed_once(op)
+                once = computed_once(op, init=op.operands[0])
+            op.results[0].replace_all_uses_with(once)
+            op.erase()
 
 
 def _compared_twice(op) -> bool:

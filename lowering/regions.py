@@ -11,7 +11,6 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 
 from lowering.builders import (
-    ELEMENTWISE_OPS,
     broadcast_in_dim,
     cast_shape,
     compare,
@@ -257,90 +256,33 @@ def while_loop(
     return list(op.results)
 
 
-def in_loop_once(compute: Callable[[list[ir.Value]], Sequence[ir.Value]], like: Sequence[ir.Value]) -> list[ir.Value]:
-    """`compute(carried)`'s values (of the types of `like`, which the loop starts from and
-    `carried` holds on its one trip), built in the body of a loop that runs once: its
-    condition is a flag the body clears, which XLA keeps, and XLA:CPU writes a loop's
-    results to memory rather than fusing them into their readers' kernels, where each
-    kernel would compute them again. Values from outside the body that `compute` reads
-    come in as its operands (written out first, too). Returns the loop's results: the
-    flag, then the values."""
+def in_loop_once(compute: Callable[[], Sequence[ir.Value]], like: Sequence[ir.Value]) -> list[ir.Value]:
+    """`compute()`'s values (of the types of `like`, which the loop starts from), built in
+    the body of a loop that runs once: its condition is a flag the body clears, which XLA
+    keeps, and XLA:CPU writes a loop's results to memory rather than fusing them into
+    their readers' kernels, where each kernel would compute them again. Values from
+    outside the body that `compute` reads come in as its operands (written out first,
+    too). Returns the loop's results: the flag, then the values."""
     def body(values):
-        return [ir_constant(np.False_), *compute(values[1:])]
+        return [ir_constant(np.False_), *compute()]
 
     return while_loop([ir_constant(np.True_), *like], lambda values: values[0], body)
 
 
-# Ops `computed_once` builds again in the loop's body with the op they feed: elementwise
-# ops and layout ops, each of one result and no region.
-_REBUILT = (ELEMENTWISE_OPS - {"stablehlo.sort"}) | {
-    f"stablehlo.{name}" for name in ("broadcast_in_dim", "reshape", "transpose")
-}
-
-
-def computed_once(op) -> ir.Value:
-    """The result of `op` (one result, no regions) computed `in_loop_once`, so the kernels
-    that read it load one computed value. The elementwise and layout ops that feed only
-    it (and each other) are built again in the body too, from the values they read: XLA
-    fuses the body into one kernel, and nothing it reads is written out for the loop
-    (the GP's squared distances, `a + b[:, None] + c[None, :]`, read a 1000 x 1000 product
-    and two vectors, not two 1000 x 1000 arrays). The loop starts from one of those values
-    of the result's type where one is not a constant, which the body reads as its carried
-    value: XLA then computes in that value's buffer where nothing else reads it."""
+def computed_once(op, init: ir.Value) -> ir.Value:
+    """The result of `op` (one result, no regions) from the op built again `in_loop_once`,
+    so the kernels that read it load one computed value. `init`: a value of the result's
+    type for the loop to start from (the op's operand, for an elementwise op: nothing is
+    computed for it)."""
     op = op.operation
-    tree = _feeding_only(op)
-    read = [v for o in tree for v in o.operands if not _among(_producer(v), tree)]
-    start = next((v for v in read if v.type == op.results[0].type and not _is_constant(v)), None)
-    if start is None:
-        tree, start = [op], op.operands[0]
 
-    def again(carried):
-        values = {start: carried[0]}
-        for o in tree:
-            copy = ir.Operation.create(
-                o.name, results=[r.type for r in o.results], operands=[values.get(v, v) for v in o.operands],
-                attributes={name: o.attributes[name] for name in o.attributes}, loc=o.location,
-            )
-            values[o.results[0]] = copy.results[0]
-        return [values[op.results[0]]]
+    def again():
+        return ir.Operation.create(
+            op.name, results=[r.type for r in op.results], operands=list(op.operands),
+            attributes={name: op.attributes[name] for name in op.attributes},
+        ).results[:1]
 
-    result = in_loop_once(again, [start])[1]
-    op.results[0].replace_all_uses_with(result)
-    for o in reversed(tree):  # (each read only by ops after it in the tree)
-        o.erase()
-    return result
-
-
-def _producer(value: ir.Value):
-    return value.owner.operation if isinstance(value, ir.OpResult) else None
-
-
-def _among(op, ops: list) -> bool:
-    return op is not None and any(op == o for o in ops)
-
-
-def _is_constant(value: ir.Value) -> bool:
-    producer = _producer(value)
-    return producer is not None and producer.name == "stablehlo.constant"
-
-
-def _feeding_only(op) -> list:
-    """`op` and the `_REBUILT` ops of its block whose results only ops among these read,
-    in block order."""
-    tree = [op]
-    grew = True
-    while grew:
-        grew = False
-        for o in list(tree):
-            for value in o.operands:
-                p = _producer(value)
-                if (p is None or _among(p, tree) or p.name not in _REBUILT or len(p.results) != 1
-                        or len(p.regions) or p.block != op.block):
-                    continue
-                if all(_among(use.owner.operation, tree) for use in p.results[0].uses):
-                    tree.append(p)
-                    grew = True
-    return [o.operation for o in op.block.operations if _among(o.operation, tree)]
+    return in_loop_once(again, [init])[1]
 
 
 def converge(
