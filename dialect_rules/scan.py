@@ -41,7 +41,7 @@ from lowering.builders import (
     dim_size,
     dim_value,
     full,
-    gather_indexed,
+    dynamic_index,
     iota,
     ir_constant,
     read_entry,
@@ -205,7 +205,9 @@ def lower_scan(ctx, node, *operands):
         return [following, go, *bufs, *taps, *state, *flags]
 
     results = while_loop(init, cond, body)
-    steps_taken = results[0]
+    # A for-loop runs all its steps: the count the module knows (a constant once the
+    # call's sizes are), where the loop's counter is a value only the run gives.
+    steps_taken = results[0] if info.as_while else hlo.maximum(n_steps, dim_value(0))
     bufs = [
         b if c is t else slice_axis(b, 0, 0, dim_size(t, 0))
         for b, c, t in zip(results[2 : 2 + len(traced)], carried, traced, strict=True)
@@ -247,12 +249,12 @@ def _finish(buffers: _Buffers, k: int, buf: ir.Value, steps: ir.Value, as_while:
     rows = iota(shape_of(buf), 0, _I64)
     # A ring that wrapped is rotated by its next write position; otherwise rows past
     # the written ones are zero (perform keeps the input untouched when no step ran).
+    # The ring's rows from `shift` on, then those before it: a window of the ring
+    # written twice, which folds away where the shift is a constant 0 (a Scan of static
+    # length whose ring did not wrap, or wrapped whole).
     shift = select(wrapped, remainder(written, ring), dim_value(0))
     length = dim_size(buf, 0)
-    positions = iota([length], 0, _I64)
-    index = remainder(hlo.add(positions, splat(shift, positions)), splat(ring, positions))
-    index = reshape(index, [length, 1])
-    rotated = gather_indexed(buf, [0], index, front=True)
+    rotated = dynamic_index(hlo.concatenate([buf, buf], 0), [0], [shift], [length])
     keep = hlo.or_(
         broadcast_in_dim(hlo.or_(wrapped, compare(n_steps, dim_value(0), "EQ")), shape_of(rows), ()),
         compare(rows, splat(written, rows), "LT"),

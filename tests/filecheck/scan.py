@@ -38,6 +38,17 @@ print_ir("scan", [x, h0], [hs], raw=True)
 # CHECK-NOT: func.func private
 print_ir("scan", [x, h0], [hs])
 
+# A Scan of static length runs all its steps (no `until`): the count is known, so the
+# trace is the ring's rows in order, a slice of the loop's buffer, not a rotation.
+# CHECK-LABEL: TEST: scan_static opt
+# CHECK: %[[LOOP:.*]]:3 = stablehlo.while
+# CHECK-NOT: gather
+# CHECK: %[[T:.*]] = stablehlo.slice %[[LOOP]]#1 [1:6] : (tensor<6xf64>) -> tensor<5xf64>
+# CHECK-NEXT: return %[[T]]
+xs = pt.vector("xs", shape=(5,))
+static = pytensor.scan(lambda x_t, h: pt.tanh(h + x_t), sequences=[xs], outputs_info=[h0], return_updates=False)
+print_ir("scan_static", [xs, h0], [static])
+
 # The gradient is a second Scan (a mit-mot buffer for the gradient of h): two loops.
 # CHECK-LABEL: TEST: scan_grad opt
 # CHECK-COUNT-2: stablehlo.while
