@@ -247,11 +247,10 @@ def _finish(buffers: _Buffers, k: int, buf: ir.Value, steps: ir.Value, as_while:
     written = hlo.subtract(steps, dim_value(buffers.mintaps[k]))  # rows holding values
     wrapped = compare(store, written, "LE")
     rows = iota(shape_of(buf), 0, _I64)
-    # A ring that wrapped is rotated by its next write position; otherwise rows past
-    # the written ones are zero (perform keeps the input untouched when no step ran).
-    # The ring's rows from `shift` on, then those before it: a window of the ring
-    # written twice, which folds away where the shift is a constant 0 (a Scan of static
-    # length whose ring did not wrap, or wrapped whole).
+    # A ring that wrapped is rotated by its next write position (its rows from there on,
+    # then those before: a window of the ring written twice, which folds away where the
+    # shift is a constant 0, as for a Scan of static length); otherwise rows past the
+    # written ones are zero (perform keeps the input untouched when no step ran).
     shift = select(wrapped, remainder(written, ring), dim_value(0))
     length = dim_size(buf, 0)
     rotated = dynamic_index(hlo.concatenate([buf, buf], 0), [0], [shift], [length])

@@ -53,9 +53,9 @@ from dataclasses import dataclass, field
 from typing import Union
 
 import numpy as np
+import pytensor.scalar as ps
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
-import pytensor.scalar as ps
 from pytensor.graph.basic import Constant
 from pytensor.tensor.basic import ARange
 from pytensor.tensor.elemwise import Elemwise
