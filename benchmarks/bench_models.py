@@ -367,6 +367,12 @@ def raveled(graph):
     return Graph(graph.name, [flat], list(outputs), values)
 
 
+def call_arguments(graph) -> list[np.ndarray]:
+    """The graph's input values as arrays of its inputs' dtypes: what a function built with
+    `trust_input=True` must be called with."""
+    return [np.asarray(v, dtype=i.type.dtype) for v, i in zip(graph.values, graph.inputs)]
+
+
 def time_mode(graph, mode, repeat):
     """Build time, first-call time, median per-call time and the result. Each call's time
     includes reading its outputs as numpy arrays: JAX returns before its computation
@@ -374,7 +380,7 @@ def time_mode(graph, mode, repeat):
     start = time.perf_counter()
     fn = pytensor.function(graph.inputs, graph.outputs, mode=mode, trust_input=True)
     build_s = time.perf_counter() - start
-    args = [np.asarray(v, dtype=i.type.dtype) for v, i in zip(graph.values, graph.inputs)]
+    args = call_arguments(graph)
     start = time.perf_counter()
     result = [np.asarray(r) for r in fn(*args)]
     first_s = time.perf_counter() - start

@@ -23,7 +23,7 @@ import pytensor
 sys.path.insert(0, str(Path(__file__).parent))
 warnings.filterwarnings("ignore")
 
-from bench_models import MODELS  # noqa: E402
+from bench_models import MODELS, call_arguments  # noqa: E402
 
 from lowering._jax_internal import enable_x64  # noqa: E402
 
@@ -41,7 +41,7 @@ def median_us(fn, repeat: int = 3000) -> float:
 
 def layers(name: str) -> dict[str, float]:
     graph = MODELS[name]()
-    args = [np.asarray(v, dtype=i.type.dtype) for v, i in zip(graph.values, graph.inputs)]
+    args = call_arguments(graph)
     numba = pytensor.function(graph.inputs, graph.outputs, mode="NUMBA", trust_input=True)
     ours = pytensor.function(graph.inputs, graph.outputs, mode="STABLEHLO", trust_input=True)
     ours(*args)

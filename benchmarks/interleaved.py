@@ -24,7 +24,7 @@ import pytensor
 sys.path.insert(0, str(Path(__file__).parent))
 warnings.filterwarnings("ignore")
 
-from bench_models import MODELS  # noqa: E402
+from bench_models import MODELS, call_arguments  # noqa: E402
 
 
 def batch_median(fn, args, calls: int) -> float:
@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=200, help="calls per batch")
     args = parser.parse_args()
     graph = MODELS[args.model]()
-    values = [np.asarray(v, dtype=i.type.dtype) for v, i in zip(graph.values, graph.inputs)]
+    values = call_arguments(graph)
     fns = {mode: pytensor.function(graph.inputs, graph.outputs, mode=mode, trust_input=True) for mode in args.modes}
     for fn in fns.values():
         for _ in range(50):

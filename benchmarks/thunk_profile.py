@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 warnings.filterwarnings("ignore")
 
 import jax  # noqa: E402
-from bench_models import MODELS  # noqa: E402
+from bench_models import MODELS, call_arguments  # noqa: E402
 
 _LIBRARY = ("Cholesky", "cholesky", "SolveTriangular", "triangular_solve", "lapack", "Eigh", "eigh", "LU", "lu")
 _DOT = ("Dot", "dot", "ynn")
@@ -88,7 +88,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=15)
     options = parser.parse_args()
     graph = MODELS[options.model]()
-    args = [np.asarray(v, dtype=i.type.dtype) for v, i in zip(graph.values, graph.inputs)]
+    args = call_arguments(graph)
     functions = {m: pytensor.function(graph.inputs, graph.outputs, mode=m, trust_input=True) for m in options.modes}
     for fn in functions.values():
         for _ in range(3):
