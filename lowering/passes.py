@@ -751,10 +751,9 @@ def _lhs_in_memory_order(op) -> None:
             lhs_contracting_dimensions=list(range(len(batch) + len(free), lhs_type.rank)),
             rhs_contracting_dimensions=list(numbers.rhs_contracting_dimensions),
         )
-        precision = op.attributes["precision_config"] if "precision_config" in op.attributes else None
-        product = hlo.dot_general(op.results[0].type, moved, rhs, numbers, precision_config=precision)
-    op.results[0].replace_all_uses_with(product)
-    op.erase()
+    # The dot itself keeps its other attributes (precision, an algorithm a JAX function set).
+    op.operands[0] = moved
+    op.attributes["dot_dimension_numbers"] = numbers
 
 
 def executable_rewrites(module_op: ir.Operation, platform: str, fp_contraction: bool = True) -> None:

@@ -119,7 +119,8 @@ print(module)
 # a batch dim) gets that operand transposed in memory behind a barrier, the dot then
 # contracting its last dim; the dims of B and of the result stay. A product that reads
 # A's rows fewer than 64 times (a matrix-vector one, A.T @ v) and one already in order
-# (A @ B) stay. The runtime runs this for executables on the CPU.
+# (A @ B) stay. The dot keeps its other attributes (an algorithm a JAX function set).
+# The runtime runs this for executables on the CPU.
 # CHECK-LABEL: TEST: transposed_lhs_in_memory
 # CHECK: %[[T:.*]] = stablehlo.transpose %arg0, dims = [0, 2, 1] : (tensor<2x100x80xf64>) -> tensor<2x80x100xf64>
 # CHECK-NEXT: %[[M:.*]] = stablehlo.optimization_barrier %[[T]] : tensor<2x80x100xf64>
@@ -127,16 +128,20 @@ print(module)
 # CHECK-NOT: optimization_barrier
 # CHECK: stablehlo.dot_general %arg0, %arg2, batching_dims = [0] x [0], contracting_dims = [1] x [1]
 # CHECK: stablehlo.dot_general %arg3, %arg1, batching_dims = [0] x [0], contracting_dims = [2] x [1]
+# CHECK: %[[F:.*]] = stablehlo.optimization_barrier %{{.*}} : tensor<80x100xf32>
+# CHECK-NEXT: stablehlo.dot_general %[[F]], %arg5, contracting_dims = [1] x [0], algorithm = <lhs_precision_type = f32
 # CHECK: return %[[P]]
 print("TEST: transposed_lhs_in_memory")
 with make_ir_context():
     module = ir.Module.parse("""
     func.func public @main(%a: tensor<2x100x80xf64>, %b: tensor<2x100x64xf64>, %v: tensor<2x100x1xf64>,
-                           %c: tensor<2x80x100xf64>) -> (tensor<2x80x64xf64>, tensor<2x80x1xf64>, tensor<2x80x64xf64>) {
+                           %c: tensor<2x80x100xf64>, %e: tensor<100x80xf32>, %f: tensor<100x64xf32>)
+        -> (tensor<2x80x64xf64>, tensor<2x80x1xf64>, tensor<2x80x64xf64>, tensor<80x64xf32>) {
       %p = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [1] x [1], precision = [HIGHEST, HIGHEST] : (tensor<2x100x80xf64>, tensor<2x100x64xf64>) -> tensor<2x80x64xf64>
       %q = stablehlo.dot_general %a, %v, batching_dims = [0] x [0], contracting_dims = [1] x [1] : (tensor<2x100x80xf64>, tensor<2x100x1xf64>) -> tensor<2x80x1xf64>
       %r = stablehlo.dot_general %c, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : (tensor<2x80x100xf64>, tensor<2x100x64xf64>) -> tensor<2x80x64xf64>
-      return %p, %q, %r : tensor<2x80x64xf64>, tensor<2x80x1xf64>, tensor<2x80x64xf64>
+      %g = stablehlo.dot_general %e, %f, contracting_dims = [0] x [0], algorithm = <lhs_precision_type = f32, rhs_precision_type = f32, accumulation_type = f32, lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = 1, allow_imprecise_accumulation = false> : (tensor<100x80xf32>, tensor<100x64xf32>) -> tensor<80x64xf32>
+      return %p, %q, %r, %g : tensor<2x80x64xf64>, tensor<2x80x1xf64>, tensor<2x80x64xf64>, tensor<80x64xf32>
     }""")
     run_pipeline(module, "builtin.module(transposed-lhs-in-memory)")
     print(module)
