@@ -33,6 +33,7 @@ from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.type import tensor
 
 from lowering.builders import (
+    at_least_one,
     broadcast_in_dim,
     compare,
     dim_product,
@@ -46,7 +47,6 @@ from lowering.builders import (
     shape_of,
     slice_axis,
     value_dtype,
-    with_scratch,
     with_static_dims,
     write_entry,
 )
@@ -216,10 +216,10 @@ def lower_per_entry(ctx, node, operands):
     n_out = len(node.outputs)
     checks = ctx.checks_of(fn)
     outputs = _output_buffers(ctx, node, fn, operands, dims)
-    # Batch dims that may be 0 get a scratch entry, so that the body is valid IR.
+    # Batch dims that may be 0 are at least 1 long, so that the body is valid IR.
     maybe_empty = [d for d, size in enumerate(dims) if not (isinstance(size, int) and size > 0)]
-    operands = [with_scratch(x, [d for d in maybe_empty if static_shape(x.type)[d] != 1]) for x in operands]
-    outputs = [with_scratch(b, maybe_empty) for b in outputs]
+    operands = [at_least_one(x, [d for d in maybe_empty if static_shape(x.type)[d] != 1]) for x in operands]
+    outputs = [at_least_one(b, maybe_empty) for b in outputs]
     count = dim_value(dim_product(dims))
 
     def cond(values):

@@ -34,6 +34,7 @@ from pytensor.tensor.type import TensorType
 from dialect_rules.elemwise import inner_constants
 from dialect_rules.scalar import int_divmod
 from lowering.builders import (
+    at_least_one,
     broadcast_in_dim,
     cast_shape,
     compare,
@@ -81,7 +82,7 @@ def _nonempty(buffer: ir.Value) -> bool:
 
 
 def _with_scratch_row(buffer: ir.Value) -> ir.Value:
-    """A buffer or sequence that may be empty, with one more row at the end."""
+    """A buffer that may be empty, with one more row at the end."""
     return buffer if _nonempty(buffer) else with_scratch(buffer, [0])
 
 
@@ -139,7 +140,7 @@ def lower_scan(ctx, node, *operands):
     outer = list(operands)
     n_steps = _scalar(outer[0])
     seqs, non_seqs = op.outer_seqs(outer), op.outer_non_seqs(outer)
-    readable_seqs = [_with_scratch_row(seq) for seq in seqs]
+    readable_seqs = [at_least_one(seq, [0]) for seq in seqs]
     untraced = op.outer_untraced_sit_sot(outer)
     step = _step_function(ctx, op)
     n_inner_outs = len(op.inner_outputs)

@@ -18,6 +18,7 @@ from dialect_rules.blockwise import lower_per_entry
 from lowering.builders import (
     all_of,
     any_of,
+    at_least_one,
     broadcast_in_dim,
     compare,
     convert,
@@ -35,7 +36,6 @@ from lowering.builders import (
     shape_of,
     slice_axis,
     static_slice,
-    with_scratch,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import constant_scalar
@@ -139,15 +139,7 @@ def _refuse_empty(ctx, a, v, rank):
     a_message, v_message = _EMPTY[rank]
     ctx.runtime_check(a_empty, ValueError, a_message)
     ctx.runtime_check(hlo.and_(v_empty, hlo.not_(a_empty)), ValueError, v_message)
-    return _at_least_one(a), _at_least_one(v)
-
-
-def _at_least_one(x):
-    """`x` with a zero entry appended along each spatial axis whose length may be 0."""
-    for axis, length in enumerate(shape_of(x)[1:], start=1):
-        if not (isinstance(length, int) and length > 0):
-            x = slice_axis(with_scratch(x, [axis]), axis, 0, dim_max(length, 1))
-    return x
+    return tuple(at_least_one(x, range(1, len(shape_of(x)))) for x in (a, v))
 
 
 def _refuse_undominated(ctx, ns, ks, full_mode):

@@ -742,6 +742,19 @@ def with_scratch(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     return pad_end(x, [1 if i in axes else 0 for i in range(len(shape_of(x)))])
 
 
+def at_least_one(x: ir.Value, axes: Sequence[int]) -> ir.Value:
+    """x with each of `axes` at least one entry long: where such an axis may be empty,
+    a zero entry is appended and the axis sliced back to max(n, 1). A loop body's reads
+    at a run-time position then stay valid IR where n may be 0 (the loop runs no step),
+    and once a call's sizes make n positive, the pad and the slice fold away: x is read
+    where it is. (`with_scratch`'s extra entry is a copy of x on every call.)"""
+    for axis in axes:
+        n = shape_of(x)[axis]
+        if not (isinstance(n, int) and n > 0):
+            x = slice_axis(with_scratch(x, [axis]), axis, 0, dim_max(n, 1))
+    return x
+
+
 def dynamic_index(x, axes, starts, lengths=None):
     """x with the `axes` sliced to size 1 (or `lengths`) at the run-time `starts` (XLA
     clamps them into range)."""

@@ -36,6 +36,24 @@ def test_two_batch_dims_broadcast_and_index_per_entry():
     compare_with_py([xb, kb], [out], values)
 
 
+def test_entries_of_a_run_time_batch_are_read_where_they_are():
+    """The per-entry loop reads operands at least one entry long; a batch of run-time
+    size gets a zero entry appended and max(n, 1) kept, which folds away for a call
+    with n > 0: the executable reads the argument in place, not a padded copy."""
+    x, k = pt.matrix("x"), pt.lscalar("k")
+    xb, kb = pt.tensor3("xb"), pt.lvector("kb")
+    out = vectorize_graph(x[k] * 2, {x: xb, k: kb})
+    assert _blockwise_nodes([out])
+    rng = np.random.default_rng(3)
+    long = [rng.normal(size=(37, 4, 5)), rng.integers(-4, 4, size=37)]
+    compare_each_with_py([xb, kb], [out], [long, [rng.normal(size=(1, 4, 5)), np.array([2])]])
+    fn = pytensor.function([xb, kb], out, mode="STABLEHLO")
+    fn(*long)
+    (executable,) = fn.vm.jit_fn.compiled._by_shapes.values()
+    hlo = executable.xla.hlo_modules()[0].to_string()
+    assert "f64[38,4,5]" not in hlo and "s64[38]" not in hlo
+
+
 def test_checks_of_every_entry_are_raised():
     x, k = pt.matrix("x"), pt.lscalar("k")
     xb, kb = pt.tensor3("xb"), pt.lvector("kb")

@@ -209,6 +209,23 @@ def test_nit_sot_with_sequences_and_non_sequences_of_runtime_shape():
     compare_with_py([a, b], [rows], [np.zeros((0, 3)), RNG.normal(size=3)])
 
 
+def test_a_sequence_of_run_time_length_is_read_where_it_is():
+    """The loop's reads need a sequence at least one row long, which one of run-time
+    length may not be: it gets a zero row appended and max(n, 1) rows kept. For a call
+    with n > 0 that folds away, and the executable reads the argument in place instead
+    of a padded copy made on every call (a 37 x 3 sequence, never a 38 x 3 one)."""
+    a, h0 = pt.dmatrix("a"), pt.dscalar("h0")
+    hs = scan(lambda row, h: pt.tanh(h + row.sum()), sequences=[a], outputs_info=[h0])
+    long = [RNG.normal(size=(37, 3)), np.array(0.5)]
+    value_sets = [long, [RNG.normal(size=(1, 3)), np.array(-0.5)], [np.zeros((0, 3)), np.array(0.5)]]
+    compare_each_with_py([a, h0], [hs, hs[-1]], value_sets[:2])
+    compare_with_py([a, h0], [hs], value_sets[2])
+    fn = pytensor.function([a, h0], hs, mode="STABLEHLO")
+    fn(*long)
+    (executable,) = fn.vm.jit_fn.compiled._by_shapes.values()
+    assert "f64[38,3]" not in executable.xla.hlo_modules()[0].to_string()
+
+
 def test_several_sequences_with_taps_and_several_outputs():
     x, y = pt.dvector("x"), pt.dvector("y")
 

@@ -22,11 +22,16 @@ k = pt.lscalar("k")
 kb = pt.tensor("kb", dtype="int64", shape=(5,))
 print_ir("eye_per_entry", [kb], [vectorize_graph(pt.eye(3, 4, k), {k: kb})], raw=True)
 
-# A batch that may be empty: one scratch entry on the input and the outputs keeps the
-# loop body valid IR (the loop then runs no step), sliced off after the loop.
+# A batch that may be empty: the input and the outputs at least one entry long (a zero
+# entry appended, then max(n, 1) kept) keep the loop body valid IR (the loop then runs no
+# step); the outputs are sliced to n after the loop. For a call with n > 0 the pad and
+# the slice fold away, and the loop reads the input where it is.
 # CHECK-LABEL: TEST: eye_per_entry opt int64[?]
-# CHECK: %[[IN:.*]] = stablehlo.pad %arg0, %{{.*}}, low = [0], high = [1]
-# CHECK: %[[BUF:.*]] = stablehlo.pad %{{.*}}, low = [0, 0, 0], high = [1, 0, 0]
+# CHECK: %[[PAD:.*]] = stablehlo.pad %arg0, %{{.*}}, low = [0], high = [1]
+# CHECK: stablehlo.maximum
+# CHECK: %[[IN:.*]] = stablehlo.real_dynamic_slice %[[PAD]]
+# CHECK: %[[ZEROS:.*]] = stablehlo.pad %{{.*}}, low = [0, 0, 0], high = [1, 0, 0]
+# CHECK: %[[BUF:.*]] = stablehlo.real_dynamic_slice %[[ZEROS]]
 # CHECK: %[[LOOP:.*]]:2 = stablehlo.while(%{{.*}} = %{{.*}}, %{{.*}} = %[[BUF]])
 # CHECK: stablehlo.dynamic_slice %[[IN]]
 # CHECK-NOT: call
