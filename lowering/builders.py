@@ -958,14 +958,30 @@ def _through_transpose(x: ir.Value, contracting: Sequence[int], batch: Sequence[
     result's do). XLA:CPU folds such a transpose into a matrix product itself, but not
     into a matrix-vector one: it copies the matrix transposed first. The gradient of a
     regression, X.T @ r with X of 10^5 x 50 float64s, took 30 ms a call for that copy,
-    against 5 ms contracting X's rows in place."""
-    if not (isinstance(x, ir.OpResult) and x.owner.name == "stablehlo.transpose"):
+    against 5 ms contracting X's rows in place. A transpose seen through a cast to static
+    sizes (`with_static_dims`: the transpose of a SpecifyShape'd array, as PyMC's data
+    is) folds too, the transposed value cast to those sizes."""
+    transposed = _shape_cast_source(x)
+    if not (isinstance(transposed, ir.OpResult) and transposed.owner.name == "stablehlo.transpose"):
         return x, contracting, batch
-    perm = list(ir.DenseI64ArrayAttr(x.owner.attributes["permutation"]))
+    perm = list(ir.DenseI64ArrayAttr(transposed.owner.attributes["permutation"]))
     free = [perm[i] for i in range(len(perm)) if i not in contracting and i not in batch]
     if free != sorted(free):
         return x, contracting, batch
-    return x.owner.operands[0], [perm[i] for i in contracting], [perm[i] for i in batch]
+    sizes = [None] * len(perm)
+    for i, size in zip(perm, static_shape(x.type)):
+        sizes[i] = size
+    source = with_static_dims(transposed.owner.operands[0], sizes)
+    return source, [perm[i] for i in contracting], [perm[i] for i in batch]
+
+
+def _shape_cast_source(x: ir.Value) -> ir.Value:
+    """What `x` casts to other static sizes (`cast_shape`), or `x` if it is no such cast."""
+    if isinstance(x, ir.OpResult) and x.owner.name == "stablehlo.convert":
+        source = x.owner.operands[0]
+        if ir.RankedTensorType(source.type).element_type == ir.RankedTensorType(x.type).element_type:
+            return source
+    return x
 
 
 # --- foreign functions ------------------------------------------------------------

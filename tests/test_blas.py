@@ -63,6 +63,8 @@ def test_dots_of_transposed_operands(dtype, static):
         c.transpose(1, 0, 2) @ b.transpose(0, 2, 1),  # batch dim moved
         pt.tensordot(b.transpose(2, 1, 0), c, axes=[[1, 2], [0, 1]]),
         b.transpose(1, 2, 0) @ b.transpose(1, 0, 2),  # batch dims from b's middle dim
+        pt.dot(pt.specify_shape(x, (5, 3)).T, v),  # through the cast to static sizes
+        pt.specify_shape(b, (2, 4, 3)).transpose(1, 2, 0) @ b.transpose(1, 0, 2),
     ]
     values = [_values(rng, (5, 3), dtype), _values(rng, (5, 2), dtype), _values(rng, (5,), dtype),
               _values(rng, (2, 4, 3), dtype), _values(rng, (4, 2, 3), dtype)]

@@ -54,7 +54,17 @@ print_ir("gemm", [z, s, x, y, t], [Gemm(inplace=False)(z, s, x, y, t)], raw=True
 # CHECK-NOT: stablehlo.transpose
 # CHECK: stablehlo.dot_general %arg0, %{{[0-9]+}}, contracting_dims = [0] x [0], precision = [HIGHEST, HIGHEST] : (tensor<?x?xf64>, tensor<?x1xf64>) -> tensor<?x1xf64>
 # CHECK-NOT: stablehlo.transpose
-# CHECK-LABEL: TEST:
 r = pt.vector("r")
 print_ir("transposed_lhs", [x, r], [pt.dot(x.T, r)])
+
+# The same through SpecifyShape (PyMC's data of a known shape): the transpose reaches the
+# dot behind a cast to static sizes, and X, cast to them, is contracted in place.
+# CHECK-LABEL: TEST: transposed_specified_lhs opt
+# CHECK-NOT: stablehlo.transpose
+# CHECK: %[[X:.*]] = stablehlo.convert %arg0 : (tensor<?x?xf64>) -> tensor<500x20xf64>
+# CHECK-NOT: stablehlo.transpose
+# CHECK: stablehlo.dot_general %[[X]], %{{[0-9]+}}, contracting_dims = [0] x [0], precision = [HIGHEST, HIGHEST] : (tensor<500x20xf64>, tensor<?x1xf64>) -> tensor<20x1xf64>
+# CHECK-NOT: stablehlo.transpose
+# CHECK-LABEL: TEST:
+print_ir("transposed_specified_lhs", [x, r], [pt.dot(pt.specify_shape(x, (500, 20)).T, r)])
 print("TEST: end")
