@@ -26,7 +26,9 @@ a GPU, where they race, each update is first replaced by the last one aimed at i
 position (`_set_indexed`). `ignore_duplicates` inc is a set of `x[idx] + y`, as numpy's
 `x[idx] += y`. Index runs (`arange(k) + c`, or constants that are one) on two or
 more adjacent axes write a diagonal: a `select` over the array instead (`_diagonal_write`),
-which XLA fuses into its readers, so `alloc_diag`'s zeros are never built. The `inplace`
+which XLA fuses into its readers, so `alloc_diag`'s zeros are never built. Runs of a
+length known only at run time (a pm.Data-sized `arange(n)`) take the select too where
+their lengths trace to one dim, checked within their axes when called. The `inplace`
 flags are ignored: XLA owns buffer reuse.
 
 Boolean masks: a mask is its `nonzero()`, one integer index per mask axis, as in numpy.
@@ -76,6 +78,7 @@ from lowering.builders import (
     broadcast_to,
     compare,
     convert,
+    dim_add,
     dim_min,
     dim_product,
     dim_sub,
@@ -90,6 +93,7 @@ from lowering.builders import (
     ir_constant,
     is_static,
     iota,
+    pad_zeros,
     remainder,
     reshape,
     result_type,
@@ -804,8 +808,8 @@ def _advanced_write(ctx, node, x, y, entries):
     if masks:
         (mask, axis), = masks
         view = _masked_write(ctx, node, view, mask.value, axis, y, dtype)
-    elif _is_diagonal(view, plan):
-        view = _diagonal_write(node, view, plan, y, dtype)
+    elif _is_diagonal(ctx, view, plan):
+        view = _diagonal_write(ctx, node, view, plan, y, dtype)
     elif plan.arrays:
         index, axes = _index_tensor(ctx, view, plan)
         batch = list(shape_of(index))[:-1]
@@ -827,41 +831,53 @@ def _advanced_write(ctx, node, x, y, entries):
     return _output(node, out)
 
 
-def _is_diagonal(view, plan) -> bool:
-    """Two or more advanced indices, runs of one static length on adjacent axes, each
-    within its static axis: they write one diagonal of those axes, each position once."""
+def _is_diagonal(ctx, view, plan) -> bool:
+    """Two or more advanced indices, runs of one length on adjacent axes: they write one
+    diagonal of those axes, each position once. Runs of a static length lie within
+    their static axes; where a length or an axis is known only at run time, the runs
+    must have one length as the module traces it (one index array, `x[i, i] = v`, or
+    runs of one arange: `alloc_diag` and PyMC's diagonals of a data-sized matrix), and
+    `_diagonal_write` checks them within range when called, which only a module's top
+    level can raise."""
     entries = [e for e, _ in plan.arrays]
     if plan.front or len(entries) < 2 or any(e.run is None for e in entries):
         return False
     lengths = {static_shape(e.value.type)[0] for e in entries}
-    if len(lengths) != 1 or None in lengths:
-        return False
-    (length,) = lengths
     shape = shape_of(view)
-    return all(isinstance(shape[a], int) and e.run + length <= shape[a] for e, a in plan.arrays)
+    if len(lengths) == 1 and None not in lengths and all(isinstance(shape[a], int) for _, a in plan.arrays):
+        (length,) = lengths
+        return all(e.run + length <= shape[a] for e, a in plan.arrays)
+    lengths = [dim_size(e.value, 0) for e in entries]
+    return ctx.can_raise() and all(n == lengths[0] for n in lengths)
 
 
-def _diagonal_write(node, view, plan, y, dtype):
+def _diagonal_write(ctx, node, view, plan, y, dtype):
     """view[c0 + i, c1 + i, ...] = y[i] (or += y[i]) as a select over the view: where the
     positions p0, p1, ... of the indexed axes have p0 - c0 == p1 - c1 == ... in
     [0, length), y at p0 - c0. No scatter and no copy of the view: XLA fuses the
     select into its readers, and a diagonal written into zeros (`alloc_diag`, the
-    diagonal of a gradient) is never built."""
+    diagonal of a gradient) is never built. A run that may leave its axis raises
+    IndexError when called, as the scatter's bounds check does."""
     axes = [a for _, a in plan.arrays]
     starts = [e.run for e, _ in plan.arrays]
     shape = shape_of(view)
-    length = static_shape(plan.arrays[0][0].value.type)[0]
+    length = dim_size(plan.arrays[0][0].value, 0)
+    _raise_out_of_range(ctx, [
+        compare(dim_value(dim_add(length, start)), dim_value(shape[a]), "GT")
+        for start, a in zip(starts, axes)
+        if not (isinstance(length, int) and isinstance(shape[a], int))
+    ])
     first, after = axes[0], axes[-1] + 1
     update = _update_value(node, y, [*shape[:first], length, *shape[after:]], dtype)
     rank = first + 1 + len(shape) - after
     low, high = [0] * rank, [0] * rank
-    low[first], high[first] = starts[0], shape[first] - starts[0] - length
-    attr = ir.DenseI64ArrayAttr.get
-    update = hlo.pad(update, full(0, (), dtype), attr(low), attr(high), attr([0] * rank))
+    low[first], high[first] = starts[0], dim_sub(dim_sub(shape[first], starts[0]), length)
+    update = pad_zeros(update, low, high)
     update = broadcast_in_dim(update, shape, [*range(first + 1), *range(after, len(shape))])
     grid = [shape[a] for a in axes]
     p0 = iota(grid, 0, "int64")
-    on = [compare(p0, full_like(p0, starts[0]), "GE"), compare(p0, full_like(p0, starts[0] + length), "LT")]
+    end = hlo.add(full_like(p0, starts[0]), splat(dim_value(length), p0))
+    on = [compare(p0, full_like(p0, starts[0]), "GE"), compare(p0, end, "LT")]
     for j, start in enumerate(starts[1:], 1):
         offset = hlo.subtract(iota(grid, j, "int64"), p0)
         on.append(compare(offset, full_like(offset, start - starts[0]), "EQ"))

@@ -719,17 +719,23 @@ def slice_axis(x: ir.Value, axis: int, start: Dim, end: Dim) -> ir.Value:
 def pad_end(x: ir.Value, high: Sequence[Dim]) -> ir.Value:
     """x with high[i] more entries (zeros) at the end of each axis i; static where every
     dim and pad is."""
+    return pad_zeros(x, [0] * len(high), high)
+
+
+def pad_zeros(x: ir.Value, low: Sequence[Dim], high: Sequence[Dim]) -> ir.Value:
+    """x with low[i] zeros before and high[i] after its entries along each axis i (a
+    negative count drops entries); static where every dim and count is."""
     shape = shape_of(x)
-    if all(isinstance(h, int) and h == 0 for h in high):
+    if all(isinstance(p, int) and p == 0 for p in (*low, *high)):
         return x
     zero = ir_constant(np.zeros((), value_dtype(x)))
-    if is_static([*shape, *high]):
+    interior = [0] * len(shape)
+    if is_static([*shape, *low, *high]):
         attr = ir.DenseI64ArrayAttr.get
-        return hlo.pad(x, zero, attr([0] * len(shape)), attr(list(high)), attr([0] * len(shape)))
-    zeros = [0] * len(shape)
-    dims = [dim_add(d, h) for d, h in zip(shape, high, strict=True)]
+        return hlo.pad(x, zero, attr(list(low)), attr(list(high)), attr(interior))
+    dims = [dim_add(dim_add(d, a), b) for d, a, b in zip(shape, low, high, strict=True)]
     return hlo.dynamic_pad(
-        result_type(dims, value_dtype(x)), x, zero, shape_tensor(zeros), shape_tensor(high), shape_tensor(zeros),
+        result_type(dims, value_dtype(x)), x, zero, shape_tensor(low), shape_tensor(high), shape_tensor(interior),
     )
 
 

@@ -422,6 +422,29 @@ def test_diagonal_writes_are_selects_of_numpys_values(dtype):
         outside(values[0], values[2])
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int16", "bool", "complex64"])
+def test_diagonals_of_run_time_size_are_selects(dtype):
+    """x[i, i] = v (or +=) with i = arange(c, n) for a run-time n, one index array on both
+    axes (as `alloc_diag` and PyMC's covariances of pm.Data-sized matrices write it): a
+    select, no scatter, the Python mode's values; a run past an axis raises IndexError
+    when called, as the scatter's check does."""
+    d, t = pt.matrix("d", dtype=dtype), pt.tensor3("t", dtype=dtype)
+    v, s = pt.vector("v", dtype=dtype), pt.scalar("s", dtype=dtype)
+    i, j = pt.arange(d.shape[0]), pt.arange(1, d.shape[0])
+    k = pt.arange(t.shape[1])
+    writes = [pt.set_subtensor(d[i, i], s), pt.inc_subtensor(d[i, i], v), pt.set_subtensor(d[j, j], v[1:]),
+              pt.inc_subtensor(t[:, k, k], v), pt.basic.alloc_diag(v)]
+    inputs = [d, t, v, s]
+    square = [_matrix(dtype, 5, 5), finite_values(dtype, 50, 1).reshape(2, 5, 5), finite_values(dtype, 5, 2),
+              finite_values(dtype, 1, 3).reshape(())]
+    wide = [_matrix(dtype, 5, 7), finite_values(dtype, 70, 1).reshape(2, 5, 7), *square[2:]]
+    compare_each_with_py(inputs, writes, [square, wide])
+    assert "scatter" not in lower(FunctionGraph(inputs, writes, clone=True)).as_text()
+    tall = pytensor.function([d, v, s], writes[:2], mode="STABLEHLO")
+    with pytest.raises(IndexError, match="out of bounds"):
+        tall(_matrix(dtype, 5, 3), square[2], square[3])
+
+
 @pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex64"])
 def test_repeated_positions_lowered_for_cuda_keep_the_last_update(dtype):
     # A GPU's scatter updates race, so lowered for CUDA each update to a repeated position
