@@ -876,7 +876,10 @@ def _diagonal_write(ctx, node, view, plan, y, dtype):
     update = broadcast_in_dim(update, shape, [*range(first + 1), *range(after, len(shape))])
     grid = [shape[a] for a in axes]
     p0 = iota(grid, 0, "int64")
-    end = hlo.add(full_like(p0, starts[0]), splat(dim_value(length), p0))
+    if isinstance(length, int):
+        end = full_like(p0, starts[0] + length)
+    else:
+        end = hlo.add(full_like(p0, starts[0]), splat(dim_value(length), p0))
     on = [compare(p0, full_like(p0, starts[0]), "GE"), compare(p0, end, "LT")]
     for j, start in enumerate(starts[1:], 1):
         offset = hlo.subtract(iota(grid, j, "int64"), p0)

@@ -965,8 +965,8 @@ def _through_transpose(x: ir.Value, contracting: Sequence[int], batch: Sequence[
     into a matrix-vector one: it copies the matrix transposed first. The gradient of a
     regression, X.T @ r with X of 10^5 x 50 float64s, took 30 ms a call for that copy,
     against 5 ms contracting X's rows in place. A transpose seen through a cast to static
-    sizes (`with_static_dims`: the transpose of a SpecifyShape'd array, as PyMC's data
-    is) folds too, the transposed value cast to those sizes."""
+    sizes (`with_static_dims`: the transpose of a SpecifyShape'd array) folds too, the
+    transposed value cast to those sizes."""
     transposed = _shape_cast_source(x)
     if not (isinstance(transposed, ir.OpResult) and transposed.owner.name == "stablehlo.transpose"):
         return x, contracting, batch
