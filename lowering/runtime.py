@@ -631,23 +631,35 @@ class _Executable:
         self.n_outputs = n_outputs
         # The flags are read for their truth only: a packed one needs no bool copy.
         raw = (n_outputs,) if checks else ()
-        self.packed = None if packed is None else _Unpacking(packed, raw)
+        self.packed = None if packed is None else _Unpacking(packed, raw, n_outputs)
         self._fastpath = None
 
     def finish(self, results) -> list:
         """The outputs, as numpy arrays the caller owns, from @main's results (device
         arrays); raises the first run-time check that failed."""
-        if self.packed is not None:
-            results = _unpack(self.packed, results)
+        packed = self.packed
+        if packed is not None and packed.whole is not None:  # all in the one vector
+            host = np.array(results[-1])  # the caller's copy (one call: asarray + copy)
+            if self.checks:
+                self._raise_failed(host[packed.flags].tolist())
+            if packed.float64:
+                return [host[a:b] if shape is None else host[a:b].reshape(shape) for a, b, _, shape in packed.whole]
+            return [_read(host, *view) for view in packed.whole]
+        if packed is not None:
+            results = _unpack(packed, results)
         if self.checks:
             flags = results[self.n_outputs]
-            flags = (flags if type(flags) is np.ndarray else np.asarray(flags)).tolist()
-            if any(flags):  # a list: cheaper than numpy's reduction on a few flags
-                check = self.checks[next(i for i, f in enumerate(flags) if f)]
-                error = check.error(check.message)
-                error.__op_instance__ = check.node  # PyTensor's name for the failing node
-                raise error
+            self._raise_failed((flags if type(flags) is np.ndarray else np.asarray(flags)).tolist())
         return [r if type(r) is np.ndarray else _to_numpy(r) for r in results[: self.n_outputs]]
+
+    def _raise_failed(self, flags: list) -> None:
+        """The first failed check's error, if any flag is set (a list: cheaper than numpy's
+        reduction on a few flags)."""
+        if any(flags):
+            check = self.checks[next(i for i, f in enumerate(flags) if f)]
+            error = check.error(check.message)
+            error.__op_instance__ = check.node  # PyTensor's name for the failing node
+            raise error
 
     def fastpath(self, n_args: int, results, sharding):
         """What the C++ dispatch needs to run this executable on its own (built once)."""
@@ -721,11 +733,13 @@ def _on_device(value, dtype, sharding) -> bool:
 
 
 class _Unpacking:
-    """How to rebuild the result list from an executable with packed results."""
+    """How to rebuild the result list from an executable with packed results. `whole`:
+    where every result is in the one vector, the outputs' views of it in order, `flags`
+    the slice of the checks' flags, and `float64` whether no output converts back."""
 
-    __slots__ = ("n", "kept", "views")
+    __slots__ = ("n", "kept", "views", "whole", "flags", "float64")
 
-    def __init__(self, packed, raw=()):
+    def __init__(self, packed, raw=(), n_outputs: int | None = None):
         """`raw`: results to leave as float64 slices whatever their dtype."""
         self.n = len(packed.kept) + len(packed.parts)
         self.kept = packed.kept
@@ -737,6 +751,19 @@ class _Unpacking:
                 None if dtype == np.float64 or i in raw else dtype,
                 None if shape == (stop - offset,) else shape,  # a slice has it already
             ))
+        self.whole = self.flags = None
+        if not self.kept and n_outputs is not None:
+            views = sorted(self.views)
+            self.whole = [view[1:] for view in views[:n_outputs]]
+            self.flags = next((slice(v[1], v[2]) for v in views[n_outputs:]), None)
+        # Every output float64: read with no conversion (no call per output).
+        self.float64 = self.whole is not None and all(dtype is None for _, _, dtype, _ in self.whole)
+
+
+def _read(host: np.ndarray, start: int, stop: int, dtype, shape) -> np.ndarray:
+    """A packed result: its view of the host copy, reshaped, converted back to its dtype."""
+    part = host[start:stop] if shape is None else host[start:stop].reshape(shape)
+    return part if dtype is None else part.astype(dtype)
 
 
 def _unpack(unpacking: _Unpacking, results) -> list:
@@ -748,8 +775,7 @@ def _unpack(unpacking: _Unpacking, results) -> list:
         out[i] = r
     host = np.asarray(results[-1]).copy()
     for i, start, stop, dtype, shape in unpacking.views:
-        part = host[start:stop] if shape is None else host[start:stop].reshape(shape)
-        out[i] = part if dtype is None else part.astype(dtype)
+        out[i] = _read(host, start, stop, dtype, shape)
     return out
 
 

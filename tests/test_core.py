@@ -998,6 +998,18 @@ def test_small_results_come_back_packed_and_each_is_its_own_writable_array():
     assert executable.packed is not None and len(executable.packed.views) == 7
     with pytest.raises(IndexError):
         fn(values[0], values[1], np.array(5))
+    # Without it every result is in the one vector, read by `finish`'s shorter path.
+    whole = pytensor.function([x, i8, n], outputs[:-1], mode="STABLEHLO")
+    got = whole(*values)
+    for g, e in zip(got, expected[:-1], strict=True):
+        assert_same(g, e)
+        assert g.flags.writeable
+    got[0][...] = 0
+    assert_same(whole(*values)[0], expected[0])
+    executable = next(iter(whole.vm.jit_fn.compiled._by_shapes.values()))
+    assert executable.packed.whole is not None and not executable.packed.float64
+    with pytest.raises(IndexError):
+        whole(values[0], values[1], np.array(5))
 
 
 def test_calls_after_the_first_run_in_cpp_dispatch_and_behave_the_same():
