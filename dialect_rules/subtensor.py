@@ -832,23 +832,25 @@ def _advanced_write(ctx, node, x, y, entries):
 
 
 def _is_diagonal(ctx, view, plan) -> bool:
-    """Two or more advanced indices, runs of one length on adjacent axes: they write one
-    diagonal of those axes, each position once. Runs of a static length lie within
-    their static axes; where a length or an axis is known only at run time, the runs
-    must have one length as the module traces it (one index array, `x[i, i] = v`, or
-    runs of one arange: `alloc_diag` and PyMC's diagonals of a data-sized matrix), and
-    `_diagonal_write` checks them within range when called, which only a module's top
-    level can raise."""
+    """Two or more advanced indices, runs of one length (as the module traces it: equal
+    static lengths, one index array `x[i, i] = v`, or runs of one arange, as `alloc_diag`
+    and PyMC's diagonals of a data-sized matrix) on adjacent axes: they write one
+    diagonal of those axes, each position once. Runs known to lie within their axes take
+    it anywhere; where a length or an axis is known only at run time, `_diagonal_write`
+    checks them when called, which only a module's top level can raise. Runs known to
+    leave their axes take the scatter, whose check raises."""
     entries = [e for e, _ in plan.arrays]
     if plan.front or len(entries) < 2 or any(e.run is None for e in entries):
         return False
-    lengths = {static_shape(e.value.type)[0] for e in entries}
-    shape = shape_of(view)
-    if len(lengths) == 1 and None not in lengths and all(isinstance(shape[a], int) for _, a in plan.arrays):
-        (length,) = lengths
-        return all(e.run + length <= shape[a] for e, a in plan.arrays)
     lengths = [dim_size(e.value, 0) for e in entries]
-    return ctx.can_raise() and all(n == lengths[0] for n in lengths)
+    if any(n != lengths[0] for n in lengths):
+        return False
+    shape = shape_of(view)
+    ends = [(dim_add(lengths[0], e.run), shape[a]) for e, a in plan.arrays]
+    known = [isinstance(end, int) and isinstance(size, int) for end, size in ends]
+    if any(k and end > size for k, (end, size) in zip(known, ends)):
+        return False
+    return all(known) or ctx.can_raise()
 
 
 def _diagonal_write(ctx, node, view, plan, y, dtype):
@@ -876,10 +878,7 @@ def _diagonal_write(ctx, node, view, plan, y, dtype):
     update = broadcast_in_dim(update, shape, [*range(first + 1), *range(after, len(shape))])
     grid = [shape[a] for a in axes]
     p0 = iota(grid, 0, "int64")
-    if isinstance(length, int):
-        end = full_like(p0, starts[0] + length)
-    else:
-        end = hlo.add(full_like(p0, starts[0]), splat(dim_value(length), p0))
+    end = splat(dim_value(dim_add(length, starts[0])), p0)
     on = [compare(p0, full_like(p0, starts[0]), "GE"), compare(p0, end, "LT")]
     for j, start in enumerate(starts[1:], 1):
         offset = hlo.subtract(iota(grid, j, "int64"), p0)
