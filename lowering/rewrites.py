@@ -1,7 +1,7 @@
 """PyTensor graph rewrites of the STABLEHLO mode (tag "stablehlo", one of the linker's
-required rewrites): where two Ops share most of their work, one Op computes both.
+required rewrites).
 
-A censored Gamma model's logp and gradient evaluate gammaincc(a, x) (the survival of the
+Where two Ops share most of their work, one Op computes both. A censored Gamma model's logp and gradient evaluate gammaincc(a, x) (the survival of the
 censored points) and gammainc(a, x) (inside gammaincc's gradient) on the same a and x.
 Each is a series or a continued fraction, loops that run until the slowest element has
 converged; computed apart, every loop runs twice. GammaIncPair computes both from one
@@ -15,8 +15,12 @@ from __future__ import annotations
 import pytensor.scalar.basic as ps
 import pytensor.scalar.math as psm
 from pytensor.compile.mode import optdb
+from pytensor.graph.basic import Constant
 from pytensor.graph.rewriting.basic import in2out, node_rewriter
+from pytensor.scan.op import Scan
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.rewriting.subtensor import local_subtensor_merge
+from pytensor.tensor.subtensor import Subtensor, get_idx_list
 from scipy import special
 
 TAG = "stablehlo"
@@ -65,3 +69,36 @@ def pair_incomplete_gamma(fgraph, node):
 # After canonicalize, stabilize and specialize (the pair's inputs merged into the same
 # variables), before the destroy handler.
 optdb.register("stablehlo_pair_incomplete_gamma", in2out(pair_incomplete_gamma), TAG, position=49.2)
+
+
+@node_rewriter([Subtensor])
+def merge_subtensors_of_scan_outputs(fgraph, node):
+    """`ys[idx]` of a Scan's result `ys = out[k:]` (what `pytensor.scan` returns: its
+    buffer `out` less the k initial taps) -> one Subtensor of `out`, by PyTensor's own
+    merge, where `idx` reads some steps (an index, or a slice forward).
+
+    ScanSaveMem keeps only the steps a buffer's clients read; it reads each client's
+    first index, so `out[k:][-1]` would keep the whole trace and `out[-1]` keeps one
+    step. The linker leaves out PyTensor's general merge of Subtensors
+    (`linker.EXCLUDED_REWRITES`): its canonical form of two slices is dozens of scalar
+    nodes (switches on each length's sign), a third of a Scan gradient's build, which
+    XLA then folds away again. Slices of slices lower to one slice either way."""
+    taps = node.inputs[0].owner
+    if taps is None or not isinstance(taps.op, Subtensor):
+        return None
+    out = taps.inputs[0]
+    if out.owner is None or not isinstance(out.owner.op, Scan):
+        return None
+    skip = get_idx_list(taps.inputs, taps.op.idx_list)
+    if not (len(skip) == 1 and isinstance(skip[0], slice) and isinstance(skip[0].start, Constant)
+            and skip[0].stop is None and skip[0].step is None):
+        return None
+    idx = get_idx_list(node.inputs, node.op.idx_list)
+    if not idx or (isinstance(idx[0], slice) and idx[0].step is not None):
+        return None  # a reversal or a stride reads every step
+    return local_subtensor_merge.transform(fgraph, node)
+
+
+# Before ScanSaveMem (position 1.61 of optdb), which reads the merged indices.
+optdb["canonicalize"].register("stablehlo_merge_subtensors_of_scan_outputs",
+                               merge_subtensors_of_scan_outputs, TAG)

@@ -199,6 +199,23 @@ def test_while_scan_trace_is_measured_with_one_probe_whatever_the_tolerance():
     assert not compiled._by_values and len(measured.executables) == len(steps) > 3
 
 
+@pytest.mark.parametrize("read", ["last", "last three", "fourth", "first four"])
+def test_results_read_at_a_few_steps_keep_only_those(read):
+    """`pytensor.scan` returns its buffer less the initial state (`out[1:]`); a read of
+    a few of those steps (`hs[-1]`) is merged into one Subtensor of the buffer, which
+    ScanSaveMem reads (rewrites.merge_subtensors_of_scan_outputs; the linker leaves out
+    PyTensor's general merge). 500 steps of a 3-vector then keep a few states, never the
+    501 x 3 trace."""
+    h0, xs = pt.dvector("h0"), pt.dvector("xs")
+    hs = scan(lambda x, h: pt.tanh(h[::-1] + x), sequences=[xs], outputs_info=[h0])
+    out = {"last": hs[-1], "last three": hs[-3:], "fourth": hs[3], "first four": hs[:4]}[read]
+    compare_each_with_py([h0, xs], [out], [[np.array([0.1, -0.2, 0.3]), RNG.normal(size=steps)] for steps in (500, 4)])
+    fn = pytensor.function([h0, xs], out, mode="STABLEHLO")
+    fn(np.zeros(3), np.zeros(500))
+    (executable,) = fn.vm.jit_fn.compiled._by_shapes.values()
+    assert "f64[501,3]" not in executable.xla.hlo_modules()[0].to_string()
+
+
 # --- every kind of input and output ---------------------------------------------------
 
 

@@ -54,6 +54,21 @@ def test_runtime_bounds_on_static_shapes_and_negative_steps():
                          [[value, np.array(a), np.array(b)] for a, b in [(1, -1), (-2, 2), (0, 1), (3, -3), (7, -9)]])
 
 
+@pytest.mark.parametrize("k", [-7, -2, 0, 1, 3, 9])
+def test_slices_of_slices(k):
+    """The linker leaves out PyTensor's merge of a Subtensor of a Subtensor into one
+    (`linker.EXCLUDED_REWRITES`): each is lowered in turn, whatever the signs of the
+    run-time bounds and steps, and an index past the first slice's rows raises."""
+    x = pt.matrix("x")
+    n = pt.lscalar("n")
+    outs = [x[1:][:n], x[n:][::-1], x[::-1][n:], x[:, 1:][:, n:], x[::2][n::-1], x[2:-1][n:n + 2],
+            x[-3:][:n, ::-1][::-1], x[1:, 2:][n % 3]]
+    compare_with_py([x, n], outs, [np.arange(30.0).reshape(6, 5), np.array(k)])
+    read = pytensor.function([x, n], x[2:][n], mode="STABLEHLO")
+    with pytest.raises(IndexError):
+        read(np.arange(30.0).reshape(6, 5), 4)  # a row of x, not of x[2:]
+
+
 def test_one_compiled_function_serves_every_runtime_bound():
     x = pt.matrix("x")
     n = pt.lscalar("n")
