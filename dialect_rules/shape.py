@@ -19,6 +19,7 @@ from lowering.builders import (
     dim_size,
     dim_value,
     divide,
+    fit_static_dims,
     full_like,
     ir_constant,
     multiply_all,
@@ -150,7 +151,8 @@ def lower_shape_i(ctx, node, x):
 
 @register_lowering(SpecifyShape)
 def lower_specify_shape(ctx, node, x, *shape):
-    """x itself; each specified dim is checked at call time, as PyTensor does."""
+    """x, typed with the specified sizes; each is checked at call time, as PyTensor does
+    (`fit_static_dims`: arguments of other sizes fail that check, not the module's shapes)."""
     for i, expected in enumerate(shape):
         if expected is None:
             continue
@@ -160,4 +162,4 @@ def lower_specify_shape(ctx, node, x, *shape):
             AssertionError,
             f"SpecifyShape: dim {i} of the input does not have the specified size",
         )
-    return x
+    return fit_static_dims(x, node.outputs[0].type.shape)

@@ -693,27 +693,48 @@ def with_static_dims(x: ir.Value, shape: Sequence[int | None]) -> ir.Value:
     return cast_shape(x, tensor_type(refined, value_dtype(x)))
 
 
+def fit_static_dims(x: ir.Value, shape: Sequence[int | None]) -> ir.Value:
+    """`x` typed with the static sizes `shape` knows where its own type has `?`, as
+    `with_static_dims`, for sizes that are only checked at call time (SpecifyShape's):
+    those axes are padded with zeros and cut to their sizes, so that arguments of other
+    sizes reach that check, where a cast would leave the module's shapes disagreeing.
+    With the sizes right, the pad and the cut fold away."""
+    dims = shape_of(x)
+    fixed = [size if own is None and size is not None else None
+             for own, size in zip(static_shape(x.type), shape, strict=True)]
+    if all(size is None for size in fixed):
+        return x
+    high = [0 if size is None else dim_max(dim_sub(size, d), 0) for d, size in zip(dims, fixed)]
+    padded = pad_zeros(x, [0] * len(dims), high)
+    limits = [d if size is None else size for d, size in zip(shape_of(padded), fixed)]
+    return slice_dims(padded, [0] * len(dims), limits)
+
+
 def static_slice(x: ir.Value, starts: Sequence[int], limits: Sequence[int]) -> ir.Value:
     """x[starts[0]:limits[0], ...] with unit steps and static bounds."""
     attr = ir.DenseI64ArrayAttr.get
     return hlo.slice(x, attr(list(starts)), attr(list(limits)), attr([1] * len(starts)))
 
 
-def slice_axis(x: ir.Value, axis: int, start: Dim, end: Dim) -> ir.Value:
-    """x[..., start:end, ...] along `axis`, bounds static or 0-d i64 values."""
-    dims = shape_of(x)
-    starts = [0] * len(dims)
-    starts[axis] = start
-    limits = list(dims)
-    limits[axis] = end
-    if is_static(starts + limits):
+def slice_dims(x: ir.Value, starts: Sequence[Dim], limits: Sequence[Dim]) -> ir.Value:
+    """x[starts[0]:limits[0], ...] with unit steps, bounds static or 0-d i64 values."""
+    if is_static([*starts, *limits]):
         return static_slice(x, starts, limits)
-    out_dims = list(dims)
-    out_dims[axis] = dim_sub(end, start)
+    out_dims = [end if isinstance(start, int) and start == 0 else dim_sub(end, start)
+                for start, end in zip(starts, limits, strict=True)]
     return hlo.real_dynamic_slice(
         result_type(out_dims, value_dtype(x)), x, shape_tensor(starts), shape_tensor(limits),
-        shape_tensor([1] * len(dims)),
+        shape_tensor([1] * len(starts)),
     )
+
+
+def slice_axis(x: ir.Value, axis: int, start: Dim, end: Dim) -> ir.Value:
+    """x[..., start:end, ...] along `axis`, bounds static or 0-d i64 values."""
+    starts = [0] * len(shape_of(x))
+    starts[axis] = start
+    limits = list(shape_of(x))
+    limits[axis] = end
+    return slice_dims(x, starts, limits)
 
 
 def pad_end(x: ir.Value, high: Sequence[Dim]) -> ir.Value:

@@ -82,6 +82,24 @@ def test_specify_shape_is_checked():
         f(np.ones((3, 5)))
 
 
+@pytest.mark.parametrize("rows", [2, 4])
+def test_specify_shape_mismatch_raises_its_check_whatever_reads_it(rows):
+    """Readers of a SpecifyShape'd array take its static sizes: an argument of other
+    sizes reaches SpecifyShape's own call-time check, where a cast to those sizes made
+    the specialized module fail to verify ("'stablehlo.convert' op requires the same
+    shape") before anything ran."""
+    x = pt.matrix("x")
+    y = specify_shape(x, (3, None))
+    outs = [y * 2, y.T @ y, pt.exp(y).sum(0), y[::-1, :1]]
+    compare_with_py([x], outs, [np.arange(6.0).reshape(3, 2)])
+    for out in outs:
+        f = pytensor.function([x], out, mode="STABLEHLO")
+        value = np.arange(2.0 * rows).reshape(rows, 2)
+        with pytest.raises(AssertionError, match=r"SpecifyShape: dim 0 .*\(node: SpecifyShape\(x, 3"):
+            f(value)
+        np.testing.assert_array_equal(value, np.arange(2.0 * rows).reshape(rows, 2))
+
+
 def test_join_and_split_dims():
     from pytensor.tensor.reshape import join_dims, split_dims
 
