@@ -109,10 +109,10 @@ optdb["canonicalize"].register("stablehlo_merge_subtensors_of_scan_outputs",
                                merge_subtensors_of_scan_outputs, TAG)
 
 
-# Elementwise functions whose code is long (polynomials, a reflection under `where_some`;
-# dialect_rules/special.py): XLA compiles each node's copy of it, 25-40 ms on this machine
-# whatever the node's size.
-_LONG_CODE = (psm.GammaLn, psm.Psi)
+# Elementwise functions whose code is long (polynomials, a rare branch under `where_some`,
+# which keeps XLA from fusing them into their readers anyway; dialect_rules/special.py):
+# XLA compiles each node's copy of it, 40-70 ms on this machine whatever the node's size.
+_LONG_CODE = (psm.GammaLn, psm.Psi, psm.TriGamma, psm.Gamma, psm.Erfcx)
 # The nodes computed together: each of at most BATCH_NODE_ELEMENTS, a batch of at most
 # BATCH_ELEMENTS. Three gammaln and digamma nodes of 2,000 or 4,000 elements each ran as
 # fast batched (37 and 60 µs a call) as apart, their first call 0.1 s shorter; of 10,000

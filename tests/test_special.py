@@ -303,9 +303,9 @@ def test_gammaln_follows_scipy_on_a_dense_grid():
 
 
 def test_small_gammaln_and_digamma_nodes_are_computed_together():
-    """Independent gammaln (and digamma) nodes of small static sizes become one node on
-    their inputs joined (lowering/rewrites.py, BatchSmallElementwise): one copy of the
-    function's code for XLA to compile. Each result is its own node's, poles, negative
+    """Independent gammaln (digamma, trigamma, erfcx) nodes of small static sizes become
+    one node on their inputs joined (lowering/rewrites.py, BatchSmallElementwise): one
+    copy of the function's code for XLA to compile. Each result is its own node's, poles, negative
     reflections and NaN included; a node computed from another, one too large, one of
     a run-time size or of another input dtype stays apart."""
     from pytensor.tensor.elemwise import Elemwise
@@ -313,17 +313,18 @@ def test_small_gammaln_and_digamma_nodes_are_computed_together():
     s, v, m = pt.dscalar("s"), pt.dvector("v", shape=(5,)), pt.dmatrix("m", shape=(2, 3))
     i, big, free = pt.lvector("i", shape=(4,)), pt.dvector("big", shape=(5000,)), pt.dvector("free")
     outs = [pt.gammaln(s), pt.gammaln(v), pt.gammaln(m), pt.gammaln(pt.gammaln(v) + 3.0), pt.gammaln(i),
-            pt.gammaln(big), pt.gammaln(free), pt.psi(s / 2), pt.psi((s + 1) / 2), pt.psi(m)]
+            pt.gammaln(big), pt.gammaln(free), pt.psi(s / 2), pt.psi((s + 1) / 2), pt.psi(m),
+            pt.erfcx(v), pt.erfcx(m), pt.tri_gamma(s), pt.tri_gamma(v)]
     values = [np.array(-2.5), np.array([0.0, -1.0, 0.5, np.nan, 40.0]), np.array([[1.0, 2.0, -3.7], [1e-8, 7.3, np.inf]]),
               np.array([0, 3, -2, 11]), np.linspace(0.5, 80.0, 5000), np.array([0.3, 12.0])]
     fn = pytensor.function([s, v, m, i, big, free], outs, mode="STABLEHLO")
     counts = {}
     for node in fn.maker.fgraph.apply_nodes:
-        if isinstance(node.op, Elemwise) and type(node.op.scalar_op).__name__ in ("GammaLn", "Psi"):
+        if isinstance(node.op, Elemwise) and type(node.op.scalar_op).__name__ in ("GammaLn", "Psi", "Erfcx", "TriGamma"):
             name = type(node.op.scalar_op).__name__
             counts[name] = counts.get(name, 0) + 1
-    # gammaln: s, v and m together; gammaln of gammaln(v); of i (int64); big; free. psi: one.
-    assert counts == {"GammaLn": 5, "Psi": 1}
+    # gammaln: s, v and m together; gammaln of gammaln(v); of i (int64); big; free. The others: one each.
+    assert counts == {"GammaLn": 5, "Psi": 1, "Erfcx": 1, "TriGamma": 1}
     compare_with_py([s, v, m, i, big, free], outs, values, **SPECIAL_TOL["float64"])
     # Each batch is found on the graph the previous one left: batched, gammaln(v) and
     # gammaln(psi(s) + 1) read psi(s), so psi(s) and psi(gammaln(v) + 1) must stay
