@@ -1,5 +1,7 @@
 """PyTensor graph rewrites of the STABLEHLO mode (tag "stablehlo", one of the linker's
-required rewrites).
+required rewrites): one Op for two that share most of their work (GammaIncPair), the
+Subtensor merges ScanSaveMem needs (the linker leaves out PyTensor's general one), and
+one node for several small ones of a function whose code is long (BatchSmallElementwise).
 
 Where two Ops share most of their work, one Op computes both. A censored Gamma model's
 logp and gradient evaluate gammaincc(a, x) (the survival of the censored points) and
@@ -86,7 +88,7 @@ def merge_subtensors_of_scan_outputs(fgraph, node):
     first index, so `out[k:][-1]` would keep the whole trace and `out[-1]` keeps one
     step. The linker leaves out PyTensor's general merge of Subtensors
     (`linker.EXCLUDED_REWRITES`): its canonical form of two slices is dozens of scalar
-    nodes (switches on each length's sign), a third of a Scan gradient's build, which
+    nodes (switches on each length's sign), two thirds of a Scan gradient's build, which
     XLA then folds away again. Slices of slices lower to one slice either way."""
     taps = node.inputs[0].owner
     if taps is None or not isinstance(taps.op, Subtensor):
