@@ -24,6 +24,7 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.features import ReplaceValidate
 from pytensor.graph.rewriting.basic import GraphRewriter, in2out, node_rewriter
 from pytensor.graph.traversal import apply_depends_on
+from pytensor.raise_op import CheckAndRaise
 from pytensor.scan.op import Scan
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.rewriting.subtensor import local_subtensor_merge
@@ -86,10 +87,12 @@ def merge_subtensors_of_scan_outputs(fgraph, node):
 
     ScanSaveMem keeps only the steps a buffer's clients read; it reads each client's
     first index, so `out[k:][-1]` would keep the whole trace and `out[-1]` keeps one
-    step. The linker leaves out PyTensor's general merge of Subtensors
-    (`linker.EXCLUDED_REWRITES`): its canonical form of two slices is dozens of scalar
-    nodes (switches on each length's sign), two thirds of a Scan gradient's build, which
-    XLA then folds away again. Slices of slices lower to one slice either way."""
+    step. A merged index is checked against the steps the Scan took (the ring alone
+    gives the initial state for `hs[-1]` of no steps). The linker leaves out PyTensor's
+    general merge of Subtensors (`linker.EXCLUDED_REWRITES`): its canonical form of two
+    slices is dozens of scalar nodes (switches on each length's sign), two thirds of a
+    Scan gradient's build, which XLA then folds away again. Slices of slices lower to
+    one slice either way."""
     taps = node.inputs[0].owner
     if taps is None or not isinstance(taps.op, Subtensor):
         return None
@@ -103,7 +106,21 @@ def merge_subtensors_of_scan_outputs(fgraph, node):
     idx = get_idx_list(node.inputs, node.op.idx_list)
     if not idx or (isinstance(idx[0], slice) and idx[0].step is not None):
         return None  # a reversal or a stride reads every step
-    return local_subtensor_merge.transform(fgraph, node)
+    merged = local_subtensor_merge.transform(fgraph, node)
+    shape_feature = getattr(fgraph, "shape_feature", None)
+    if not merged or isinstance(idx[0], slice) or shape_feature is None:
+        return merged
+    # ScanSaveMem's ring answers `out[-1]` with the initial state where the Scan ran no
+    # step (as in PyTensor's FAST_RUN): `ys[i]` must raise there, as numpy does. The
+    # length of `ys` comes from the Scan's inputs (a Shape of `out` would be a client
+    # that makes ScanSaveMem keep every step).
+    length = shape_feature.shape_of[node.inputs[0]][0]
+    i = idx[0]
+    in_range = pt.and_(pt.ge(i, -length), pt.lt(i, length))
+    return [_INDEX_IN_RANGE(merged[0], in_range)]
+
+
+_INDEX_IN_RANGE = CheckAndRaise(IndexError, "index out of bounds")
 
 
 # Before ScanSaveMem (position 1.61 of optdb), which reads the merged indices.

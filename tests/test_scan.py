@@ -216,6 +216,20 @@ def test_results_read_at_a_few_steps_keep_only_those(read):
     assert "f64[501,3]" not in executable.xla.hlo_modules()[0].to_string()
 
 
+def test_an_index_past_the_steps_taken_raises():
+    """`hs[-1]` of a Scan that ran no step raises IndexError, as in the Python mode:
+    ScanSaveMem's ring alone answered with the initial state (as in PyTensor's
+    FAST_RUN), so the merged read checks its index against the steps taken."""
+    h0, n = pt.dvector("h0"), pt.lscalar("n")
+    hs = scan(lambda h: pt.tanh(h[::-1] + 0.5), outputs_info=[h0], n_steps=n)
+    start = np.array([0.1, -0.2, 0.3])
+    for out, too_few in [(hs[-1], 0), (hs[-2], 1), (hs[3], 3), (hs[-2, 1], 1)]:
+        compare_with_py([h0, n], [out], [start, np.array(5)])
+        for mode in (PY_MODE, "STABLEHLO"):
+            with pytest.raises(IndexError):
+                pytensor.function([h0, n], out, mode=mode)(start, too_few)
+
+
 # --- every kind of input and output ---------------------------------------------------
 
 
