@@ -305,9 +305,9 @@ def test_gammaln_follows_scipy_on_a_dense_grid():
 def test_small_gammaln_and_digamma_nodes_are_computed_together():
     """Independent gammaln (digamma, trigamma, erfcx) nodes of small static sizes become
     one node on their inputs joined (lowering/rewrites.py, BatchSmallElementwise): one
-    copy of the function's code for XLA to compile. Each result is its own node's, poles, negative
-    reflections and NaN included; a node computed from another, one too large, one of
-    a run-time size or of another input dtype stays apart."""
+    copy of the function's code for XLA to compile. Each result is its own node's, poles,
+    negative reflections and NaN included; a node computed from another, one too large,
+    one of a run-time size or of another input dtype stays apart."""
     from pytensor.tensor.elemwise import Elemwise
 
     s, v, m = pt.dscalar("s"), pt.dvector("v", shape=(5,)), pt.dmatrix("m", shape=(2, 3))
