@@ -120,7 +120,7 @@ def merge_subtensors_of_scan_outputs(fgraph, node):
     return [_INDEX_IN_RANGE(merged[0], in_range)]
 
 
-_INDEX_IN_RANGE = CheckAndRaise(IndexError, "index out of bounds")
+_INDEX_IN_RANGE = CheckAndRaise(IndexError, "index out of bounds of a Scan's result: it took fewer steps")
 
 
 # Before ScanSaveMem (position 1.61 of optdb), which reads the merged indices.
