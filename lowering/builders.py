@@ -705,7 +705,7 @@ def fit_static_dims(x: ir.Value, shape: Sequence[int | None]) -> ir.Value:
     if all(size is None for size in fixed):
         return x
     high = [0 if size is None else dim_max(dim_sub(size, d), 0) for d, size in zip(dims, fixed)]
-    padded = pad_zeros(x, [0] * len(dims), high)
+    padded = pad_end(x, high)
     limits = [d if size is None else size for d, size in zip(shape_of(padded), fixed)]
     return slice_dims(padded, [0] * len(dims), limits)
 
