@@ -106,9 +106,11 @@ def merge_subtensors_of_scan_outputs(fgraph, node):
     idx = get_idx_list(node.inputs, node.op.idx_list)
     if not idx or (isinstance(idx[0], slice) and idx[0].step is not None):
         return None  # a reversal or a stride reads every step
-    merged = local_subtensor_merge.transform(fgraph, node)
     shape_feature = getattr(fgraph, "shape_feature", None)
-    if not merged or isinstance(idx[0], slice) or shape_feature is None:
+    if shape_feature is None:
+        return None  # (the index check below needs it: unmerged, every step is kept)
+    merged = local_subtensor_merge.transform(fgraph, node)
+    if not merged or isinstance(idx[0], slice):
         return merged
     # ScanSaveMem's ring answers `out[-1]` with the initial state where the Scan ran no
     # step (as in PyTensor's FAST_RUN): `ys[i]` must raise there, as numpy does. The
