@@ -42,8 +42,23 @@ def node_label(node) -> str:
     are dropped: the module, which the disk cache keys executables by, must be the same
     in every process that builds the same graph.
     """
-    text = _ADDRESS.sub("", f"{node.op}({', '.join(map(str, node.inputs))})")
+    text = _ADDRESS.sub("", f"{node.op}({', '.join(map(_input_text, node.inputs))})")
     return text if len(text) <= _MAX_LOCATION_CHARS else text[: _MAX_LOCATION_CHARS - 3] + "..."
+
+
+# PyTensor prints a constant as numpy prints its data, cut to its first and last ten
+# characters; numpy formats every element of an array of up to 1,000 (its threshold),
+# which cost 2-4 ms a label for a model's 1,000 observed points (and the garbage
+# collector's passes the strings start). Past this many elements the label's data is
+# numpy's summary of the edges.
+_LABEL_ELEMENTS = 20
+
+
+def _input_text(var) -> str:
+    if isinstance(var, Constant) and np.size(var.data) > _LABEL_ELEMENTS:
+        with np.printoptions(threshold=_LABEL_ELEMENTS):
+            return str(var)
+    return str(var)
 
 
 def constant_scalar(var) -> np.generic | None:

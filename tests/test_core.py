@@ -195,7 +195,8 @@ def test_locations_name_pytensor_nodes():
 
 def test_location_labels_are_how_pytensor_prints_the_node():
     """Less the addresses in objects' reprs (an unnamed generator's), which differ in
-    each process."""
+    each process, and with the data of constants of more than 20 elements summarized
+    as numpy summarizes large arrays (the edges), not formatted element by element."""
     import re
 
     from pytensor.graph.traversal import io_toposort
@@ -211,6 +212,16 @@ def test_location_labels_are_how_pytensor_prints_the_node():
     assert any(" at 0x" in str(node) for node in nodes)
     for node in nodes:
         assert node_label(node) == re.sub(" at 0x[0-9a-fA-F]+", "", str(node))
+
+    for observed in (np.linspace(-1e-3, 1e3, 1000), np.arange(1000.0), np.full(300, 1.5)):
+        (node,) = io_toposort([x], [x * pt.constant(observed, name="y")])
+        assert node_label(node) == str(node)  # the same text: the cut keeps the edges
+    # Where an element between the edges sets numpy's format, only the summary has the
+    # edges' own.
+    observed[150] = 1e5
+    (node,) = io_toposort([x], [x * pt.constant(observed, name="y")])
+    assert str(node) == "Mul(x, y{[1.5e+00 1 ... 0 1.5e+00]})"
+    assert node_label(node) == "Mul(x, y{[1.5 1.5 1 ... 5 1.5 1.5]})"
 
 
 def test_dynamic_dims_of_a_long_chain_are_read_once():
