@@ -8,6 +8,7 @@ from pytensor.link.basic import JITLinker
 from pytensor.link.utils import raise_with_op
 
 from lowering import rewrites
+from lowering._pytensor_internal import read_dimshuffle_c_code_once
 from lowering.graph import node_label
 
 # PyTensor rewrites left out: they only help the C and Numba backends, or they
@@ -143,6 +144,7 @@ def _register(name: str, **linker_options) -> Mode:
     return mode
 
 
+read_dimshuffle_c_code_once()
 STABLEHLO = _register("STABLEHLO")
 # Each multiply and add rounded on its own, as numpy does: slower on CPUs with FMA (the
 # README's "Multiply-adds and FMA" says when it matters and what it costs).

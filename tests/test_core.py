@@ -611,6 +611,41 @@ def test_mode_by_name():
         assert_same(f(np.arange(3.0)), np.exp(np.arange(3.0)) * 2)
 
 
+def test_dimshuffles_read_their_c_file_once_and_keep_their_state(monkeypatch):
+    """PyTensor 2's DimShuffle read its C file from disk per instance: the backend's
+    import lets it read it once a process (`lowering._pytensor_internal`). The instances'
+    C code, sections and the file they name are PyTensor's own (the C backend's version
+    of them too), and pickles carry the same."""
+    import pickle
+    from pathlib import Path
+
+    from pytensor.link.c.op import ExternalCOp
+    from pytensor.tensor.elemwise import DimShuffle
+
+    x = pt.matrix("x")
+    pt.expand_dims(x, 0)  # the file has been read in this process
+    reads = []
+    read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self) or read_text(self, *a, **k))
+    ops = [DimShuffle(input_ndim=2, new_order=order) for order in ((1, 0), ("x", 0, 1), (0, "x", 1))]
+    assert reads == []
+    own = DimShuffle.__new__(DimShuffle)
+    own.func_codes, own.code_sections = [], {}
+    ExternalCOp.load_c_code(own, ops[0].func_files)  # PyTensor's reading
+    assert len(reads) == 1
+    for op in ops:
+        assert op.func_files == [Path("c_code/dimshuffle.c")]
+        assert (op.func_codes, op.code_sections) == (own.func_codes, own.code_sections)
+        assert op.func_codes is not own.func_codes and op.code_sections is not own.code_sections
+
+    for op in ops:
+        again = pickle.loads(pickle.dumps(op))
+        assert again == op
+        assert (again.func_files, again.func_codes, again.code_sections) == (op.func_files, own.func_codes, own.code_sections)
+        assert again.c_code_cache_version() == op.c_code_cache_version()
+    assert len(reads) == 1
+
+
 def test_shared_variable_updates():
     state = pytensor.shared(np.zeros(3), name="state")
     step = pt.vector("step")
