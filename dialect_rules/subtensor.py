@@ -781,7 +781,26 @@ def _advanced_read(ctx, node, x, entries):
 
 @register_lowering(AdvancedIncSubtensor1)
 def lower_advanced_inc_subtensor1(ctx, node, x, y, indices):
+    _refuse_runtime_broadcasting(ctx, node, x, y, indices)
     return _advanced_write(ctx, node, x, y, [_integer_entry(node.inputs[2], indices)])
+
+
+def _refuse_runtime_broadcasting(ctx, node, x, y, indices) -> None:
+    """AdvancedIncSubtensor1 does not broadcast y along a dim its type leaves unknown:
+    where such a dim of y has length 1 at run time and `x[indices]`'s dim against it
+    (the number of indices, then x's dims after the first, aligned from the right) does
+    not, the call raises PyTensor's ValueError. (PyTensor's perform also compares y's
+    first dim with x's first, so it refuses `x[[i]] += y` for a y of one row; that
+    increments the row here, as numpy does.)"""
+    targets = [shape_of(indices)[0], *shape_of(x)[1:]]
+    flags = []
+    for d, (known, broadcastable) in zip(shape_of(y)[::-1], zip(static_shape(y.type)[::-1], node.inputs[1].broadcastable[::-1])):
+        target = targets.pop()
+        if known is None and not broadcastable and not (isinstance(target, int) and target == 1):
+            flags.append(hlo.and_(compare(dim_value(d), dim_value(1), "EQ"), compare(dim_value(target), dim_value(1), "NE")))
+        if not targets:
+            break
+    _raise_if(ctx, flags, ValueError, AdvancedIncSubtensor1._runtime_broadcast_error_msg)
 
 
 @register_lowering(AdvancedIncSubtensor)

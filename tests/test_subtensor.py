@@ -494,6 +494,42 @@ def test_writes_broadcast_y():
     compare_with_py([x, row, iv], outs, [np.zeros((4, 3)), np.arange(1.0, 4.0)[None], np.array([0, 0, 3])])
 
 
+@pytest.mark.parametrize("set_instead_of_inc", [False, True])
+def test_advanced_inc_subtensor1_refuses_run_time_broadcasting(set_instead_of_inc):
+    """AdvancedIncSubtensor1 (what `x[iv] += y` becomes after the rewrites) raises
+    PyTensor's ValueError where a dim of y its type leaves unknown has length 1 at run
+    time and would be broadcast; it broadcast silently before."""
+    from pytensor.tensor.subtensor import advanced_inc_subtensor1, advanced_set_subtensor1
+
+    write = advanced_set_subtensor1 if set_instead_of_inc else advanced_inc_subtensor1
+    x, y, iv = pt.matrix("x"), pt.matrix("y"), pt.lvector("iv")
+    out = write(x, y, iv)
+    assert type(out.owner.op).__name__ == "AdvancedIncSubtensor1"
+
+    def values(x_shape, y_shape, indices):
+        return [np.zeros(x_shape), np.arange(1.0, 1.0 + np.prod(y_shape)).reshape(y_shape), np.array(indices, dtype=np.int64)]
+
+    compare_each_with_py([x, y, iv], out, [
+        values((4, 3), (2, 3), [0, 0]), values((4, 3), (3, 3), [1, 3, 1]), values((1, 3), (1, 3), [0]),
+        values((4, 1), (2, 1), [2, -1]), values((4, 3), (0, 3), []),
+    ])
+    f = pytensor.function([x, y, iv], out, mode="STABLEHLO")
+    reference = pytensor.function([x, y, iv], out, mode=PY_MODE)
+    for case in (values((4, 3), (1, 3), [0, 2]), values((4, 3), (2, 1), [0, 2]), values((4, 3), (1, 1), [1]),
+                 values((1, 3), (1, 1), [0])):
+        for fn in (f, reference):
+            with pytest.raises(ValueError, match="Runtime broadcasting not allowed"):
+                fn(*case)
+    # PyTensor's perform also compares y's first dim with x's first, and refuses one row
+    # written at one index; numpy writes it.
+    case = values((4, 3), (1, 3), [2])
+    with pytest.raises(ValueError, match="Runtime broadcasting not allowed"):
+        reference(*case)
+    want = case[0].copy()
+    want[[2]] = case[1] if set_instead_of_inc else want[[2]] + case[1]
+    np.testing.assert_array_equal(f(*case), want)
+
+
 def test_inc_with_ignore_duplicates():
     x = pt.vector("x")
     iv = pt.lvector("iv")
