@@ -51,7 +51,7 @@ from lowering.builders import (
 )
 from dialect_rules.subtensor import nonzero
 from lowering.errors import UnsupportedParameterError
-from lowering.graph import constant_int
+from lowering.graph import constant_int, node_label
 from lowering.registry import register_lowering
 
 
@@ -160,6 +160,8 @@ def lower_split(ctx, node, x, axis, splits):
     count = node.op.len_splits
     if isinstance(node.inputs[2], Constant):
         sizes = [int(s) for s in np.asarray(node.inputs[2].data)]
+        if any(s < 0 for s in sizes):  # PyTensor types such an output with a negative length
+            raise ValueError(f"Split sizes cannot be negative (node: {node_label(node)})")
     else:
         (length,) = shape_of(splits)
         splits = convert(splits, "int64")

@@ -201,6 +201,19 @@ def test_split_sizes_from_scalar_inputs_and_errors():
         fn(np.ones((2, 5)), 6, -1)
 
 
+def test_negative_constant_split_sizes_are_refused_by_name():
+    """PyTensor types the output of a negative constant size with that length (-1), which
+    no tensor type holds: the build raises Split's own message, naming the node (it
+    raised MLIR's "invalid tensor dimension size")."""
+    x = pt.matrix("x")
+    outputs = pt.split(x, [5, -1], n_splits=2, axis=0)
+    assert outputs[1].type.shape[0] == -1
+    with pytest.raises(ValueError, match=r"Split sizes cannot be negative \(node: Split\{2\}\(x, 0, \[ 5 -1\]\)\)"):
+        pytensor.function([x], outputs, mode="STABLEHLO")
+    with pytest.raises(ValueError, match="Split sizes cannot be negative"):
+        pytensor.function([x], outputs, mode=PY_MODE)(np.ones((4, 6)))
+
+
 def test_split_sizes_from_a_vector_of_unknown_length():
     """Split.perform's checks, in its order: the vector's length, the sum, the signs."""
     x, s = pt.vector("x"), pt.lvector("s")
