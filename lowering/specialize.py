@@ -108,32 +108,61 @@ class RuntimeDims:
     make them, and a run's values refine the module to static shapes."""
 
     module_text: str
-    targets: tuple[tuple[int, int], ...]  # (op index in @main's body, operand index)
+    # The measured values: (n, r), result r of the n-th op of @main's body, or (-1, i),
+    # @main's i-th argument.
+    targets: tuple[tuple[int, int], ...]
 
 
 def runtime_dims(module: ir.Module) -> RuntimeDims | None:
-    """The shape operands computed in @main that the remaining `?` dims come from and
-    that a probe can compute (nothing they depend on has a `?` dim); None when there
-    are none. Sizes that depend on other measured sizes are measured in a next round."""
+    """The values computed in @main that the remaining `?` dims come from (shape
+    operands) and that a probe can compute (nothing they depend on has a `?` dim);
+    None when there are none. Sizes that depend on other measured sizes are measured in
+    a next round. A shape operand of an op inside a loop or a branch counts where it is
+    a value of @main's body that the region reads (a prefix sum's loop over a run-time
+    length)."""
     block = main_function(module).regions[0].blocks[0]
     computable = {a: not _DYNAMIC_TYPE.search(str(a.type)) for a in block.arguments}
-    targets = []
+    where = {a: (-1, i) for i, a in enumerate(block.arguments)}
+    targets = {}
+
+    def add_targets(op) -> None:
+        name = op.operation.name
+        if name in _SHAPE_OPERANDS and op.results and _DYNAMIC_TYPE.search(str(op.results[0].type)):
+            operands = list(op.operands)
+            for k in _SHAPE_OPERANDS[name]:
+                v = operands[k]
+                if computable.get(v, False) and not _is_constant(v):
+                    targets.setdefault(where[v], None)
+
     for n, op in enumerate(block.operations):
         operands = list(op.operands)
         ok = all(computable.get(v, False) for v in operands)
         if ok and len(op.regions):
             ok = not _DYNAMIC_TYPE.search(str(op))
-        for r in op.results:
+        for i, r in enumerate(op.results):
             computable[r] = ok and not _DYNAMIC_TYPE.search(str(r.type))
-        name = op.operation.name
-        if name in _SHAPE_OPERANDS and op.results and not computable[op.results[0]]:
-            targets += [
-                (n, k) for k in _SHAPE_OPERANDS[name]
-                if computable.get(operands[k], False) and not _is_constant(operands[k])
-            ]
+            where[r] = (n, i)
+        add_targets(op)
+        for region in op.regions:
+            for inner_block in region.blocks:
+                for inner in inner_block.operations:
+                    _walk(inner, add_targets)
     if not targets:
         return None
     return RuntimeDims(str(module), tuple(targets))
+
+
+def _walk(op, visit) -> None:
+    visit(op)
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                _walk(inner, visit)
+
+
+def _target_values(block, targets) -> list[ir.Value]:
+    ops = list(block.operations)
+    return [block.arguments[r] if n < 0 else ops[n].results[r] for n, r in targets]
 
 
 def _is_constant(v: ir.Value) -> bool:
@@ -146,7 +175,7 @@ def probe_module(dims: RuntimeDims, context: ir.Context) -> ir.Module:
         module = ir.Module.parse(dims.module_text)
         fn = main_function(module)
         ops = list(fn.regions[0].blocks[0].operations)
-        values = [ops[n].operands[k] for n, k in dims.targets]
+        values = _target_values(fn.regions[0].blocks[0], dims.targets)
         with ir.InsertionPoint(ops[-1]):
             func.return_(values)
         ops[-1].operation.erase()
@@ -163,11 +192,13 @@ def bind_runtime_dims(dims: RuntimeDims, context: ir.Context, measured) -> ir.Mo
     """The module with the measured shape operands as constants, refined again."""
     with context, ir.Location.unknown():
         module = ir.Module.parse(dims.module_text)
-        ops = list(main_function(module).regions[0].blocks[0].operations)
-        for (n, k), value in zip(dims.targets, measured, strict=True):
-            op = ops[n]
-            with ir.InsertionPoint(op):
-                op.operands[k] = hlo.constant(dense_attr(np.asarray(value)))
+        block = main_function(module).regions[0].blocks[0]
+        first = list(block.operations)[0]
+        for target, value in zip(_target_values(block, dims.targets), measured, strict=True):
+            # every use, those inside loops and branches too, reads the measured value
+            with ir.InsertionPoint(first):
+                constant = hlo.constant(dense_attr(np.asarray(value)))
+            target.replace_all_uses_with(constant)
         run_pipeline(module, SHAPE_TO_STABLEHLO)
         for _ in range(_MAX_FOLD_ROUNDS):
             run_pipeline(module, FOLD_AND_REFINE)

@@ -361,6 +361,17 @@ def test_nonzero(dtype):
     compare_with_py([y], pt.nonzero(y), [np.array([0.0, np.nan, -0.0, 1e-300, 2.0])])
 
 
+def test_nonzero_of_a_condition_sized_by_a_scalar_input():
+    """`tril_indices_from(m, k)`: nonzero of a comparison with `arange(-k, n - k)`, whose
+    length the module measures from k, and whose count's prefix sum is a loop over that
+    length. The loop read the measured length as a value of @main that the measuring
+    left alone, and the call raised "some output shapes could not be determined"."""
+    m, k = pt.matrix("m", dtype="int32"), pt.iscalar("k")
+    outputs = [*pt.tril_indices_from(m, k), *pt.triu_indices_from(m, k),
+               *pt.nonzero(pt.arange(m.shape[0])[:, None] >= pt.arange(-k, m.shape[1] - k)[None, :])]
+    compare_each_with_py([m, k], outputs, [[np.ones(shape, dtype="int32"), np.int32(offset)]
+                                           for shape in ((10, 10), (10, 7), (3, 5), (0, 4)) for offset in (0, 1, -2)])
+
 def test_advanced_non_contiguous_and_empty():
     x = pt.matrix("x")
     iv = pt.lvector("iv")
