@@ -794,12 +794,11 @@ def _refuse_runtime_broadcasting(ctx, node, x, y, indices) -> None:
     increments the row here, as numpy does.)"""
     targets = [shape_of(indices)[0], *shape_of(x)[1:]]
     flags = []
-    for d, (known, broadcastable) in zip(shape_of(y)[::-1], zip(static_shape(y.type)[::-1], node.inputs[1].broadcastable[::-1])):
-        target = targets.pop()
+    dims = zip(shape_of(y), static_shape(y.type), node.inputs[1].broadcastable, strict=True)
+    for (d, known, broadcastable), target in zip(reversed(list(dims)), reversed(targets)):
         if known is None and not broadcastable and not (isinstance(target, int) and target == 1):
-            flags.append(hlo.and_(compare(dim_value(d), dim_value(1), "EQ"), compare(dim_value(target), dim_value(1), "NE")))
-        if not targets:
-            break
+            one = dim_value(1)
+            flags.append(hlo.and_(compare(dim_value(d), one, "EQ"), compare(dim_value(target), one, "NE")))
     _raise_if(ctx, flags, ValueError, AdvancedIncSubtensor1._runtime_broadcast_error_msg)
 
 
