@@ -69,6 +69,23 @@ print_ir("constant_index_runtime_size", [x], x[np.array([3, 1, 0])])
 # CHECK-NEXT: stablehlo.add %[[CUR]], %[[UPD]]
 print_ir("scatter_add", [s, iv], pt.inc_subtensor(s[iv], 1.0))
 
+# AdvancedIncSubtensor1 does not broadcast y along a dim its type leaves unknown: one
+# flag, y's rows of length 1 against more than one index, or its columns of length 1
+# (x's are 5), raises PyTensor's ValueError at the call; beside it, the indices' range.
+# CHECK-LABEL: TEST: inc1_runtime_broadcast opt
+# CHECK: %[[COLS:.*]] = stablehlo.get_dimension_size %arg1, dim = 1
+# CHECK: %[[ROWS:.*]] = stablehlo.get_dimension_size %arg1, dim = 0
+# CHECK: %[[N:.*]] = stablehlo.get_dimension_size %arg2, dim = 0
+# CHECK: %[[WIDE:.*]] = stablehlo.compare EQ, %{{.*}}, %[[ONE:.*]], SIGNED
+# CHECK: %[[TALL:.*]] = stablehlo.compare EQ, %{{.*}}, %[[ONE]], SIGNED
+# CHECK: %[[MANY:.*]] = stablehlo.compare NE, %{{.*}}, %[[ONE]], SIGNED
+# CHECK: %[[BOTH:.*]] = stablehlo.and %[[TALL]], %[[MANY]]
+# CHECK: stablehlo.or %[[WIDE]], %[[BOTH]]
+# CHECK: return %{{.*}}, %{{.*}} : tensor<4x5xf64>, tensor<2xi1>
+from pytensor.tensor.subtensor import advanced_inc_subtensor1  # noqa: E402
+
+print_ir("inc1_runtime_broadcast", [s, x, iv], advanced_inc_subtensor1(s, x, iv))
+
 # set_subtensor: the combiner returns the update.
 # CHECK-LABEL: TEST: scatter_set raw
 # CHECK: "stablehlo.scatter"
