@@ -83,7 +83,7 @@ def full_convolution(a, v, dtype, real_only=False):
         pad = ir.DenseIntElementsAttr.get(np.array([[k - 1, k - 1] for k in ks], dtype=np.int64))
         out = hlo.convolution(out_type, lhs, rhs, numbers, batch, 1, padding=pad, precision_config=highest)
     else:
-        edges = [reshape(dim_sub(k, 1), [1, 1]) for k in ks]
+        edges = [reshape(dim_value(dim_sub(k, 1)), [1, 1]) for k in ks]  # (some k may be static)
         pad = hlo.concatenate([hlo.concatenate([e, e], 1) for e in edges], 0)
         out = hlo.dynamic_conv(out_type, lhs, rhs, pad, numbers, batch, 1, precision_config=highest)
     return convert(reshape(out, [batch, *lengths]), dtype), ns, ks, lengths

@@ -191,3 +191,18 @@ def test_integer_convolutions_are_refused_when_lowered_for_cuda():
     a = pt.tensor("a", dtype="int32", shape=(None,))
     with pytest.raises(UnsupportedParameterError, match=r"int32 input on platform 'cuda'.*no integer convolution"):
         lower(FunctionGraph([a], [convolve1d(a, a)], clone=True), options=LoweringOptions(platform="cuda"))
+
+
+def test_convolve2d_with_a_kernel_of_some_static_dims():
+    """A kernel whose rows are static and columns not (`expand_dims` of a run-time
+    vector, PyTensor's own test_batched_1d_agrees_with_2d_row_filter): the padding of the
+    run-time dims was built from the static ones too, which are plain ints there, and
+    lowering raised AttributeError."""
+    data, kernel = pt.matrix("data"), pt.vector("kernel")
+    row = pt.expand_dims(kernel, 0)
+    assert row.type.shape == (1, None)
+    outputs = [convolve2d(data, row, mode=mode, method=method) for mode in ("full", "valid", "same")
+               for method in ("direct", "fft")]
+    compare_each_with_py([data, kernel], [*outputs, convolve1d(data[0], kernel)],
+                         [[np.arange(24.0).reshape(3, 8), np.array([1.0, -2.0, 0.5])],
+                          [np.ones((2, 6)), np.arange(5.0)]])

@@ -2,7 +2,7 @@
 # np.convolve as one stablehlo.convolution of the reversed kernel (XLA correlates); "valid"
 # slices the middle of "full"; Blockwise batches are feature groups of the same convolution.
 import pytensor.tensor as pt
-from pytensor.tensor.signal import convolve1d
+from pytensor.tensor.signal import convolve1d, convolve2d
 
 from ir_printing import print_ir
 
@@ -47,3 +47,15 @@ from lowering import LoweringOptions  # noqa: E402
 
 c, w = pt.vector("c", shape=(6,), dtype="complex64"), pt.vector("w", shape=(3,), dtype="complex64")
 print_ir("complex_for_cuda", [c, w], [convolve1d(c, w, mode="full")], options=LoweringOptions(platform="cuda"))
+
+# A kernel with static rows and run-time columns (`expand_dims` of a vector): the padding
+# operand holds the static dim's edge (0) beside the run-time one's, a (2, 2) constant-and-
+# computed pad for one dynamic_conv.
+# CHECK-LABEL: TEST: row_kernel raw
+# CHECK: %[[ROWS:.*]] = stablehlo.concatenate %[[ZERO:.*]], %[[ZERO]], dim = 1 : (tensor<1x1xi64>, tensor<1x1xi64>) -> tensor<1x2xi64>
+# CHECK: %[[COLS:.*]] = stablehlo.concatenate %[[EDGE:.*]], %[[EDGE]], dim = 1 : (tensor<1x1xi64>, tensor<1x1xi64>) -> tensor<1x2xi64>
+# CHECK: %[[PAD:.*]] = stablehlo.concatenate %[[ROWS]], %[[COLS]], dim = 0 : (tensor<1x2xi64>, tensor<1x2xi64>) -> tensor<2x2xi64>
+# CHECK: "stablehlo.dynamic_conv"(%{{.*}}, %{{.*}}, %[[PAD]])
+# CHECK-SAME: (tensor<1x1x3x8xf64>, tensor<1x1x1x?xf64>, tensor<2x2xi64>) -> tensor<1x1x3x?xf64>
+d8, kv = pt.matrix("d8", shape=(3, 8)), pt.vector("kv")
+print_ir("row_kernel", [d8, kv], [convolve2d(d8, pt.expand_dims(kv, 0), mode="full")], raw=True)
