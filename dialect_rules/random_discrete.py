@@ -53,6 +53,7 @@ from lowering.builders import (
     full_like,
     iota,
     ir_constant,
+    is_inf,
     is_nan,
     polynomial_log,
     polynomial_log1p,
@@ -434,19 +435,29 @@ def _sampler(*op_classes, checks=None, counts=(), checks_see_draws=False):
     uint64 one raises its TypeError at every call."""
     def all_checks(ctx, node, *params, **drawing):
         for i in counts:
-            _count_type_check(ctx, node, node.inputs[2 + i].type)
+            _count_type_check(ctx, node, node.inputs[2 + i].type, params[i])
         if checks is not None:
             checks(ctx, node, *(convert(p, I64) if i in counts else p for i, p in enumerate(params)), **drawing)
 
     return register_sampler(*op_classes, checks=all_checks, checks_see_draws=checks_see_draws)
 
 
-def _count_type_check(ctx, node, t):
+def _count_type_check(ctx, node, t, count):
     if np.can_cast(t.dtype, np.int64, "safe"):
         return
-    # PyTensor hands numpy's multinomial one n at a time.
-    scalar = t.ndim == 0 or isinstance(node.op, rv.MultinomialRV)
-    what = "scalar" if scalar else "array data"
+    if isinstance(node.op, rv.MultinomialRV) and (t.ndim > 0 or node.inputs[3].type.ndim > 1):
+        # PyTensor's perform hands numpy's multinomial one n at a time, a numpy scalar,
+        # which it converts as int() does: truncated (the sampler's convert), and
+        # refused only where int() would be.
+        if t.dtype.startswith("uint"):  # (the checks get it as int64: past 2**63, negative)
+            too_large = compare(count, full_like(count, 0), "LT")
+        else:
+            require(ctx, is_nan(count), "cannot convert float NaN to integer")
+            require(ctx, is_inf(count), "cannot convert float infinity to integer", OverflowError)
+            too_large = compare(hlo.abs(count), full_like(count, 2.0**63), "GE")
+        require(ctx, too_large, "Python int too large to convert to C long", OverflowError)
+        return
+    what = "scalar" if t.ndim == 0 else "array data"
     message = f"Cannot cast {what} from dtype('{t.dtype}') to dtype('int64') according to the rule 'safe'"
     require(ctx, ir_constant(True), message, TypeError)
 

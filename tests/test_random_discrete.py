@@ -304,6 +304,35 @@ def test_multinomial_errors(n, row):
     _same_error("multinomial", counts, p)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "uint64"])
+def test_multinomial_counts_of_other_dtypes_as_the_python_mode_takes_them(dtype):
+    """PyTensor's perform hands numpy's multinomial one n at a time, a numpy scalar, which
+    numpy converts as int() does: a float n is truncated, and refused where int() refuses
+    it (NaN, infinity, past int64); a uint64 one past int64 too. A 0-d n with one p
+    vector reaches numpy as a 0-d array, refused for its type. Both were refused here
+    for their type (PyTensor's xtensor tests draw with a float n)."""
+    n = pt.vector("n", dtype=dtype)
+    rng = pytensor.shared(np.random.default_rng(0))
+    out = pt.random.multinomial(n, np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), rng=rng)
+    ours = pytensor.function([n], out, mode="STABLEHLO")
+    python = pytensor.function([n], out, mode=PY_MODE)
+    good = [[5, 7]] if dtype == "uint64" else [[5.5, 10.9], [-0.5, 3.0], [0.0, 2.0**40]]
+    for counts in good:  # one-hot rows: the draws are the counts, whatever the stream
+        np.testing.assert_array_equal(ours(np.array(counts, dtype=dtype)), python(np.array(counts, dtype=dtype)))
+    bad = [[2**63 + 1, 1]] if dtype == "uint64" else [[-1.5, 3.0], [NAN, 1.0], [np.inf, 1.0], [1e19, 1.0]]
+    for counts in bad:
+        values = np.array(counts, dtype=dtype)
+        with pytest.raises((ValueError, OverflowError)) as theirs:
+            python(values)
+        with pytest.raises(theirs.type) as got:
+            ours(values)
+        assert _message(got.value) == _message(theirs.value)
+    n0 = pt.scalar("n0", dtype=dtype)
+    scalar_n = pytensor.function([n0], pt.random.multinomial(n0, np.array([0.5, 0.5]), rng=rng), mode="STABLEHLO")
+    with pytest.raises(TypeError, match=rf"Cannot cast scalar from dtype\('{dtype}'\) to dtype\('int64'\)"):
+        scalar_n(np.array(5, dtype=dtype))
+
+
 INTEGERS = [(-3, 7), (0, 1), (-(2**63), 2**63 - 1), (0, 2**63 - 1), (2**62, 2**63 - 1), (-5, 3 * 2**61 - 5)]
 
 
