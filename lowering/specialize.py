@@ -125,14 +125,15 @@ def runtime_dims(module: ir.Module) -> RuntimeDims | None:
     where = {a: (-1, i) for i, a in enumerate(block.arguments)}
     targets = {}
 
-    def add_targets(op) -> None:
-        name = op.operation.name
+    def add_targets(op):
+        name = op.name
         if name in _SHAPE_OPERANDS and op.results and _DYNAMIC_TYPE.search(str(op.results[0].type)):
             operands = list(op.operands)
             for k in _SHAPE_OPERANDS[name]:
                 v = operands[k]
                 if computable.get(v, False) and not _is_constant(v):
                     targets.setdefault(where[v], None)
+        return ir.WalkResult.ADVANCE
 
     for n, op in enumerate(block.operations):
         operands = list(op.operands)
@@ -142,22 +143,10 @@ def runtime_dims(module: ir.Module) -> RuntimeDims | None:
         for i, r in enumerate(op.results):
             computable[r] = ok and not _DYNAMIC_TYPE.search(str(r.type))
             where[r] = (n, i)
-        add_targets(op)
-        for region in op.regions:
-            for inner_block in region.blocks:
-                for inner in inner_block.operations:
-                    _walk(inner, add_targets)
+        op.operation.walk(add_targets)  # the op and those in its regions
     if not targets:
         return None
     return RuntimeDims(str(module), tuple(targets))
-
-
-def _walk(op, visit) -> None:
-    visit(op)
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                _walk(inner, visit)
 
 
 def _target_values(block, targets) -> list[ir.Value]:
