@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 from jax.extend.mlir import ir
+from pytensor.compile.ops import DeepCopyOp, ViewOp
 
 from lowering._jax_internal import make_ir_context
 from lowering.builders import dim_trace_memo
@@ -154,6 +155,12 @@ class RngPlan:
         self.outputs = tuple(
             (j, _rng_source(out, inputs)) for j, out in enumerate(fgraph.outputs) if is_rng_type(out.type)
         )
+        # Outputs that are a constant Generator itself (constant folding leaves
+        # `default_rng(3)` so): a copy of it, as PyTensor's DeepCopyOp returns.
+        self.constants = {
+            j: gen for j, out in enumerate(fgraph.outputs)
+            if is_rng_type(out.type) and (gen := _constant_generator(out)) is not None
+        }
         updates = _updates(fgraph)
         self.in_place = frozenset(i for j, i in self.outputs if i is not None and updates.get(j) == i)
         # Inputs left as they were whose advanced copy some output returns.
@@ -161,6 +168,14 @@ class RngPlan:
 
     def __bool__(self) -> bool:
         return bool(self.inputs or self.outputs)
+
+
+def _constant_generator(var) -> np.random.Generator | None:
+    """The Generator `var` is, through copies and views of a constant; else None."""
+    while var.owner is not None and isinstance(var.owner.op, DeepCopyOp | ViewOp):
+        (var,) = var.owner.inputs
+    data = getattr(var, "data", None) if var.owner is None else None
+    return data if isinstance(data, np.random.Generator) else None
 
 
 def _rng_source(var, inputs: dict) -> int | None:

@@ -116,6 +116,9 @@ def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> fun
         with ir.InsertionPoint(block):
             results = lower_graph(ctx, inputs, outputs, list(block.arguments))
             _refuse_sparse(outputs)
+            # a constant Generator as an output: the module returns its key, as it does
+            # for a Generator computed in it (`api.RngPlan` says what the call returns)
+            results = [_generator_key(ctx, r) if isinstance(r, np.random.Generator) else r for r in results]
             # Error flags: a private function returns each (its caller re-raises them);
             # @main returns one i1 vector, read back once per call by the runtime.
             if not public:
@@ -130,6 +133,12 @@ def lower_function(ctx, inputs, outputs, name: str, public: bool = False) -> fun
         ir.FunctionType.get([a.type for a in block.arguments], [r.type for r in results])
     )
     return fn
+
+
+def _generator_key(ctx, generator: np.random.Generator) -> ir.Value:
+    from lowering.runtime import peek_key  # (the runtime imports the graph walker)
+
+    return ctx.constant(peek_key(generator))
 
 
 def _refuse_sparse(outputs) -> None:

@@ -171,7 +171,10 @@ class Compiled:
             args, generators = rng_keys(self._rng, args)
             results = self._run(args)
             for j, i in self._rng.outputs:
-                results[j] = generators[i] if i is not None else generator_from_key(results[j])
+                if j in self._rng.constants:
+                    results[j] = copy_generator(self._rng.constants[j])
+                else:
+                    results[j] = generators[i] if i is not None else generator_from_key(results[j])
         for j in self._scalar_outputs:  # a numpy scalar, as ScalarType's perform gives
             results[j] = results[j][()]
         return results

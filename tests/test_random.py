@@ -671,3 +671,24 @@ def test_a_generator_output_from_either_of_two_inputs_is_seeded_from_the_key():
     again, _ = f(1, g1, g2)
     assert isinstance(chosen, np.random.Generator) and chosen.random() == again.random()
     assert not np.array_equal(f(1, chosen, g2)[1], x)
+
+
+def test_a_constant_generator_output_is_a_copy_of_it():
+    """`function([], default_rng(3))`: constant folding leaves DeepCopyOp(<Generator>) as
+    the output, which reached MLIR as a Python object ("Operand 0 of operation
+    func.return must be a Value"). It returns a copy in the constant's state, as the
+    Python mode does, each call a new one; draws from the constant are unchanged."""
+    from pytensor.tensor.random.op import default_rng
+    from pytensor.tensor.random.type import random_generator_type
+
+    rng = default_rng(3)
+    f = pytensor.function([], [rng, pt.random.normal(size=3, rng=rng)], mode="STABLEHLO")
+    assert isinstance(f.maker.fgraph.outputs[0].owner.inputs[0], pytensor.graph.basic.Constant)
+    first, x = f()
+    python, _ = pytensor.function([], [rng, pt.random.normal(size=3, rng=rng)], mode=PY_MODE)()
+    for got in (first, python):
+        assert random_generator_type.values_eq(got, np.random.default_rng(3))
+    first.random()
+    second, y = f()
+    assert second is not first and random_generator_type.values_eq(second, np.random.default_rng(3))
+    np.testing.assert_array_equal(x, y)
