@@ -9,9 +9,10 @@ from pytensor.tensor.elemwise import DimShuffle
 
 # PyTensor 2.x's DimShuffle is an ExternalCOp, whose constructor resolves the path of its
 # C file (realpath: a system call per path component) and reads and parses the file, for
-# every instance. Rewriting makes dozens (eight schools: 81, half of them lifting one
-# expand_dims through a gradient's sums), about 0.1 ms each: 10-15% of a small model's
-# build, in every backend. PyTensor 3 inlined the C code (pymc-devs/pytensor#2292); here
+# every instance. Rewriting makes dozens (eight schools: 81, 38 of them in two calls of
+# local_reshape_to_dimshuffle lifting an expand_dims through a gradient's sums), about
+# 0.1 ms each: 5-12% of a small model's warm build (benchmarks/README.md), in every backend.
+# PyTensor 3 inlined the C code (pymc-devs/pytensor#2292); here
 # each file is read once a process. Instances keep their state as before (the relative
 # path included), so pickles are unchanged.
 _C_CODE: dict[tuple, tuple[list[str], dict[str, str]]] = {}
