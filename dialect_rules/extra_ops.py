@@ -1,5 +1,5 @@
 """extra_ops: CumOp, SearchsortedOp, FillDiagonal(Offset), Bartlett, Repeat,
-UnravelIndex, RavelMultiIndex, Unique.
+UnravelIndex, RavelMultiIndex, Unique, CpuContiguous.
 
 CumOp: numpy accumulates small integers and bools in int64 and PyTensor's output type
 keeps the input dtype, so the result is numpy's modulo the dtype: a wrapping scan in
@@ -14,6 +14,7 @@ from jax.extend.mlir import ir
 from pytensor.graph.basic import Constant
 from pytensor.tensor.extra_ops import (
     Bartlett,
+    CpuContiguous,
     CumOp,
     FillDiagonal,
     FillDiagonalOffset,
@@ -55,6 +56,11 @@ from lowering.builders import (
 )
 from lowering.regions import any_true, cumulative, fold, prefix_scan, scatter_indexed, sort, while_loop
 from lowering.registry import register_lowering
+
+@register_lowering(CpuContiguous)
+def lower_cpu_contiguous(ctx, node, x):
+    return x  # XLA decides layouts; every result it returns is a C-contiguous array
+
 
 _COMBINE = {
     ("add", False): (hlo.add, 0),

@@ -23,7 +23,7 @@ Writes (`set_subtensor`, `inc_subtensor`): basic indices give `dynamic_update_sl
 update (set). With repeated indices in a set, StableHLO leaves which update wins
 unspecified: XLA's CPU backend applies them in order, so the last wins as in numpy; on
 a GPU, where they race, each update is first replaced by the last one aimed at its
-position (`_set_indexed`). `ignore_duplicates` inc is a set of `x[idx] + y`, as numpy's
+position (`set_indexed`). `ignore_duplicates` inc is a set of `x[idx] + y`, as numpy's
 `x[idx] += y`. Index runs (`arange(k) + c`, or constants that are one) on two or
 more adjacent axes write a diagonal: a `select` over the array instead (`_diagonal_write`),
 which XLA fuses into its readers, so `alloc_diag`'s zeros are never built. Runs of a
@@ -75,6 +75,7 @@ from lowering.builders import (
     Dim,
     all_of,
     broadcast_in_dim,
+    broadcast_shapes,
     broadcast_to,
     compare,
     convert,
@@ -301,24 +302,24 @@ def _in_range_indices(ctx, entry: _Array, n: Dim, flags: list) -> ir.Value:
         return entry.value
     data = entry.known
     if data is None:
-        return _checked_indices(entry.value, n, flags, entry.unsigned)
+        return checked_indices(entry.value, n, flags, entry.unsigned)
     if data.size == 0:
         return entry.value
     lo, hi = int(data.min()), int(data.max())
     if isinstance(n, int):
         if not -n <= lo <= hi < n:
-            return _checked_indices(entry.value, n, flags, entry.unsigned)
+            return checked_indices(entry.value, n, flags, entry.unsigned)
         if lo >= 0:
             return entry.value
         signed = data.astype(np.int64)
         return ctx.constant(np.where(signed < 0, signed + n, signed))
     if lo < 0 or hi > np.iinfo(np.int64).max:
-        return _checked_indices(entry.value, n, flags, entry.unsigned)
+        return checked_indices(entry.value, n, flags, entry.unsigned)
     flags.append(compare(_i64(hi), dim_value(n), "GE"))
     return entry.value
 
 
-def _checked_indices(index: ir.Value, n: Dim, flags: list, unsigned=False) -> ir.Value:
+def checked_indices(index: ir.Value, n: Dim, flags: list, unsigned=False) -> ir.Value:
     """numpy's wrapped indices along an axis of size `n`; appends an out-of-range flag."""
     if not unsigned:
         index = _wrap(index, n)
@@ -369,7 +370,7 @@ def _index_range(ctx, index, n, axis, flags) -> _Range:
             raise IndexError(f"index {index} is out of bounds for axis {axis} with size 0")
         flags.append(ir_constant(np.True_))
         return _Range(0, 1, drop=True)
-    return _Range(_checked_indices(dim_value(index), n, flags), 1, drop=True)
+    return _Range(checked_indices(dim_value(index), n, flags), 1, drop=True)
 
 
 def _slice_range(ctx, entry: _Slice, n: Dim) -> _Range:
@@ -636,31 +637,6 @@ def _plan(ctx, x, entries) -> _Plan:
     return _Plan(x, ranges, [layout[j] for j in advanced], front, expanded)
 
 
-def _broadcast_shape(arrays) -> list[Dim]:
-    """The broadcast shape of the index arrays, numpy's: a static size wins; among sizes
-    known only at run time (a mask's True count among them), the first that is not 1 at
-    run time, so that a 1 broadcasts, also to 0 (a mismatch fails when the call is
-    specialized)."""
-    rank = max(len(static_shape(a.type)) for a in arrays)
-    dims = []
-    for d in range(rank):
-        chosen = 1
-        for a in arrays:
-            shape = static_shape(a.type)
-            k = d - (rank - len(shape))
-            if k < 0 or shape[k] == 1:
-                continue
-            if shape[k] is not None:
-                chosen = shape[k]
-                break
-            size = dim_size(a, k)
-            if not _is(chosen, 1):
-                size = select(compare(dim_value(chosen), _i64(1), "EQ"), dim_value(size), dim_value(chosen))
-            chosen = size
-        dims.append(chosen)
-    return dims
-
-
 def _index_tensor(ctx, view, plan) -> tuple[ir.Value, list[int]]:
     """The advanced arrays, checked and broadcast together, stacked on a last axis."""
     axes = [a for _, a in plan.arrays]
@@ -669,7 +645,7 @@ def _index_tensor(ctx, view, plan) -> tuple[ir.Value, list[int]]:
     _raise_out_of_range(ctx, flags)
     if len(arrays) == 1:
         return reshape(arrays[0], [*shape_of(arrays[0]), 1]), axes
-    batch = _broadcast_shape(arrays)
+    batch = broadcast_shapes(*(shape_of(a) for a in arrays))
     parts = [reshape(broadcast_to(a, batch), [*batch, 1]) for a in arrays]
     return hlo.concatenate(parts, len(batch)), axes
 
@@ -834,10 +810,10 @@ def _advanced_write(ctx, node, x, y, entries):
         out_dims, _ = gather_dims(view, axes, batch, plan.front)
         update = _update_value(node, y, out_dims, dtype)
         if op.set_instead_of_inc:
-            view = _set_indexed(ctx, view, axes, index, update, plan.front)
+            view = set_indexed(ctx, view, axes, index, update, plan.front)
         elif getattr(op, "ignore_duplicates", False):
             update = _add(gather_indexed(view, axes, index, plan.front), update)
-            view = _set_indexed(ctx, view, axes, index, update, plan.front)
+            view = set_indexed(ctx, view, axes, index, update, plan.front)
         else:
             view = scatter_indexed(view, axes, index, update, plan.front, _add_combiner)
     else:  # only slices and newaxes
@@ -906,7 +882,7 @@ def _diagonal_write(ctx, node, view, plan, y, dtype):
     return select(broadcast_in_dim(all_of(*on), shape, axes), update, view)
 
 
-def _set_indexed(ctx, view, axes, index, update, front):
+def set_indexed(ctx, view, axes, index, update, front):
     """view[index] = update, the last of repeated positions winning, as in numpy.
 
     XLA's CPU backend applies a scatter's updates in order. On a GPU they race, so there

@@ -1,5 +1,6 @@
 """Alloc, AllocEmpty, ARange, Eye, DeepCopyOp, TensorFromScalar, ScalarFromTensor,
-MakeVector, Join. Sizes may be run-time scalars: they stay `?` until a call binds them."""
+MakeVector, Join, Split, Choose, PermuteRowElements, Default. Sizes may be run-time
+scalars: they stay `?` until a call binds them."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from pytensor.tensor.basic import (
     ARange,
     Alloc,
     AllocEmpty,
+    Choose,
+    Default,
     Eye,
     ExtractDiag,
     Join,
     MakeVector,
     Nonzero,
+    PermuteRowElements,
     ScalarFromTensor,
     Split,
     TensorFromScalar,
@@ -26,9 +30,13 @@ from pytensor.tensor.basic import (
 import numpy as np
 
 from lowering.builders import (
+    Dim,
+    along_axis_index,
     all_of,
     any_of,
+    broadcast_checked,
     broadcast_in_dim,
+    broadcast_shapes,
     broadcast_to,
     compare,
     convert,
@@ -36,22 +44,29 @@ from lowering.builders import (
     dim_add,
     dim_max,
     dim_min,
+    dim_size,
+    dim_sub,
     dim_value,
     divide,
+    fit_static_dims,
     full,
     full_like,
     iota,
     ir_constant,
+    remainder,
     reshape,
     select,
     shape_of,
     slice_axis,
+    splat,
+    take_along_axis,
     transpose,
     vector_element,
 )
-from dialect_rules.subtensor import nonzero
+from dialect_rules.subtensor import checked_indices, nonzero, set_indexed
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import constant_int, node_label
+from lowering.regions import any_true
 from lowering.registry import register_lowering
 
 
@@ -260,3 +275,116 @@ def lower_nonzero(ctx, node, x):
     """np.nonzero: the coordinates of the nonzero elements, their count measured at run
     time (see `subtensor.nonzero`)."""
     return tuple(nonzero(x))
+
+
+# np.choose iterates `a` and the choices together, at most 64 arrays (NPY_MAXARGS).
+_CHOOSE_MAX_CHOICES = 63
+
+
+@register_lowering(Choose)
+def lower_choose(ctx, node, a, choices):
+    """np.choose(a, choices, mode): choices[a[I]][I] over the broadcast of `a` and one
+    choice (`choices` less its first axis); `mode` says what an index outside [0, n)
+    means: an error (raise), the index modulo n (wrap), the nearest end (clip)."""
+    mode = node.op.mode
+    n = shape_of(choices)[0]
+    ctx.runtime_check(compare(dim_value(n), dim_value(0), "EQ"), ValueError, "0-length sequence.")
+    if node.inputs[0].type.dtype == "uint64":  # numpy casts `a` to intp "safely"
+        what = "scalar" if node.inputs[0].type.ndim == 0 else "array data"
+        ctx.runtime_check(ir_constant(True), TypeError,
+                          f"Cannot cast {what} from dtype('uint64') to dtype('int64') according to the rule 'safe'")
+    ctx.runtime_check(compare(dim_value(n), dim_value(_CHOOSE_MAX_CHOICES), "GT"), ValueError,
+                      "Need at least 0 and at most 64 array objects.")
+    dims = broadcast_shapes(shape_of(a), shape_of(choices)[1:])
+    index, flags = broadcast_checked(convert(a, "int64"), dims)
+    shape = shape_of(choices)  # each choice aligned with the index on their last dims
+    choices = reshape(choices, [n, *[1] * (len(dims) + 1 - len(shape)), *shape[1:]])
+    choices, more = broadcast_checked(choices, [n, *dims])
+    if flags or more:
+        ctx.runtime_check(any_of(*flags, *more), ValueError,
+                          "shape mismatch: objects cannot be broadcast to a single shape")
+    top = splat(dim_value(dim_max(dim_sub(n, 1), 0)), index)
+    zero = full_like(index, 0)
+    if mode == "raise":
+        outside = any_true(hlo.or_(compare(index, zero, "LT"), compare(index, top, "GT")))
+        ctx.runtime_check(outside, ValueError, "invalid entry in choice array")
+    elif mode == "wrap":  # Python's modulo: the divisor's sign
+        size = splat(dim_value(n), index)
+        rest = remainder(index, size)
+        index = select(compare(rest, zero, "LT"), hlo.add(rest, size), rest)
+    index = hlo.clamp(zero, index, top)
+    return reshape(take_along_axis(choices, reshape(index, [1, *dims]), 0), dims)
+
+
+
+@register_lowering(PermuteRowElements)
+def lower_permute_row_elements(ctx, node, x, y):
+    """PermuteRowElements.perform: each row (last axis) of x reordered by the matching row
+    of y, out[..., :] = x[..., y], or with `inverse` out[..., y] = x (where y is no
+    permutation, positions it misses are 0: numpy leaves them unset). Leading dims pair
+    up, or broadcast where a type says 1; rows of length 1 broadcast."""
+    rank = node.inputs[0].type.ndim
+    if rank == 0:
+        raise UnsupportedParameterError(node, "0-d x and y", "PermuteRowElements permutes rows of at least one element")
+    mismatched, batch = [], []
+    for d, (sx, sy) in enumerate(zip(node.inputs[0].type.shape[:-1], node.inputs[1].type.shape[:-1])):
+        dx, dy = shape_of(x)[d], shape_of(y)[d]
+        if sx == 1 or sy == 1:
+            batch.append(dy if sx == 1 else dx)
+            continue
+        if not (isinstance(dx, int) and isinstance(dy, int) and dx == dy):
+            # the check raises; both cut to the shorter, so that the shapes still agree
+            mismatched.append(compare(dim_value(dx), dim_value(dy), "NE"))
+            size = dim_min(dx, dy)
+            x, y = slice_axis(x, d, 0, size), slice_axis(y, d, 0, size)
+        batch.append(shape_of(x)[d])
+    lx, ly = shape_of(x)[-1], shape_of(y)[-1]
+    one = dim_value(1)
+    mismatched.append(all_of(compare(dim_value(lx), dim_value(ly), "NE"),
+                             compare(dim_value(lx), one, "NE"), compare(dim_value(ly), one, "NE")))
+    ctx.runtime_check(any_of(*mismatched), ValueError, "Dimension mismatch")
+    if node.op.inverse:  # out[..., y] = x, of x's length (y's where x's is 1)
+        length = _if_one(lx, ly, lx)
+        ctx.runtime_check(all_of(compare(dim_value(ly), one, "EQ"), compare(dim_value(lx), one, "NE")), ValueError,
+                          "shape mismatch: value array could not be broadcast to indexing result")
+    else:
+        length = lx
+    flags = []
+    y = checked_indices(convert(y, "int64"), length, flags, node.inputs[1].type.dtype.startswith("uint"))
+    ctx.runtime_check(any_of(*flags), IndexError, "index out of bounds")
+    x = broadcast_in_dim(x, [*batch, lx], range(rank))
+    y = broadcast_in_dim(y, [*batch, ly], range(rank))
+    if not node.op.inverse:
+        rows = take_along_axis(x, y, rank - 1)
+        return broadcast_in_dim(rows, [*batch, _if_one(ly, lx, ly)], range(rank))
+    if isinstance(lx, int) and (lx == 1 or lx == ly):
+        values = broadcast_in_dim(x, [*batch, ly], range(rank))
+    else:  # x[..., min(i, lx - 1)]: x itself where lx == ly, its one element where lx == 1
+        last = splat(dim_value(dim_max(dim_sub(lx, 1), 0)), y)
+        values = take_along_axis(x, hlo.minimum(iota([*batch, ly], rank - 1, "int64"), last), rank - 1)
+    out = full(0, [*batch, length], node.outputs[0].type.dtype)
+    return set_indexed(ctx, out, list(range(rank)), along_axis_index(y, rank - 1), values, front=True)
+
+
+def _if_one(d: Dim, then: Dim, otherwise: Dim) -> Dim:
+    """`then` where the dim `d` is 1, else `otherwise` (decided when lowering if d is static)."""
+    if isinstance(d, int):
+        return then if d == 1 else otherwise
+    return select(compare(d, dim_value(1), "EQ"), dim_value(then), dim_value(otherwise))
+
+
+@register_lowering(Default)
+def lower_default(ctx, node, x, default):
+    """x, its dims checked at call time against the output's static ones. The runtime
+    takes arrays only: a None argument, the one Default replaces, is a TypeError naming
+    the input (README)."""
+    shape = node.outputs[0].type.shape
+    for i, (own, size) in enumerate(zip(node.inputs[0].type.shape, shape)):
+        if size is None or own == size:
+            continue
+        if own is not None:
+            raise ValueError(f"Default: x has static shape {node.inputs[0].type.shape}, its output "
+                             f"{shape} (node: {node_label(node)})")
+        ctx.runtime_check(compare(dim_value(dim_size(x, i)), dim_value(size), "NE"), ValueError,
+                          f"Default: dim {i} of x is not the default's {size}")
+    return fit_static_dims(x, shape)

@@ -655,6 +655,52 @@ def broadcast_to(x: ir.Value, dims: Sequence[Dim]) -> ir.Value:
     return broadcast_in_dim(x, dims, range(len(dims) - rank, len(dims)))
 
 
+def broadcast_shapes(*shapes: Sequence[Dim]) -> list[Dim]:
+    """numpy's broadcast of `shapes` (aligned on trailing dims): along each axis a static
+    size other than 1 wins; among sizes known only at run time, the first that is not 1
+    at run time, so that a 1 broadcasts, also to 0 (a mismatch fails when the call is
+    specialized, naming the node)."""
+    rank = max((len(s) for s in shapes), default=0)
+    dims = []
+    for d in range(rank):
+        chosen: Dim = 1
+        for shape in shapes:
+            k = d - (rank - len(shape))
+            if k < 0 or (isinstance(shape[k], int) and shape[k] == 1):
+                continue
+            size = shape[k]
+            if isinstance(size, int):
+                chosen = size
+                break
+            if not (isinstance(chosen, int) and chosen == 1):
+                size = select(compare(dim_value(chosen), dim_value(1), "EQ"), size, dim_value(chosen))
+            chosen = size
+        dims.append(chosen)
+    return dims
+
+
+def broadcast_checked(x: ir.Value, dims: Sequence[Dim]) -> tuple[ir.Value, list[ir.Value]]:
+    """numpy's broadcast of `x` to `dims` (`broadcast_shapes`'), with a flag for each
+    run-time size of x that is neither 1 nor the target's. Such an axis is first padded
+    or cut to 1 or the target, so that a call with those sizes reaches the check that
+    raises numpy's error, where the module's shapes would disagree; with the sizes
+    right, the pad and the cut fold away."""
+    shape = shape_of(x)
+    offset = len(dims) - len(shape)
+    flags, fitted = [], list(shape)
+    for k, size in enumerate(shape):
+        target = dims[offset + k]
+        if isinstance(size, int) or size is target:
+            continue
+        one = compare(size, dim_value(1), "EQ")
+        flags.append(all_of(compare(size, dim_value(target), "NE"), hlo.not_(one)))
+        fitted[k] = select(one, dim_value(1), dim_value(target))
+    if flags:
+        x = pad_end(x, [0 if f is s else dim_max(dim_sub(f, s), 0) for f, s in zip(fitted, shape)])
+        x = slice_dims(x, [0] * len(shape), fitted)
+    return broadcast_to(x, dims), flags
+
+
 def splat(scalar: ir.Value, like: ir.Value) -> ir.Value:
     """A 0-d `scalar` broadcast to `like`'s shape, in `like`'s dtype."""
     return broadcast_in_dim(convert(scalar, value_dtype(like)), shape_of(like), ())
@@ -830,6 +876,20 @@ def gather_indexed(x, axes, index, front):
     if is_static(sizes):
         return hlo.gather(x, index, dnums, ir.DenseI64ArrayAttr.get(sizes), results=[out_type])
     return hlo.dynamic_gather(x, index, shape_tensor(sizes), dnums, results=[out_type])
+
+
+def along_axis_index(index: ir.Value, axis: int) -> ir.Value:
+    """The positions np.take_along_axis reads, as `gather_indexed` takes them: `index`
+    along `axis`, each element's own coordinate along the others (shape (*index's, rank))."""
+    dims = list(shape_of(index))
+    coords = [reshape(index, [*dims, 1]) if k == axis else iota([*dims, 1], k, I64) for k in range(len(dims))]
+    return hlo.concatenate(coords, len(dims))
+
+
+def take_along_axis(x: ir.Value, index: ir.Value, axis: int) -> ir.Value:
+    """np.take_along_axis: out[..., i, ...] = x[..., index[..., i, ...], ...] along `axis`;
+    `index` (i64, in range) has x's rank and its dims except along `axis`."""
+    return gather_indexed(x, list(range(len(shape_of(index)))), along_axis_index(index, axis), front=True)
 
 
 def diagonal(x: ir.Value, offset: int = 0) -> ir.Value:

@@ -1,4 +1,5 @@
-"""Alloc, AllocEmpty, DeepCopyOp, TypeCastingOp, TensorFromScalar, ScalarFromTensor, MakeVector."""
+"""Alloc, AllocEmpty, DeepCopyOp, TypeCastingOp, TensorFromScalar, ScalarFromTensor, MakeVector,
+Join, Split, ExtractDiag, ARange, Eye, Choose, PermuteRowElements, Default, CpuContiguous."""
 
 from __future__ import annotations
 
@@ -240,3 +241,110 @@ def test_diag_of_a_matrix_with_runtime_shape():
     m = pt.matrix("m")
     compare_with_py([m], [pt.diag(m), pt.diag(m, k=-1), pt.diag(m, k=5)], [np.arange(12.0).reshape(3, 4)])
     compare_with_py([m], [pt.diag(m)], [np.zeros((0, 3))])
+
+
+def _raises_as_py(inputs, output, values, error, message):
+    """The Python mode and STABLEHLO (rewritten and raw) raise `error` matching `message`."""
+    for mode in (PY_MODE, "STABLEHLO", RAW_MODE):
+        with pytest.raises(error, match=message):
+            pytensor.function(inputs, output, mode=mode)(*values)
+
+
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_choose(dtype, mode):
+    """np.choose over the broadcast of the index and one choice (sizes of 1 at run time
+    broadcast, as in numpy), each mode's reading of indices outside [0, n)."""
+    index_dtype = {"bool": "bool", "int8": "int8", "uint16": "uint16", "float32": "uint32"}.get(dtype, "int64")
+    a = pt.tensor("a", dtype=index_dtype, shape=(None, None))
+    c = pt.tensor("c", dtype=dtype, shape=(None, None, None))
+    c2 = pt.tensor("c", dtype=dtype, shape=(None, None))
+    rng = np.random.default_rng(1)
+    sets = []
+    cases = [((2, 3), (4, 2, 3)), ((1, 3), (4, 2, 1)), ((2, 1), (2, 1, 5)), ((0, 3), (3, 1, 3)), ((2, 3), (4, 3)),
+             ((2, 1), (3, 4))]
+    for a_shape, c_shape in cases:
+        n = 2 if index_dtype == "bool" else c_shape[0]
+        low = 0 if mode == "raise" or np.dtype(index_dtype).kind in "bu" else -2 * n
+        high = n if mode == "raise" else 2 * n
+        sets.append([rng.integers(low, high, size=a_shape).astype(index_dtype),
+                     finite_values(dtype, int(np.prod(c_shape))).reshape(c_shape)])
+    compare_each_with_py([a, c], pt.basic.choose(a, c, mode=mode), [s for s in sets if s[1].ndim == 3])
+    compare_each_with_py([a, c2], pt.basic.choose(a, c2, mode=mode), [s for s in sets if s[1].ndim == 2])
+
+
+def test_choose_errors_are_numpys():
+    """np.choose's errors, in its order: no choices, an index it cannot cast, more than
+    63 choices, shapes that do not broadcast, an index outside [0, n) (mode "raise")."""
+    a, c, u = pt.lvector("a"), pt.matrix("c"), pt.vector("u", dtype="uint64")
+    out = pt.basic.choose(a, c)
+    for values, error, message in [
+        ([np.array([0, 1]), np.zeros((0, 2))], ValueError, "0-length sequence"),
+        ([np.array([0, 1]), np.zeros((64, 2))], ValueError, "at most 64 array objects"),
+        ([np.array([0, 1]), np.zeros((3, 3))], ValueError, "shape mismatch: objects cannot be broadcast"),
+        ([np.array([0, 3]), np.zeros((3, 2))], ValueError, "invalid entry in choice array"),
+        ([np.array([-1, 0]), np.zeros((3, 2))], ValueError, "invalid entry in choice array"),
+    ]:
+        _raises_as_py([a, c], out, values, error, message)
+    _raises_as_py([u, c], pt.basic.choose(u, c, mode="clip"), [np.array([0, 1], "uint64"), np.zeros((3, 2))],
+                  TypeError, r"Cannot cast array data from dtype\('uint64'\)")
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_permute_row_elements(dtype, inverse):
+    """Each row of x reordered by the matching row of y (or its inverse): one permutation
+    for every row, one per row, x's one row for every permutation, a batch dim of 1
+    broadcast, rows of length 1; negative and unsigned indices."""
+    rng = np.random.default_rng(2)
+    cases = [((3, 4), (4,)), ((3, 4), (3, 4)), ((4,), (3, 4)), ((1, 2, 4), (3, 1, 4)), ((3, 1), (3, 4)),
+             ((2, 5), (2, 1)), ((0, 4), (0, 4))]
+    for (x_shape, y_shape), y_dtype in zip(cases, ["int64", "int8", "uint8", "int32", "int64", "uint16", "int64"]):
+        if inverse and y_shape[-1] == 1 and x_shape[-1] != 1:
+            continue  # numpy's shape mismatch (test below)
+        x = pt.tensor("x", dtype=dtype, shape=tuple(1 if s == 1 else None for s in x_shape))
+        y = pt.tensor("y", dtype=y_dtype, shape=tuple(1 if s == 1 else None for s in y_shape))
+        perms = np.argsort(rng.random(y_shape), axis=-1)
+        if x_shape[-1] == 1 and not inverse:  # x[..., y] of rows of one element
+            perms = np.zeros(y_shape, "int64")
+        if y_dtype.startswith("int"):
+            indexed = y_shape[-1] if inverse and x_shape[-1] == 1 else x_shape[-1]
+            perms = np.where(rng.random(y_shape) < 0.5, perms - indexed, perms)
+        x_value = finite_values(dtype, int(np.prod(x_shape))).reshape(x_shape)
+        compare_with_py([x, y], pt.basic.permute_row_elements(x, y, inverse), [x_value, perms.astype(y_dtype)])
+
+
+def test_permute_row_elements_gradient_and_inverse_permutation():
+    x, y, p = pt.matrix("x"), pt.lmatrix("y"), pt.lvector("p")
+    cost = (pt.basic.permute_row_elements(x, y) * pt.arange(4.0)).sum()
+    y_value = np.argsort(np.random.default_rng(3).random((3, 4)), axis=-1)
+    compare_with_py([x, y, p], [pytensor.grad(cost, x), pt.basic.inverse_permutation(p)],
+                    [np.ones((3, 4)), y_value, np.array([3, 0, 4, 1, 2])])
+
+
+def test_permute_row_elements_errors_are_the_python_modes():
+    x, y = pt.matrix("x"), pt.lmatrix("y")
+    for inverse in (False, True):
+        out = pt.basic.permute_row_elements(x, y, inverse)
+        _raises_as_py([x, y], out, [np.ones((3, 4)), np.zeros((2, 4), "int64")], ValueError, "Dimension mismatch")
+        _raises_as_py([x, y], out, [np.ones((3, 4)), np.zeros((3, 5), "int64")], ValueError, "Dimension mismatch")
+        _raises_as_py([x, y], out, [np.ones((3, 4)), np.full((3, 4), 4)], IndexError, "out of bounds")
+        _raises_as_py([x, y], out, [np.ones((3, 4)), np.full((3, 4), -5)], IndexError, "out of bounds")
+    _raises_as_py([x, y], pt.basic.permute_row_elements(x, y, True), [np.ones((3, 4)), np.zeros((3, 1), "int64")],
+                  ValueError, "shape mismatch: value array")
+
+
+def test_default_and_cpu_contiguous_pass_their_input_on():
+    from pytensor.tensor.extra_ops import cpu_contiguous
+
+    x, d = pt.vector("x"), pt.vector("d", shape=(3,))
+    compare_with_py([x, d], [pt.basic.default(x, d), cpu_contiguous(x[::2]), cpu_contiguous(x)],
+                    [np.arange(3.0), np.ones(3)])
+    # a value of another length than the output's type allows: refused, naming the node
+    f = pytensor.function([x, d], pt.basic.default(x, d), mode="STABLEHLO")
+    with pytest.raises(ValueError, match=r"dim 0 of x is not the default's 3 \(node: Default\(x, d\)\)"):
+        f(np.ones(4), np.ones(3))
+    with pytest.raises(TypeError, match=r"input 0 \(x\): expected an array, got NoneType"):
+        f(None, np.ones(3))  # the one argument Default replaces (README)
+    with pytest.raises(ValueError, match=r"static shape \(2,\), its output \(3,\)"):
+        pytensor.function([d], pt.basic.default(pt.ones(2), d), mode="STABLEHLO")

@@ -52,3 +52,24 @@ from pytensor.gradient import zero_grad  # noqa: E402
 
 xv = pt.vector("xv")
 print_ir("view_op", [xv], zero_grad(view_op(xv)) * 2, raw=True)
+
+# Choose: the index wrapped into [0, n) (mode "wrap"), then one gather of choices[a[I]][I].
+# CHECK-LABEL: TEST: choose_wrap opt
+# CHECK: stablehlo.remainder %arg0
+# CHECK: "stablehlo.gather"(%arg1
+# CHECK-SAME: collapsed_slice_dims = [0, 1, 2]
+# CHECK-SAME: -> tensor<1x2x3xf64>
+from pytensor.tensor.basic import choose, permute_row_elements  # noqa: E402
+
+ca = pt.lmatrix("ca", shape=(2, 3))
+cc = pt.tensor3("cc", shape=(4, 2, 3))
+print_ir("choose_wrap", [ca, cc], choose(ca, cc, mode="wrap"))
+
+# PermuteRowElements, inverse: each row scattered to the positions y names.
+# CHECK-LABEL: TEST: permute_rows_inverse opt
+# CHECK: "stablehlo.scatter"(%{{.*}}, %{{.*}}, %arg0)
+# CHECK-SAME: inserted_window_dims = [0, 1]
+# CHECK: }) : (tensor<3x5xf64>, tensor<3x5x2xi64>, tensor<3x5xf64>) -> tensor<3x5xf64>
+px = pt.matrix("px", shape=(3, 5))
+py = pt.lvector("py", shape=(5,))
+print_ir("permute_rows_inverse", [px, py], permute_row_elements(px, py, inverse=True))
