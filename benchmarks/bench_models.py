@@ -318,6 +318,22 @@ def dare_batched(batch: int = 8, m: int = 4, n: int = 2):
     return Graph(f"dare-batched-{batch}", [a, b, q, r], [solve_discrete_are(a, b, q, r)], values)
 
 
+def latent_mode(n: int = 50):
+    """pymc-extras' INLA inner step: the mode of a latent Gaussian field under Poisson
+    counts (`pytensor.tensor.optimize.minimize`, BFGS), and that mode's gradient in the
+    field's parameters (the implicit function theorem's graph)."""
+    import pymc as pm
+    from pytensor.tensor.optimize import minimize
+
+    rng = np.random.default_rng(3)
+    y = rng.poisson(np.exp(rng.normal(0.5, 0.8, size=n)))
+    x, mu, log_sigma = pt.dvector("x"), pt.dscalar("mu"), pt.dscalar("log_sigma")
+    logp = pm.logp(pm.Normal.dist(mu, pt.exp(log_sigma)), x).sum() + pm.logp(pm.Poisson.dist(pt.exp(x)), y).sum()
+    mode, _ = minimize(-logp, x, use_vectorized_jac=True)
+    outputs = [mode, *pytensor.grad(mode.sum(), [mu, log_sigma])]
+    return Graph(f"latent-mode-{n}", [x, mu, log_sigma], outputs, [np.zeros(n), 0.5, np.log(0.8)])
+
+
 MODELS = {
     "eight-schools": lambda: example("eight-schools"),
     "linear-regression": linear_regression,
@@ -342,6 +358,7 @@ MODELS = {
     "lkj-mvnormal": lkj_mvnormal,
     "dirichlet-multinomial": dirichlet_multinomial,
     "random-walk": random_walk,
+    "latent-mode-50": latent_mode,
 }
 
 

@@ -13,6 +13,7 @@ from dialect_rules import (  # noqa: F401
     interpolate,
     jax_op,
     linalg,
+    optimize,
     scan,
     series,
     signal,

@@ -1,0 +1,544 @@
+"""pytensor.tensor.optimize: MinimizeOp with scipy's BFGS, as loops around the objective.
+
+PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
+to scipy.optimize.minimize. Here the inner graph is a private function returning the
+objective and its gradient, called from a `stablehlo.while` that runs BFGS as scipy's
+`_minimize_bfgs` does: the same start (H = I, the first step's length from a notional
+previous value), the same inverse-Hessian update, stopping tests and success flag, in
+float64 whatever x's dtype (the objective in its own dtype, as perform casts x for it).
+
+The line search is scipy's too (`_line_search_wolfe12`): its port of MINPACK-2's dcsrch
+(`_dcsrch`, `_dcstep`), and where that fails its bracketing `scalar_search_wolfe2` with
+`_zoom`'s interpolants (`_wolfe2`), each a `stablehlo.while` evaluating the objective once
+per iteration, their branches computed alike and selected (`_S` gives the scalar
+arithmetic Python's operators). So the iterates are scipy's up to the objective's
+roundings. The objective's run-time checks (PyMC's parameter checks) are or-ed over every
+evaluation and raised after the loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import stablehlo as hlo
+from pytensor.compile.mode import get_mode
+from pytensor.graph.basic import Constant
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.replace import clone_replace
+from pytensor.tensor.optimize import MinimizeOp
+
+from lowering.builders import (
+    compare,
+    convert,
+    dim_product,
+    dim_value,
+    divide,
+    dot_general,
+    iota,
+    ir_constant,
+    reshape,
+    select,
+    shape_of,
+    splat,
+)
+from lowering.errors import UnsupportedParameterError
+from lowering.graph import lower_function
+from lowering.regions import fold, if_else, while_loop
+from lowering.registry import register_lowering
+
+# scipy's BFGS options (`optimizer_kwargs={"options": {...}}`, `tol` for gtol) we follow;
+# the others change nothing here: output (disp, return_all), and the finite differences'
+# (eps, finite_diff_rel_step, workers), which the exact gradient replaces.
+_BFGS_DEFAULTS = {"gtol": 1e-5, "norm": np.inf, "maxiter": None, "xrtol": 0.0, "c1": 1e-4, "c2": 0.9}
+_IGNORED = {"disp", "return_all", "eps", "finite_diff_rel_step", "workers"}
+_RUNNING, _CONVERGED, _LOST = 0, 1, 2
+
+
+def _f64(value) -> ir.Value:
+    return ir_constant(np.float64(value))
+
+
+def _lt(a, b):
+    return compare(a, b, "LT")
+
+
+def _options(node) -> dict:
+    """scipy.minimize's BFGS options from the Op's `optimizer_kwargs` (its keywords:
+    `options`, and `tol`, which sets gtol); what cannot be honoured is refused by name."""
+    op = node.op
+    if op.method.lower() != "bfgs":
+        raise UnsupportedParameterError(node, f"method {op.method!r}", "only scipy's BFGS (the default) is lowered")
+    kwargs = dict(op.optimizer_kwargs)
+    given = dict(kwargs.pop("options", None) or {})
+    if kwargs.get("tol") is not None:
+        given.setdefault("gtol", kwargs["tol"])
+    kwargs.pop("tol", None)
+    unknown = sorted(kwargs) + sorted(set(given) - set(_BFGS_DEFAULTS) - _IGNORED)
+    if unknown:
+        raise UnsupportedParameterError(
+            node, f"optimizer_kwargs {unknown}",
+            f"BFGS is lowered with tol and options {sorted(_BFGS_DEFAULTS)} (no callback, bounds or hess_inv0)",
+        )
+    options = {**_BFGS_DEFAULTS, **{k: v for k, v in given.items() if k in _BFGS_DEFAULTS and v is not None}}
+    if not (options["norm"] in (np.inf, -np.inf) or options["norm"] > 0):
+        raise UnsupportedParameterError(node, f"norm {options['norm']!r}", "the gradient's norm must be ±inf or positive")
+    return options
+
+
+def _objective_function(ctx, node):
+    """The inner graph as a private function of x and the arguments that are not
+    constants where the Op is applied (those are put into the graph, as OpFromGraph's
+    are, so that `x ** 2` stays a product): the objective and its gradient (built here
+    where the Op was made with jac=False: scipy's finite differences become the exact
+    gradient), then its check flags. Returns it and the positions of its arguments."""
+    op = node.op
+    variable = [i for i, v in enumerate(node.inputs) if i == 0 or not isinstance(v, Constant)]
+    key = ("MinimizeOp", op, tuple((i, v.signature()) for i, v in enumerate(node.inputs) if i not in variable))
+    if key not in ctx.memo:
+        inner = op.fgraph.inputs
+        objective = op.fgraph.outputs[0]
+        gradient = op.fgraph.outputs[1] if op.jac else pytensor.grad(objective, inner[0])
+        bound = {inner[i]: node.inputs[i] for i in range(len(inner)) if i not in variable}
+        outputs = clone_replace([objective, gradient], replace=bound) if bound else [objective, gradient]
+        # rewritten as the function perform compiles from it is (stabilized, simplified)
+        graph = FunctionGraph([inner[i] for i in variable], outputs, clone=True)
+        get_mode("STABLEHLO").optimizer.rewrite(graph)
+        ctx.memo[key] = lower_function(ctx, graph.inputs, graph.outputs, "minimize_objective")
+    return ctx.memo[key], variable
+
+
+def _norm(v, order):
+    """scipy's vecnorm: max |v| (inf), min |v| (-inf), else sum(|v|^ord)^(1/ord)."""
+    if order == 2:
+        return hlo.sqrt(_dot(v, v))
+    magnitude = hlo.abs(v)
+    if order == np.inf:
+        return fold(magnitude, [0], hlo.maximum, -np.inf)
+    if order == -np.inf:
+        return fold(magnitude, [0], hlo.minimum, np.inf)
+    powered = hlo.power(magnitude, splat(_f64(order), v))
+    return hlo.power(fold(powered, [0], hlo.add, 0.0), _f64(1.0 / order))
+
+
+def _dot(a, b):
+    return dot_general(a, b, ([0], [0]))
+
+
+@register_lowering(MinimizeOp)
+def lower_minimize(ctx, node, x0, *args):
+    options = _options(node)
+    if np.dtype(node.inputs[0].type.dtype).kind != "f":
+        raise UnsupportedParameterError(node, f"x of dtype {node.inputs[0].type.dtype}", "x must be real floats")
+    fn, variable = _objective_function(ctx, node)
+    args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
+    checks = ctx.checks_of(fn)
+    x_type = node.inputs[0].type
+    n = dim_product(shape_of(x0))
+    maxiter = (hlo.multiply(dim_value(n), dim_value(200)) if options["maxiter"] is None
+               else dim_value(int(options["maxiter"])))  # scipy's default: 200 per variable
+    gtol, c1, c2 = _f64(options["gtol"]), _f64(options["c1"]), _f64(options["c2"])
+    false = ir_constant(False)
+
+    def evaluate(x, flags):
+        """(f, g, flags) at the float64 vector x: the objective in x's own dtype."""
+        point = reshape(convert(x, x_type.dtype), shape_of(x0))
+        results = ctx.emit_call(fn, [point, *args])
+        f, g = convert(reshape(results[0], ()), "float64"), convert(reshape(results[1], [n]), "float64")
+        return f, g, [hlo.or_(a, b) for a, b in zip(flags, results[2:], strict=True)]
+
+    x = convert(reshape(x0, [n]), "float64")
+    f, g, flags = evaluate(x, [false] * len(checks))
+    eye = convert(compare(iota([n, n], 0, "int64"), iota([n, n], 1, "int64"), "EQ"), "float64")
+    # the first step's length as if the previous value were f + |g| / 2 (dx ~ 1)
+    f_before = hlo.add(f, hlo.multiply(_norm(g, 2), _f64(0.5)))
+    init = [dim_value(0), ir_constant(np.int64(_RUNNING)), x, f, g, eye, f_before, _norm(g, options["norm"]), *flags]
+
+    def cond(values):
+        k, status, *_, gnorm = values[:8]
+        return hlo.and_(hlo.and_(compare(status, ir_constant(np.int64(_RUNNING)), "EQ"), compare(gnorm, gtol, "GT")),
+                        _lt(k, maxiter))
+
+    def body(values):
+        k, status, x, f, g, h, f_before, gnorm, *flags = values
+        p = hlo.negate(dot_general(h, g, ([1], [0])))
+        found, alpha, f1, g1, flags = _line_search(evaluate, x, p, f, g, f_before, c1, c2, flags)
+        s = hlo.multiply(splat(alpha, p), p)
+        x1, y = hlo.add(x, s), hlo.subtract(g1, g)
+        gnorm1 = _norm(g1, options["norm"])
+        converged = hlo.or_(hlo.not_(compare(gnorm1, gtol, "GT")), compare(
+            hlo.multiply(alpha, _norm(p, 2)), hlo.multiply(_f64(options["xrtol"]),
+                                                           hlo.add(_f64(options["xrtol"]), _norm(x1, 2))), "LE"))
+        # scipy's order: the gradient's norm, the step's length, then a value not finite
+        status1 = select(found, select(converged, ir_constant(np.int64(_CONVERGED)), select(
+            hlo.is_finite(f1), ir_constant(np.int64(_RUNNING)), ir_constant(np.int64(_LOST)))),
+            ir_constant(np.int64(_LOST)))
+        h1 = _bfgs_update(h, s, y)
+        keep = lambda new, old: select(found, new, old)  # noqa: E731  (a failed search moves nothing)
+        return [keep(hlo.add(k, dim_value(1)), k), status1, keep(x1, x), keep(f1, f), keep(g1, g), keep(h1, h),
+                keep(f, f_before), keep(gnorm1, gnorm), *flags]
+
+    k, status, x, f, g, _, _, gnorm, *flags = while_loop(init, cond, body)
+    for flag, check in zip(flags, checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    # scipy's status: precision loss, then the iteration limit (even where the last
+    # iteration converged), then NaN; success where none of them
+    nan = hlo.or_(hlo.or_(compare(gnorm, gnorm, "NE"), compare(f, f, "NE")),
+                  fold(compare(x, x, "NE"), [0], hlo.or_, False))
+    failed = hlo.or_(hlo.or_(compare(status, ir_constant(np.int64(_LOST)), "EQ"), hlo.not_(_lt(k, maxiter))), nan)
+    return reshape(convert(x, x_type.dtype), shape_of(x0)), hlo.not_(failed)
+
+
+def _bfgs_update(h, s, y):
+    """scipy's (I - rho s y') H (I - rho y s') + rho s s', rho = 1 / (y's) (1000 where
+    y's is 0), expanded: H - rho (s (H'y)' + (H y) s') + (rho^2 y'H y + rho) s s'."""
+    ys = _dot(y, s)
+    rho = select(compare(ys, _f64(0.0), "EQ"), _f64(1000.0), divide(_f64(1.0), ys))
+    hy, yh = dot_general(h, y, ([1], [0])), dot_general(y, h, ([0], [0]))
+    outer = lambda a, b: dot_general(reshape(a, [*shape_of(a), 1]), reshape(b, [1, *shape_of(b)]), ([1], [0]))  # noqa: E731
+    scale = hlo.add(hlo.multiply(hlo.multiply(rho, rho), _dot(y, hy)), rho)
+    correction = hlo.add(outer(s, yh), outer(hy, s))
+    return hlo.add(hlo.subtract(h, hlo.multiply(splat(rho, h), correction)), hlo.multiply(splat(scale, h), outer(s, s)))
+
+
+class _S:
+    """A 0-d float64 (or i1) value with Python's operators, so that the line searches
+    read as scipy's code they follow. Python numbers become float64 constants."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v if isinstance(v, ir.Value) else ir_constant(np.bool_(v) if isinstance(v, bool) else np.float64(v))
+
+    @staticmethod
+    def of(x) -> "_S":
+        return x if isinstance(x, _S) else _S(x)
+
+    def _binary(self, other, op, swap=False):
+        a, b = (_S.of(other), self) if swap else (self, _S.of(other))
+        return _S(op(a.v, b.v))
+
+    def __add__(self, o): return self._binary(o, hlo.add)  # noqa: E704
+    def __radd__(self, o): return self._binary(o, hlo.add, True)  # noqa: E704
+    def __sub__(self, o): return self._binary(o, hlo.subtract)  # noqa: E704
+    def __rsub__(self, o): return self._binary(o, hlo.subtract, True)  # noqa: E704
+    def __mul__(self, o): return self._binary(o, hlo.multiply)  # noqa: E704
+    def __rmul__(self, o): return self._binary(o, hlo.multiply, True)  # noqa: E704
+    def __truediv__(self, o): return self._binary(o, divide)  # noqa: E704
+    def __rtruediv__(self, o): return self._binary(o, divide, True)  # noqa: E704
+    def __neg__(self): return _S(hlo.negate(self.v))  # noqa: E704
+    def __abs__(self): return _S(hlo.abs(self.v))  # noqa: E704
+    def __lt__(self, o): return self._binary(o, lambda a, b: compare(a, b, "LT"))  # noqa: E704
+    def __le__(self, o): return self._binary(o, lambda a, b: compare(a, b, "LE"))  # noqa: E704
+    def __gt__(self, o): return self._binary(o, lambda a, b: compare(a, b, "GT"))  # noqa: E704
+    def __ge__(self, o): return self._binary(o, lambda a, b: compare(a, b, "GE"))  # noqa: E704
+    def eq(self, o): return self._binary(o, lambda a, b: compare(a, b, "EQ"))  # noqa: E704
+    def ne(self, o): return self._binary(o, lambda a, b: compare(a, b, "NE"))  # noqa: E704
+    def __and__(self, o): return self._binary(o, hlo.and_)  # noqa: E704
+    def __or__(self, o): return self._binary(o, hlo.or_)  # noqa: E704
+    def __invert__(self): return _S(hlo.not_(self.v))  # noqa: E704
+
+
+def _where(cond: _S, a, b) -> _S:
+    return _S(select(cond.v, _S.of(a).v, _S.of(b).v))
+
+
+def _sqrt(a: _S) -> _S:
+    return _S(hlo.sqrt(a.v))
+
+
+def _py_max(*xs) -> _S:
+    """Python's max: the first of the largest, comparisons with NaN false."""
+    best = _S.of(xs[0])
+    for x in xs[1:]:
+        best = _where(_S.of(x) > best, x, best)
+    return best
+
+
+def _py_min(a, b) -> _S:
+    return _where(_S.of(b) < a, b, a)
+
+
+def _clip(x, low, high) -> _S:
+    """np.clip: NaN stays NaN."""
+    return _S(hlo.minimum(hlo.maximum(_S.of(x).v, _S.of(low).v), _S.of(high).v))
+
+
+def _finite(x: _S) -> _S:
+    return _S(hlo.is_finite(x.v))
+
+
+class _Machine:
+    """A line search as a `stablehlo.while` of named scalar fields, plus the last
+    evaluated point's gradient and the objective's check flags: `step(state, f, d)` gets
+    the value and slope at the trial step `state["trial"]` (the evaluations counted) and
+    returns the next state; the loop runs while `state["task"]` is _SEARCHING, at most
+    `max_evaluations` times."""
+
+    def __init__(self, evaluate, x, p, fields: dict, g0, flags):
+        self.evaluate, self.x, self.p = evaluate, x, p
+        self.names = list(fields)
+        self.init = [_S.of(fields[n]).v for n in self.names] + [g0, *flags]
+
+    def run(self, step, max_evaluations: int) -> dict:
+        names, count = self.names, len(self.names)
+
+        def cond(values):
+            state = dict(zip(names, map(_S, values[:count])))
+            return ((state["task"].eq(_SEARCHING)) & (state["evaluations"] < max_evaluations)).v
+
+        def body(values):
+            state = dict(zip(names, map(_S, values[:count])))
+            point = hlo.add(self.x, hlo.multiply(splat(state["trial"].v, self.p), self.p))
+            f, g, flags = self.evaluate(point, values[count + 1:])
+            state["evaluations"] = state["evaluations"] + 1.0
+            new = step(state, _S(f), _S(_dot(g, self.p)))
+            return [_S.of(new[n]).v for n in names] + [g, *flags]
+
+        out = while_loop(self.init, cond, body)
+        result = dict(zip(names, map(_S, out[:count])))
+        result["g"], result["flags"] = out[count], out[count + 1:]
+        return result
+
+
+_SEARCHING, _FOUND, _FAILED = 0.0, 1.0, 2.0
+# scipy's BFGS line search bounds (`_line_search_wolfe12`'s amin, amax; dcsrch's xtol)
+_STPMIN, _STPMAX, _XTOL = 1e-100, 1e100, 1e-14
+
+
+def _first_step(f0: _S, f_before: _S, d0: _S) -> _S:
+    """min(1, 2.02 (f0 - f_before) / d0), 1 where d0 is 0 or that is negative."""
+    alpha = _where(d0.ne(0.0), _py_min(1.0, 1.01 * 2 * (f0 - f_before) / d0), 1.0)
+    return _where(alpha < 0.0, 1.0, alpha)
+
+
+def _line_search(evaluate, x, p, f0, g0, f_before, c1, c2, flags):
+    """scipy's `_line_search_wolfe12`: MINPACK's dcsrch, and where it fails the
+    bracketing search `scalar_search_wolfe2`. (found, alpha, f, g, flags) at the step."""
+    f0, d0, f_before = _S(f0), _S(_dot(g0, p)), _S(f_before)
+    c1, c2 = _S(c1), _S(c2)
+    first = _dcsrch(evaluate, x, p, f0, d0, _first_step(f0, f_before, d0), c1, c2, g0, flags)
+    found = first["task"].eq(_FOUND)
+
+    def fallback():
+        second = _wolfe2(evaluate, x, p, f0, d0, _first_step(f0, f_before, d0), c1, c2, g0, first["flags"])
+        return [second["task"].eq(_FOUND).v, second["alpha"].v, second["f"].v, second["g"], *second["flags"]]
+
+    def keep():
+        return [found.v, first["alpha"].v, first["f"].v, first["g"], *first["flags"]]
+
+    types = [found.v.type, first["alpha"].v.type, first["f"].v.type, first["g"].type] + [v.type for v in first["flags"]]
+    out = if_else(found.v, types, keep, fallback)
+    return out[0], out[1], out[2], out[3], out[4:]
+
+
+def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
+    """scipy's DCSRCH (MINPACK-2's dcsrch, ftol c1, gtol c2) from the trial alpha1, as
+    `scalar_search_wolfe1` runs it: at most 100 evaluations, the last untested."""
+    start_error = (alpha1 < _STPMIN) | (alpha1 > _STPMAX) | (d0 >= 0.0)
+    gtest = c1 * d0
+    width = _STPMAX - _STPMIN
+    fields = dict(
+        task=_where(start_error, _FAILED, _SEARCHING), evaluations=0.0, trial=alpha1, alpha=alpha1,
+        f=f0, brackt=False, stage=1.0, stx=0.0, fx=f0, gx=d0, sty=0.0, fy=f0, gy=d0,
+        stmin=0.0, stmax=alpha1 + 4.0 * alpha1, width=width, width1=width / 0.5,
+    )
+
+    def step(s, f, g):
+        stp = s["trial"]
+        ftest = f0 + stp * gtest
+        stage = _where((s["stage"].eq(1.0)) & (f <= ftest) & (g >= 0.0), 2.0, s["stage"])
+        brackt = s["brackt"]
+        warn = ((brackt & ((stp <= s["stmin"]) | (stp >= s["stmax"])))
+                | (brackt & (s["stmax"] - s["stmin"] <= _XTOL * s["stmax"]))
+                | ((stp.eq(_STPMAX)) & (f <= ftest) & (g <= gtest))
+                | ((stp.eq(_STPMIN)) & ((f > ftest) | (g >= gtest))))
+        converged = (f <= ftest) & (abs(g) <= c2 * -d0)
+        # a modified function (f - stp gtest) while the first stage finds no better point
+        modified = (stage.eq(1.0)) & (f <= s["fx"]) & (f > ftest)
+        shift = _where(modified, gtest, 0.0)
+        stx, fx, gx, sty, fy, gy, new_stp, brackt = _dcstep(
+            s["stx"], s["fx"] - s["stx"] * shift, s["gx"] - shift, s["sty"], s["fy"] - s["sty"] * shift,
+            s["gy"] - shift, stp, f - stp * shift, g - shift, brackt, s["stmin"], s["stmax"])
+        fx, fy, gx, gy = fx + stx * shift, fy + sty * shift, gx + shift, gy + shift
+        bisect = brackt & (abs(sty - stx) >= 0.66 * s["width1"])
+        new_stp = _where(bisect, stx + 0.5 * (sty - stx), new_stp)
+        width1 = _where(brackt, s["width"], s["width1"])
+        width = _where(brackt, abs(sty - stx), s["width"])
+        stmin = _where(brackt, _py_min(stx, sty), new_stp + 1.1 * (new_stp - stx))
+        stmax = _where(brackt, _py_max(stx, sty), new_stp + 4.0 * (new_stp - stx))
+        new_stp = _clip(new_stp, _STPMIN, _STPMAX)
+        stuck = brackt & (((new_stp <= stmin) | (new_stp >= stmax)) | (stmax - stmin <= _XTOL * stmax))
+        new_stp = _where(stuck, stx, new_stp)
+        # the last evaluation (100th) is not tested; a trial that is not finite fails
+        last = s["evaluations"] >= 100.0
+        task = _where(last, _FAILED, _where(converged, _FOUND, _where(warn, _FAILED, _where(
+            _finite(new_stp), _SEARCHING, _FAILED))))
+        searching = task.eq(_SEARCHING)
+        keep = lambda new, old: _where(searching, new, old)  # noqa: E731
+        return dict(
+            task=task, evaluations=s["evaluations"], trial=keep(new_stp, stp), alpha=stp, f=f,
+            brackt=keep(brackt, s["brackt"]), stage=stage, stx=keep(stx, s["stx"]), fx=keep(fx, s["fx"]),
+            gx=keep(gx, s["gx"]), sty=keep(sty, s["sty"]), fy=keep(fy, s["fy"]), gy=keep(gy, s["gy"]),
+            stmin=keep(stmin, s["stmin"]), stmax=keep(stmax, s["stmax"]), width=keep(width, s["width"]),
+            width1=keep(width1, s["width1"]),
+        )
+
+    return _Machine(evaluate, x, p, fields, g0, flags).run(step, 100)
+
+
+def _dcstep(stx, fx, dx, sty, fy, dy, stp, fp, dp, brackt, stpmin, stpmax):
+    """MINPACK-2's dcstep, scipy's port: the next trial step from the interval's ends
+    (stx, sty) and the trial (stp), its four cases computed alike and selected."""
+    sgnd = _S(hlo.sign(dp.v)) * _S(hlo.sign(dx.v))
+    higher, opposite, smaller = fp > fx, sgnd < 0.0, abs(dp) < abs(dx)
+
+    theta = 3.0 * (fx - fp) / (stp - stx) + dx + dp
+    s = _py_max(abs(theta), abs(dx), abs(dp))
+    root = _sqrt((theta / s) * (theta / s) - (dx / s) * (dp / s))
+    # case 1: a higher value; the minimum is bracketed
+    gamma = _where(stp < stx, -(s * root), s * root)
+    r = ((gamma - dx) + theta) / (((gamma - dx) + gamma) + dp)
+    stpc = stx + r * (stp - stx)
+    stpq = stx + ((dx / ((fx - fp) / (stp - stx) + dx)) / 2.0) * (stp - stx)
+    case1 = _where(abs(stpc - stx) <= abs(stpq - stx), stpc, stpc + (stpq - stpc) / 2.0)
+    # case 2: derivatives of opposite sign; bracketed
+    gamma = _where(stp > stx, -(s * root), s * root)
+    r = ((gamma - dp) + theta) / (((gamma - dp) + gamma) + dx)
+    stpc = stp + r * (stx - stp)
+    secant = stp + (dp / (dp - dx)) * (stx - stp)
+    case2 = _where(abs(stpc - stp) > abs(secant - stp), stpc, secant)
+    # case 3: same sign, the derivative's magnitude decreases
+    gamma = s * _sqrt(_py_max(0.0, (theta / s) * (theta / s) - (dx / s) * (dp / s)))
+    gamma = _where(stp > stx, -gamma, gamma)
+    r = ((gamma - dp) + theta) / ((gamma + (dx - dp)) + gamma)
+    stpc = _where((r < 0.0) & gamma.ne(0.0), stp + r * (stx - stp), _where(stp > stx, stpmax, stpmin))
+    toward = stp + 0.66 * (sty - stp)
+    inside = _where(abs(stpc - stp) < abs(secant - stp), stpc, secant)
+    inside = _where(stp > stx, _py_min(toward, inside), _py_max(toward, inside))
+    outside = _clip(_where(abs(stpc - stp) > abs(secant - stp), stpc, secant), stpmin, stpmax)
+    case3 = _where(brackt, inside, outside)
+    # case 4: same sign, the derivative's magnitude does not decrease
+    theta = 3.0 * (fp - fy) / (sty - stp) + dy + dp
+    s = _py_max(abs(theta), abs(dy), abs(dp))
+    gamma = s * _sqrt((theta / s) * (theta / s) - (dy / s) * (dp / s))
+    gamma = _where(stp > sty, -gamma, gamma)
+    r = ((gamma - dp) + theta) / (((gamma - dp) + gamma) + dy)
+    case4 = _where(brackt, stp + r * (sty - stp), _where(stp > stx, stpmax, stpmin))
+
+    stpf = _where(higher, case1, _where(opposite, case2, _where(smaller, case3, case4)))
+    brackt = higher | opposite | brackt
+    # the interval: a higher value replaces its far end; else the trial becomes the near
+    # end, the old near end the far one where the derivatives' signs differ
+    new_sty = _where(higher, stp, _where(opposite, stx, sty))
+    new_fy = _where(higher, fp, _where(opposite, fx, fy))
+    new_dy = _where(higher, dp, _where(opposite, dx, dy))
+    new_stx, new_fx, new_dx = (_where(higher, old, new) for old, new in ((stx, stp), (fx, fp), (dx, dp)))
+    return new_stx, new_fx, new_dx, new_sty, new_fy, new_dy, stpf, brackt
+
+
+def _wolfe2(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
+    """scipy's `scalar_search_wolfe2` (amax 1e100, 10 iterations doubling the step) and
+    its `_zoom` (11 evaluations): where the doubling runs out, the last step stands."""
+    alpha1 = _py_min(alpha1, _STPMAX)
+    fields = dict(
+        task=_SEARCHING, evaluations=0.0, trial=alpha1, alpha=alpha1, f=f0, zooming=False, i=0.0,
+        a0=0.0, phi_a0=f0, dphi_a0=d0, lo=0.0, hi=0.0, phi_lo=f0, phi_hi=f0, dphi_lo=d0, rec=0.0, phi_rec=f0,
+    )
+
+    def step(s, f, d):
+        a, i, zooming = s["trial"], s["i"], s["zooming"]
+        above = f > f0 + c1 * a * d0
+        flat = abs(d) <= c2 * -d0
+        # the doubling loop, at a = alpha1 (phi(alpha1) = f, derphi(alpha1) = d)
+        exhausted = i >= 10.0
+        broken = a.eq(0.0) | (s["a0"] > _STPMAX)
+        zoom_up = above | ((f >= s["phi_a0"]) & (i > 0.0))  # zoom(a0, a)
+        zoom_down = d >= 0.0  # zoom(a, a0)
+        main_task = _where(exhausted, _FOUND, _where(broken, _FAILED, _where(
+            zoom_up, _SEARCHING, _where(flat, _FOUND, _SEARCHING))))
+        enters = ~exhausted & ~broken & (zoom_up | (~flat & zoom_down))
+        entry = dict(lo=_where(zoom_up, s["a0"], a), hi=_where(zoom_up, a, s["a0"]),
+                     phi_lo=_where(zoom_up, s["phi_a0"], f), phi_hi=_where(zoom_up, f, s["phi_a0"]),
+                     dphi_lo=_where(zoom_up, s["dphi_a0"], d), rec=_S(0.0), phi_rec=f0)
+        # a zoom iteration, at a = a_j
+        high = above | (f >= s["phi_lo"])
+        flip = d * (s["hi"] - s["lo"]) >= 0.0
+        zoom_task = _where(~high & flat, _FOUND, _where(i + 1.0 > 10.0, _FAILED, _SEARCHING))
+        moved = dict(
+            rec=_where(high | flip, s["hi"], s["lo"]), phi_rec=_where(high | flip, s["phi_hi"], s["phi_lo"]),
+            hi=_where(high, a, _where(flip, s["lo"], s["hi"])), phi_hi=_where(high, f, _where(flip, s["phi_lo"], s["phi_hi"])),
+            lo=_where(high, s["lo"], a), phi_lo=_where(high, s["phi_lo"], f), dphi_lo=_where(high, s["dphi_lo"], d),
+        )
+        task = _where(zooming, zoom_task, main_task)
+        now_zooming = zooming | enters
+        zoom = {k: _where(zooming, moved[k], entry[k]) for k in entry}
+        zoom_i = _where(zooming, i + 1.0, 0.0)
+        trial = _where(now_zooming, _zoom_trial(zoom_i, **zoom), _py_min(2.0 * a, _STPMAX))
+        return dict(
+            task=task, evaluations=s["evaluations"], trial=trial, alpha=a, f=f, zooming=now_zooming,
+            i=_where(now_zooming, zoom_i, i + 1.0), a0=_where(now_zooming, s["a0"], a),
+            phi_a0=_where(now_zooming, s["phi_a0"], f), dphi_a0=_where(now_zooming, s["dphi_a0"], d),
+            **{k: _where(now_zooming, v, s[k]) for k, v in zoom.items()},
+        )
+
+    return _Machine(evaluate, x, p, fields, g0, flags).run(step, 30)
+
+
+def _zoom_trial(i, lo, hi, phi_lo, phi_hi, dphi_lo, rec, phi_rec) -> _S:
+    """`_zoom`'s next a_j: the cubic's minimum through lo, hi and the last replaced end
+    (not on the first iteration), else the quadratic's, each kept 20% and 10% inside
+    the interval, else the midpoint."""
+    dalpha = hi - lo
+    a, b = _where(dalpha < 0.0, hi, lo), _where(dalpha < 0.0, lo, hi)
+    cubic, cubic_ok = _cubicmin(lo, phi_lo, dphi_lo, hi, phi_hi, rec, phi_rec)
+    cchk = 0.2 * dalpha
+    use_cubic = (i > 0.0) & cubic_ok & ~(cubic > b - cchk) & ~(cubic < a + cchk)
+    quad, quad_ok = _quadmin(lo, phi_lo, dphi_lo, hi, phi_hi)
+    qchk = 0.1 * dalpha
+    use_quad = quad_ok & ~(quad > b - qchk) & ~(quad < a + qchk)
+    return _where(use_cubic, cubic, _where(use_quad, quad, lo + 0.5 * dalpha))
+
+
+class _Raising:
+    """numpy's `errstate(all="raise")` over a few float operations: whether any of them
+    overflowed, divided by zero or made a NaN from numbers (scipy's interpolants give up
+    there)."""
+
+    def __init__(self):
+        self.raised = _S(False)
+
+    def __call__(self, result: _S, *operands) -> _S:
+        operands = [_S.of(o) for o in operands]
+        finite_in, nan_in = _S(True), _S(False)
+        for o in operands:
+            finite_in, nan_in = finite_in & _finite(o), nan_in | o.ne(o)
+        self.raised = self.raised | (~_finite(result) & finite_in) | (result.ne(result) & ~nan_in)
+        return result
+
+
+def _cubicmin(a, fa, fpa, b, fb, c, fc):
+    """scipy's `_cubicmin`: the cubic's minimum and whether scipy finds one (None where a
+    step raises or the result is not finite)."""
+    ok = _Raising()
+    db, dc = ok(b - a, b, a), ok(c - a, c, a)
+    denom = ok(ok(db * dc, db, dc) * ok(db * dc, db, dc), db, dc)
+    denom = ok(denom * ok(db - dc, db, dc), denom)
+    v0 = ok(ok(fb - fa, fb, fa) - ok(fpa * db, fpa, db), fb, fa)
+    v1 = ok(ok(fc - fa, fc, fa) - ok(fpa * dc, fpa, dc), fc, fa)
+    big_a = ok(ok(dc * dc, dc) * v0 + ok(-(db * db), db) * v1, v0, v1)
+    big_b = ok(ok(-(dc * dc * dc), dc) * v0 + ok(db * db * db, db) * v1, v0, v1)
+    big_a, big_b = ok(big_a / denom, big_a, denom), ok(big_b / denom, big_b, denom)
+    radical = ok(big_b * big_b - 3.0 * big_a * fpa, big_a, big_b, fpa)
+    root = ok(_sqrt(radical), radical)
+    xmin = ok(a + ok((-big_b + root) / ok(3.0 * big_a, big_a), big_b, root), a)
+    return xmin, ~ok.raised & _finite(xmin)
+
+
+def _quadmin(a, fa, fpa, b, fb):
+    """scipy's `_quadmin`: the quadratic's minimum and whether scipy finds one."""
+    ok = _Raising()
+    db = ok(b - a, b, a)
+    big_b = ok(ok(ok(fb - fa, fb, fa) - ok(fpa * db, fpa, db), fb, fa) / ok(db * db, db), fb, fa, db)
+    xmin = ok(a - ok(fpa / ok(2.0 * big_b, big_b), fpa, big_b), a)
+    return xmin, ~ok.raised & _finite(xmin)

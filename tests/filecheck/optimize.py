@@ -1,0 +1,29 @@
+# RUN: %PYTHON %s | FileCheck %s
+# MinimizeOp (BFGS): the objective and its gradient as one private function, called at
+# the start and from the two line searches, loops inside the BFGS loop; the objective's
+# check flags travel through the loops.
+import pytensor.tensor as pt
+from pytensor.raise_op import Assert
+from pytensor.tensor.optimize import minimize
+
+from ir_printing import print_ir
+
+x, a = pt.vector("x", shape=(3,)), pt.scalar("a")
+
+# Raw: the objective (value, gradient, one flag) at x0; the BFGS loop carries x, f, g and
+# the inverse Hessian; dcsrch's loop calls the objective, scipy's wolfe2 fallback sits in
+# an `if`.
+# CHECK-LABEL: TEST: minimize raw
+# CHECK: call @minimize_objective(%arg0, {{.*}}) -> (tensor<f64>, tensor<3xf64>, tensor<i1>)
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<i64>, tensor<3xf64>, tensor<f64>, tensor<3xf64>, tensor<3x3xf64>
+# CHECK: func.call @minimize_objective
+# CHECK: "stablehlo.if"
+# CHECK: func.func private @minimize_objective
+objective = Assert("a > 0")(((x - a) ** 2).sum() + (x**4).sum(), pt.gt(a, 0))
+print_ir("minimize", [x, a], list(minimize(objective, x)), raw=True)
+
+# Optimized: the calls inlined; the result and the success flag come out of the loop.
+# CHECK-LABEL: TEST: minimize opt
+# CHECK-NOT: func.call
+# CHECK: stablehlo.while
+print_ir("minimize", [x, a], list(minimize(objective, x)))
