@@ -1,4 +1,5 @@
-"""pytensor.tensor.optimize: MinimizeOp with scipy's BFGS, as loops around the objective.
+"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS), MinimizeScalarOp (Brent's method)
+and RootScalarOp (secant, Newton and Halley iterations), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the
@@ -26,7 +27,7 @@ from pytensor.compile.mode import get_mode
 from pytensor.graph.basic import Constant
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace
-from pytensor.tensor.optimize import MinimizeOp
+from pytensor.tensor.optimize import MinimizeOp, MinimizeScalarOp, RootScalarOp
 
 from lowering.builders import (
     compare,
@@ -43,7 +44,7 @@ from lowering.builders import (
     splat,
 )
 from lowering.errors import UnsupportedParameterError
-from lowering.graph import lower_function
+from lowering.graph import lower_function, node_label
 from lowering.regions import fold, if_else, while_loop
 from lowering.registry import register_lowering
 
@@ -63,17 +64,25 @@ def _lt(a, b):
     return compare(a, b, "LT")
 
 
-def _options(node) -> dict:
-    """scipy.minimize's BFGS options from the Op's `optimizer_kwargs` (its keywords:
-    `options`, and `tol`, which sets gtol); what cannot be honoured is refused by name."""
+def _split_options(node, method: str, tol_name: str) -> tuple[dict, dict]:
+    """The Op's `optimizer_kwargs` as scipy's minimize(_scalar) reads them: its own
+    keywords, and its `options` with `tol` set as `tol_name` where not given; another
+    method than `method` is refused by name."""
     op = node.op
-    if op.method.lower() != "bfgs":
-        raise UnsupportedParameterError(node, f"method {op.method!r}", "only scipy's BFGS (the default) is lowered")
+    if op.method.lower() != method:
+        raise UnsupportedParameterError(node, f"method {op.method!r}", f"only scipy's {method!r} (the default) is lowered")
     kwargs = dict(op.optimizer_kwargs)
-    given = dict(kwargs.pop("options", None) or {})
-    if kwargs.get("tol") is not None:
-        given.setdefault("gtol", kwargs["tol"])
-    kwargs.pop("tol", None)
+    options = dict(kwargs.pop("options", None) or {})
+    tol = kwargs.pop("tol", None)
+    if tol is not None:
+        options.setdefault(tol_name, tol)
+    return kwargs, options
+
+
+def _options(node) -> dict:
+    """scipy.minimize's BFGS options (`tol` sets gtol); what cannot be honoured is
+    refused by name."""
+    kwargs, given = _split_options(node, "bfgs", "gtol")
     unknown = sorted(kwargs) + sorted(set(given) - set(_BFGS_DEFAULTS) - _IGNORED)
     if unknown:
         raise UnsupportedParameterError(
@@ -86,25 +95,37 @@ def _options(node) -> dict:
     return options
 
 
-def _objective_function(ctx, node):
-    """The inner graph as a private function of x and the arguments that are not
-    constants where the Op is applied (those are put into the graph, as OpFromGraph's
-    are, so that `x ** 2` stays a product): the objective and its gradient (built here
-    where the Op was made with jac=False: scipy's finite differences become the exact
-    gradient), then its check flags. Returns it and the positions of its arguments."""
+def _derivatives(op, count: int) -> list:
+    """The inner graph's function and its first `count` derivatives in x: the Op's own
+    outputs where it was made with them (jac, hess), else PyTensor's `grad` of the
+    previous one (x a scalar, or a vector for the first: scipy's finite differences
+    become the exact derivative)."""
+    x = op.fgraph.inputs[0]
+    outputs = list(op.fgraph.outputs)
+    result = [outputs[0]]
+    for k in range(1, count + 1):
+        result.append(outputs[k] if len(outputs) > k else pytensor.grad(result[-1], x))
+    return result
+
+
+def _inner_function(ctx, node, count: int, name: str):
+    """The inner graph (`_derivatives`) as a private function of x and the arguments
+    that are not constants where the Op is applied (those are put into the graph, as
+    OpFromGraph's are, so that `x ** 2` stays a product); its check flags follow its
+    results. Returns it and the positions of its arguments among the node's inputs."""
     op = node.op
     variable = [i for i, v in enumerate(node.inputs) if i == 0 or not isinstance(v, Constant)]
-    key = ("MinimizeOp", op, tuple((i, v.signature()) for i, v in enumerate(node.inputs) if i not in variable))
+    key = (type(op).__name__, op, count, tuple((i, v.signature()) for i, v in enumerate(node.inputs) if i not in variable))
     if key not in ctx.memo:
         inner = op.fgraph.inputs
-        objective = op.fgraph.outputs[0]
-        gradient = op.fgraph.outputs[1] if op.jac else pytensor.grad(objective, inner[0])
+        outputs = _derivatives(op, count)
         bound = {inner[i]: node.inputs[i] for i in range(len(inner)) if i not in variable}
-        outputs = clone_replace([objective, gradient], replace=bound) if bound else [objective, gradient]
+        if bound:
+            outputs = clone_replace(outputs, replace=bound)
         # rewritten as the function perform compiles from it is (stabilized, simplified)
         graph = FunctionGraph([inner[i] for i in variable], outputs, clone=True)
         get_mode("STABLEHLO").optimizer.rewrite(graph)
-        ctx.memo[key] = lower_function(ctx, graph.inputs, graph.outputs, "minimize_objective")
+        ctx.memo[key] = lower_function(ctx, graph.inputs, graph.outputs, name)
     return ctx.memo[key], variable
 
 
@@ -130,7 +151,7 @@ def lower_minimize(ctx, node, x0, *args):
     options = _options(node)
     if np.dtype(node.inputs[0].type.dtype).kind != "f":
         raise UnsupportedParameterError(node, f"x of dtype {node.inputs[0].type.dtype}", "x must be real floats")
-    fn, variable = _objective_function(ctx, node)
+    fn, variable = _inner_function(ctx, node, 1, "minimize_objective")
     args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
     checks = ctx.checks_of(fn)
     x_type = node.inputs[0].type
@@ -542,3 +563,332 @@ def _quadmin(a, fa, fpa, b, fb):
     big_b = ok(ok(ok(fb - fa, fb, fa) - ok(fpa * db, fpa, db), fb, fa) / ok(db * db, db), fb, fa, db)
     xmin = ok(a - ok(fpa / ok(2.0 * big_b, big_b), fpa, big_b), a)
     return xmin, ~ok.raised & _finite(xmin)
+
+
+# --- RootScalarOp: scipy.optimize.root_scalar's secant, newton and halley --------------
+
+# The derivatives each method reads (root_scalar runs them all through scipy's `newton`).
+_ROOT_METHODS = {"secant": 0, "newton": 1, "halley": 2}
+_ROOT_OPTIONS = {"xtol", "tol", "rtol", "maxiter", "x1", "bracket"}  # bracket: unused by these
+
+
+def _root_options(node) -> dict:
+    """root_scalar's keywords for its `newton` (xtol becomes tol); what cannot be
+    honoured is refused by name, and scipy's own argument errors are raised here."""
+    op = node.op
+    method = op.method.lower()
+    if method not in _ROOT_METHODS:
+        raise UnsupportedParameterError(node, f"method {op.method!r}", f"root_scalar is lowered with {sorted(_ROOT_METHODS)}")
+    if method == "halley" and not (op.jac and op.hess):
+        missing = "fprime2" if op.jac else "fprime"
+        raise ValueError(f"{missing} must be specified for halley: root_scalar(..., jac=True, hess=True) "
+                         f"(node: {node_label(node)})")
+    kwargs = dict(op.optimizer_kwargs)
+    kwargs.update(kwargs.pop("options", None) or {})
+    unknown = sorted(set(kwargs) - _ROOT_OPTIONS)
+    if unknown:
+        raise UnsupportedParameterError(node, f"optimizer_kwargs {unknown}",
+                                        f"root_scalar is lowered with {sorted(_ROOT_OPTIONS - {'bracket'})}")
+    tol = kwargs["xtol"] if kwargs.get("xtol") is not None else kwargs.get("tol", 1.48e-8)
+    options = dict(method=method, tol=float(tol), rtol=float(kwargs.get("rtol") or 0.0),
+                   maxiter=int(kwargs.get("maxiter") or 50), x1=kwargs.get("x1") if method == "secant" else None)
+    if options["tol"] <= 0:
+        raise ValueError(f"tol too small ({options['tol']:g} <= 0) (node: {node_label(node)})")
+    if options["maxiter"] < 1:
+        raise ValueError(f"maxiter must be greater than 0 (node: {node_label(node)})")
+    return options
+
+
+def _isclose(a: _S, b: _S, rtol: float, atol: float) -> _S:
+    """np.isclose: |a - b| <= atol + rtol |b| where both are finite, else a == b."""
+    both = _finite(a) & _finite(b)
+    return _where(both, abs(a - b) <= atol + rtol * abs(b), a.eq(b))
+
+
+@register_lowering(RootScalarOp)
+def lower_root_scalar(ctx, node, x0, *args):
+    options = _root_options(node)
+    dtype = node.inputs[0].type.dtype
+    if np.dtype(dtype).kind != "f":
+        raise UnsupportedParameterError(node, f"x of dtype {dtype}", "x must be real floats")
+    count = _ROOT_METHODS[options["method"]]
+    fn, variable = _inner_function(ctx, node, count, "root_equation")
+    args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
+    checks = ctx.checks_of(fn)
+
+    def evaluate(p: _S, flags):
+        """The equation (and its derivatives) at p, in x's dtype, as float64 values."""
+        results = ctx.emit_call(fn, [convert(p.v, dtype), *args])
+        values = [_S(convert(r, "float64")) for r in results[:count + 1]]
+        return values, [_S(hlo.or_(a.v, b)) for a, b in zip(flags, results[count + 1:], strict=True)]
+
+    flags = [_S(False)] * len(checks)
+    start = _S(convert(x0, "float64"))
+    if options["method"] == "secant":
+        root, converged, flags = _secant(ctx, evaluate, start, options, flags)
+    else:
+        root, converged, flags = _newton(evaluate, start, options, flags)
+    for flag, check in zip(flags, checks, strict=True):
+        ctx.runtime_check(flag.v, check.error, check.message)
+    return convert(root.v, dtype), converged.v
+
+
+_RUN, _CONVERGED_AT, _STOPPED = 0.0, 1.0, 2.0
+
+
+def _iterate(init: dict, flags, maxiter: int, step) -> tuple[dict, list]:
+    """A `stablehlo.while` over named scalars: `step(state, flags)` returns the next state
+    and flags; it runs while `state["status"]` is _RUN, at most `maxiter` times."""
+    names = list(init) + ["iterations"]
+    values = [_S.of(init[n]).v for n in names[:-1]] + [_f64(0.0)] + [f.v for f in flags]
+
+    def cond(v):
+        state = dict(zip(names, map(_S, v)))
+        return (state["status"].eq(_RUN) & (state["iterations"] < float(maxiter))).v
+
+    def body(v):
+        state = dict(zip(names, map(_S, v)))
+        new, new_flags = step(state, [_S(f) for f in v[len(names):]])
+        new["iterations"] = state["iterations"] + 1.0
+        return [_S.of(new[n]).v for n in names] + [f.v for f in new_flags]
+
+    out = while_loop(values, cond, body)
+    return dict(zip(names, map(_S, out))), [_S(f) for f in out[len(names):]]
+
+
+def _secant(ctx, evaluate, x0: _S, options: dict, flags):
+    """scipy's `newton` without derivatives: the secant method from x0 and x1 (by
+    default x0 (1 + 1e-4) moved 1e-4 further from 0)."""
+    tol, rtol = options["tol"], options["rtol"]
+    if options["x1"] is not None:
+        p1 = _S(float(options["x1"]))
+        ctx.runtime_check(p1.eq(x0).v, ValueError, "x1 and x0 must be different")
+    else:
+        p1 = x0 * (1 + 1e-4)
+        p1 = p1 + _where(p1 >= 0.0, 1e-4, -1e-4)
+    (q0,), flags = evaluate(x0, flags)
+    (q1,), flags = evaluate(p1, flags)
+    swap = abs(q1) < abs(q0)
+    p0, p1, q0, q1 = _where(swap, p1, x0), _where(swap, x0, p1), _where(swap, q1, q0), _where(swap, q0, q1)
+
+    def step(s, flags):
+        p0, p1, q0, q1 = s["p0"], s["p1"], s["q0"], s["q1"]
+        flat = q1.eq(q0)
+        secant = _where(abs(q1) > abs(q0), (-q0 / q1 * p1 + p0) / (1 - q0 / q1), (-q1 / q0 * p0 + p1) / (1 - q1 / q0))
+        p = _where(flat, (p1 + p0) / 2.0, secant)
+        status = _where(flat, _STOPPED, _where(_isclose(p, p1, rtol, tol), _CONVERGED_AT, _RUN))
+        going = status.eq(_RUN)
+        (q,), new_flags = evaluate(p, flags)  # (what scipy evaluates only where it goes on)
+        flags = [_where(going, n, f) for n, f in zip(new_flags, flags, strict=True)]
+        return dict(status=status, p=p, p0=_where(going, p1, p0), q0=_where(going, q1, q0),
+                    p1=_where(going, p, p1), q1=_where(going, q, q1)), flags
+
+    init = dict(status=_RUN, p=p1, p0=p0, p1=p1, q0=q0, q1=q1)
+    state, flags = _iterate(init, flags, options["maxiter"], step)
+    return state["p"], state["status"].eq(_CONVERGED_AT), flags
+
+
+def _newton(evaluate, x0: _S, options: dict, flags):
+    """scipy's `newton` with the first derivative (Newton's method), and the second
+    (Halley's: the step divided by 1 - adj where |adj| < 1)."""
+    tol, rtol, halley = options["tol"], options["rtol"], options["method"] == "halley"
+
+    def step(s, flags):
+        p0 = s["p0"]
+        values, flags = evaluate(p0, flags)
+        f, d = values[0], values[1]
+        newton_step = f / d
+        if halley:
+            adj = newton_step * values[2] / d / 2
+            newton_step = _where(abs(adj) < 1.0, newton_step / (1.0 - adj), newton_step)
+        p = p0 - newton_step
+        root, flat = f.eq(0.0), d.eq(0.0)
+        status = _where(root, _CONVERGED_AT, _where(flat, _STOPPED, _where(_isclose(p, p0, rtol, tol), _CONVERGED_AT, _RUN)))
+        p = _where(root | flat, p0, p)
+        return dict(status=status, p=p, p0=p), flags
+
+    state, flags = _iterate(dict(status=_RUN, p=x0, p0=x0), flags, options["maxiter"], step)
+    return state["p"], state["status"].eq(_CONVERGED_AT), flags
+
+
+# --- MinimizeScalarOp: scipy.optimize.minimize_scalar's Brent method ---------------------
+
+_GOLD, _CG, _MINTOL = 1.618034, 0.3819660, 1.0e-11  # scipy's constants (bracket, Brent)
+_BRACKET_MESSAGE = ("No valid bracket was found before the iteration limit was reached. Consider trying "
+                    "different initial points or increasing `maxiter`.")
+
+
+def _scalar_options(node) -> dict:
+    """scipy.minimize_scalar's Brent options (`tol` sets xtol), scipy's own errors raised
+    here, what cannot be honoured refused by name."""
+    kwargs, options = _split_options(node, "brent", "xtol")
+    if kwargs.get("bounds") is not None:
+        raise ValueError(f"Use of `bounds` is incompatible with 'method={node.op.method}'. (node: {node_label(node)})")
+    kwargs.pop("bounds", None)
+    brack = kwargs.pop("bracket", None)
+    unknown = sorted(kwargs) + sorted(set(options) - {"xtol", "maxiter", "disp"})
+    if unknown or (brack is not None and len(brack) != 2):
+        what = f"optimizer_kwargs {unknown}" if unknown else "a bracket of three points"
+        raise UnsupportedParameterError(node, what, "Brent is lowered with tol, bracket=(xa, xb), xtol and maxiter")
+    xtol = float(options.get("xtol", 1.48e-8))
+    if xtol < 0:
+        raise ValueError(f"tolerance should be >= 0, got {xtol!r} (node: {node_label(node)})")
+    return dict(xtol=xtol, maxiter=int(options.get("maxiter", 500)), bracket=tuple(map(float, brack or (0.0, 1.0))))
+
+
+@register_lowering(MinimizeScalarOp)
+def lower_minimize_scalar(ctx, node, x0, *args):
+    """minimize_scalar(method="brent"): scipy's `bracket` from (0, 1) (x0 is not read, as
+    in scipy), then `Brent.optimize`; where no valid bracket is found, scipy's recovery:
+    the best of the three points, success False."""
+    options = _scalar_options(node)
+    dtype = node.inputs[0].type.dtype
+    if np.dtype(dtype).kind != "f":
+        raise UnsupportedParameterError(node, f"x of dtype {dtype}", "x must be real floats")
+    fn, variable = _inner_function(ctx, node, 0, "minimize_scalar_objective")
+    args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
+    checks = ctx.checks_of(fn)
+
+    def evaluate(u: _S, flags):
+        results = ctx.emit_call(fn, [convert(u.v, dtype), *args])
+        return _S(convert(results[0], "float64")), [_S(hlo.or_(a.v, b)) for a, b in zip(flags, results[1:], strict=True)]
+
+    bracket, flags = _bracket(evaluate, *options["bracket"], [_S(False)] * len(checks))
+    ctx.runtime_check(bracket["status"].eq(_STOPPED).v, RuntimeError, _BRACKET_MESSAGE)
+    xs, fs = [bracket[k] for k in ("xa", "xb", "xc")], [bracket[k] for k in ("fa", "fb", "fc")]
+    xa, xb, xc = xs
+    fa, fb, fc = fs
+    valid = ((((fb < fc) & (fb <= fa)) | ((fb < fa) & (fb <= fc)))
+             & (((xa < xb) & (xb < xc)) | ((xc < xb) & (xb < xa)))
+             & _finite(xa) & _finite(xb) & _finite(xc))
+
+    def brent():
+        x, fx, nit, brent_flags = _brent(evaluate, bracket, options, flags)
+        success = (nit < float(options["maxiter"])) & x.eq(x) & fx.eq(fx)
+        return [x.v, success.v, *(f.v for f in brent_flags)]
+
+    def recovered():  # scipy's BracketError: the lowest of the three, NaN if any is NaN
+        best, low = xa, fa
+        for x, f in ((xb, fb), (xc, fc)):
+            best, low = _where(f < low, x, best), _where(f < low, f, low)
+        nan = _S(False)
+        for v in (*xs, *fs):
+            nan = nan | v.ne(v)
+        return [_where(nan, float("nan"), best).v, _S(False).v, *(f.v for f in flags)]
+
+    types = [_f64(0.0).type, ir_constant(False).type] + [f.v.type for f in flags]
+    out = if_else(valid.v, types, brent, recovered)
+    for flag, check in zip(out[2:], checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    return convert(out[0], dtype), out[1]
+
+
+def _bracket(evaluate, xa: float, xb: float, flags):
+    """scipy's `bracket(func, xa, xb)`: downhill from (xa, xb) by golden steps and
+    parabolic extrapolation (grow limit 110) until f(xb) is below both neighbours; at
+    most 1,000 iterations (beyond, status _STOPPED: scipy's RuntimeError)."""
+    xa, xb = _S(xa), _S(xb)
+    fa, flags = evaluate(xa, flags)
+    fb, flags = evaluate(xb, flags)
+    swap = fa < fb
+    xa, xb, fa, fb = _where(swap, xb, xa), _where(swap, xa, xb), _where(swap, fb, fa), _where(swap, fa, fb)
+    xc = xb + _GOLD * (xb - xa)
+    fc, flags = evaluate(xc, flags)
+    first, second = 0.0, 1.0  # phases: a case's first evaluation, the extra golden one
+
+    def plan(s):
+        """The next iteration's trial point and case (scipy's four branches), or done."""
+        xa, xb, xc, fa, fb, fc = (s[k] for k in ("xa", "xb", "xc", "fa", "fb", "fc"))
+        tmp1, tmp2 = (xb - xa) * (fb - fc), (xb - xc) * (fb - fa)
+        val = tmp2 - tmp1
+        denom = _where(abs(val) < 1e-21, 2.0 * 1e-21, 2.0 * val)
+        w = xb - ((xb - xc) * tmp2 - (xb - xa) * tmp1) / denom
+        wlim = xb + 110.0 * (xc - xb)
+        case = _where((w - xc) * (xb - w) > 0.0, 0.0, _where((w - wlim) * (wlim - xc) >= 0.0, 1.0, _where(
+            (w - wlim) * (xc - w) > 0.0, 2.0, 3.0)))
+        trial = _where(case.eq(1.0), wlim, _where(case.eq(3.0), xc + _GOLD * (xc - xb), w))
+        going = fc < fb
+        count = _S.of(s["iter"])
+        status = _where(going, _where(count > 1000.0, _STOPPED, _RUN), _CONVERGED_AT)
+        return dict(s, status=status, case=case, trial=trial, phase=first, iter=count + 1.0)
+
+    def shift(s, w, fw):
+        return dict(s, xa=s["xb"], xb=s["xc"], xc=w, fa=s["fb"], fb=s["fc"], fc=fw)
+
+    def step(s, flags):
+        fw, new_flags = evaluate(s["trial"], flags)
+        w, case, in_first = s["trial"], s["case"], s["phase"].eq(first)
+        # case A (a parabolic point between xb and xc): done if it is the lowest or above
+        # xb, else one golden step more; case C (between xc and the limit): if lower than
+        # xc, move on to it and take one golden step more
+        a_low = case.eq(0.0) & (fw < s["fc"])
+        a_high = case.eq(0.0) & ~(fw < s["fc"]) & (fw > s["fb"])
+        a_more = case.eq(0.0) & ~a_low & ~a_high
+        c_more = case.eq(2.0) & (fw < s["fc"])
+        more = in_first & (a_more | c_more)
+        done = in_first & (a_low | a_high)
+        moved = shift(s, w, fw)
+        c_state = dict(s, xb=s["xc"], xc=w, fb=s["fc"], fc=fw)
+        extra = dict(_where_all(c_more, c_state, s), phase=second)
+        extra["trial"] = extra["xc"] + _GOLD * (extra["xc"] - extra["xb"])
+        finished = dict(s, status=_CONVERGED_AT, xa=_where(a_low, s["xb"], s["xa"]), xb=_where(a_low, w, s["xb"]),
+                        fa=_where(a_low, s["fb"], s["fa"]), fb=_where(a_low, fw, s["fb"]),
+                        xc=_where(a_high, w, s["xc"]), fc=_where(a_high, fw, s["fc"]))
+        following = plan(moved)
+        return _where_all(done, finished, _where_all(more, extra, following)), new_flags
+
+    init = plan(dict(status=_RUN, case=0.0, trial=0.0, phase=first, iter=0.0, xa=xa, xb=xb, xc=xc, fa=fa, fb=fb, fc=fc))
+    state, flags = _iterate(init, flags, 2 * 1000 + 4, step)
+    return state, flags
+
+
+def _where_all(cond: _S, a: dict, b: dict) -> dict:
+    return {k: _where(cond, a[k], b[k]) for k in a}
+
+
+def _brent(evaluate, bracket: dict, options: dict, flags):
+    """scipy's `Brent.optimize` on the bracket: parabolic steps where they are useful,
+    golden-section steps otherwise, until the interval is within xtol of x."""
+    tol = options["xtol"]
+    xa, xb, xc, fb = bracket["xa"], bracket["xb"], bracket["xc"], bracket["fb"]
+    a, b = _where(xa < xc, xa, xc), _where(xa < xc, xc, xa)
+
+    def step(s, flags):
+        x, w, v, fx, fw, fv, a, b = (s[k] for k in ("x", "w", "v", "fx", "fw", "fv", "a", "b"))
+        tol1 = tol * abs(x) + _MINTOL
+        tol2 = 2.0 * tol1
+        xmid = 0.5 * (a + b)
+        stop = abs(x - xmid) < (tol2 - 0.5 * (b - a))
+        golden_delta = _where(x >= xmid, a - x, b - x)
+        # a parabola through x, w, v
+        tmp1 = (x - w) * (fx - fv)
+        tmp2 = (x - v) * (fx - fw)
+        p = (x - v) * tmp2 - (x - w) * tmp1
+        tmp2 = 2.0 * (tmp2 - tmp1)
+        p = _where(tmp2 > 0.0, -p, p)
+        tmp2 = abs(tmp2)
+        useful = (p > tmp2 * (a - x)) & (p < tmp2 * (b - x)) & (abs(p) < abs(0.5 * tmp2 * s["deltax"]))
+        rat = p * 1.0 / tmp2
+        u = x + rat
+        rat = _where(((u - a) < tol2) | ((b - u) < tol2), _where(xmid - x >= 0.0, tol1, -tol1), rat)
+        golden = abs(s["deltax"]) <= tol1
+        parabolic = ~golden & useful
+        deltax = _where(parabolic, s["rat"], golden_delta)
+        rat = _where(parabolic, rat, _CG * golden_delta)
+        u = _where(abs(rat) < tol1, _where(rat >= 0.0, x + tol1, x - tol1), x + rat)
+        fu, new_flags = evaluate(u, flags)
+        flags = [_where(stop, f, n) for n, f in zip(new_flags, flags, strict=True)]
+        higher = fu > fx
+        replace_w = (fu <= fw) | w.eq(x)
+        replace_v = ~replace_w & ((fu <= fv) | v.eq(x) | v.eq(w))
+        worse = dict(a=_where(u < x, u, a), b=_where(u < x, b, u), v=_where(replace_w, w, _where(replace_v, u, v)),
+                     w=_where(replace_w, u, w), fv=_where(replace_w, fw, _where(replace_v, fu, fv)),
+                     fw=_where(replace_w, fu, fw), x=x, fx=fx)
+        better = dict(a=_where(u >= x, x, a), b=_where(u >= x, b, x), v=w, w=x, x=u, fv=fw, fw=fx, fx=fu)
+        moved = _where_all(higher, worse, better)
+        new = dict(s, **moved, deltax=deltax, rat=rat, nit=s["nit"] + 1.0)
+        return _where_all(stop, dict(s, status=_CONVERGED_AT), new), flags
+
+    init = dict(status=_RUN, x=xb, w=xb, v=xb, fx=fb, fw=fb, fv=fb, a=a, b=b, deltax=0.0, rat=0.0, nit=0.0)
+    state, flags = _iterate(init, flags, options["maxiter"], step)
+    return state["x"], state["fx"], state["nit"], flags

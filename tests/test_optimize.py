@@ -1,4 +1,6 @@
-"""pytensor.tensor.optimize: MinimizeOp (BFGS) against its perform (scipy.optimize.minimize).
+"""pytensor.tensor.optimize: MinimizeOp (BFGS), MinimizeScalarOp (Brent) and RootScalarOp
+(secant, Newton, Halley) against their performs (scipy.optimize's minimize,
+minimize_scalar, root_scalar).
 
 The Python mode's perform compiles the objective with the default mode (its rewrites, and
 with no C compiler in the test session, Op.perform). Our BFGS takes scipy's steps (its line
@@ -14,7 +16,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.raise_op import Assert
-from pytensor.tensor.optimize import minimize
+from pytensor.tensor.optimize import minimize, minimize_scalar, root_scalar
 
 from lowering.errors import UnsupportedParameterError
 from tests.helpers import compare_with_py
@@ -126,3 +128,91 @@ def test_what_cannot_be_honoured_is_refused_by_name(kwargs, refused):
     solution, _ = minimize(objective, x, **kwargs)
     with pytest.raises(UnsupportedParameterError, match=refused):
         pytensor.function(inputs, solution, mode="STABLEHLO")
+
+
+def _cube_root():
+    x, a = pt.scalar("x"), pt.scalar("a")
+    return [x, a], x**3 - a, x, [np.array(1.0), np.array(8.0)]
+
+
+def _transcendental():
+    x, a = pt.scalar("x"), pt.scalar("a")
+    return [x, a], pt.exp(x) - a * pt.cos(x), x, [np.array(0.0), np.array(5.0)]
+
+
+@pytest.mark.parametrize("problem, kwargs", [
+    (_cube_root, {}),  # secant, the default, from x0 and x0 (1 + 1e-4) + 1e-4
+    (_transcendental, {"optimizer_kwargs": {"x1": np.float64(3.0)}}),
+    (_cube_root, {"method": "newton", "jac": True}),
+    (_transcendental, {"method": "halley", "jac": True, "hess": True}),
+    (_cube_root, {"optimizer_kwargs": {"maxiter": 3}}),  # stopped: converged False, scipy's last iterate
+    (_cube_root, {"optimizer_kwargs": {"xtol": 1e-3, "rtol": 1e-2}}),
+], ids=["secant", "secant_x1", "newton", "halley", "maxiter", "tolerances"])
+def test_root_scalar_takes_scipys_steps(problem, kwargs):
+    inputs, equation, x, values = problem()
+    compare_with_py(inputs, list(root_scalar(equation, x, **kwargs)), values, **CLOSE)
+
+
+def test_root_scalar_where_scipy_stops_without_a_root():
+    """A flat secant (q1 == q0: the midpoint) and a zero derivative (Newton: x0 as it is),
+    both converged False; float32 x keeps its dtype."""
+    x, a = pt.scalar("x"), pt.scalar("a")
+    compare_with_py([x, a], list(root_scalar(pt.exp(-x * x) * 0 + a, x)), [np.array(1.0), np.array(1.0)])
+    compare_with_py([x, a], list(root_scalar(x**2 + a, x, method="newton", jac=True)), [np.array(0.0), np.array(1.0)])
+    xf = pt.fscalar("xf")
+    compare_with_py([xf], list(root_scalar(xf**3 - 8, xf)), [np.float32(1.0)])
+
+
+def test_root_scalar_newton_without_jac_uses_the_exact_derivative():
+    """scipy differentiates numerically there (README); the root agrees to its tolerance."""
+    inputs, equation, x, values = _transcendental()
+    compare_with_py(inputs, list(root_scalar(equation, x, method="newton")), values, rtol=1e-7)
+
+
+def test_root_scalar_errors_are_scipys_or_name_what_is_refused():
+    inputs, equation, x, values = _cube_root()
+    root, _ = root_scalar(equation, x, optimizer_kwargs={"x1": np.float64(1.0)})
+    with pytest.raises(ValueError, match=r"x1 and x0 must be different \(node: RootScalarOp"):
+        pytensor.function(inputs, root, mode="STABLEHLO")(*values)
+    with pytest.raises(ValueError, match="fprime2 must be specified for halley"):
+        pytensor.function(inputs, root_scalar(equation, x, method="halley", jac=True)[0], mode="STABLEHLO")
+    for kwargs, refused in [({"method": "brentq", "optimizer_kwargs": {"bracket": [0, 3]}}, "method 'brentq'"),
+                            ({"optimizer_kwargs": {"full_output": True}}, r"optimizer_kwargs \['full_output'\]")]:
+        with pytest.raises(UnsupportedParameterError, match=refused):
+            pytensor.function(inputs, root_scalar(equation, x, **kwargs)[0], mode="STABLEHLO")
+    a = inputs[1]
+    root, _ = root_scalar(Assert("a must be positive")(equation, pt.gt(a, 0)), x)
+    with pytest.raises(AssertionError, match="a must be positive"):
+        pytensor.function(inputs, root, mode="STABLEHLO")(values[0], np.array(-8.0))
+
+
+@pytest.mark.parametrize("objective, kwargs, values", [
+    (lambda x, a: (x - a) ** 2, {}, (0.0, -7.5)),  # bracketed downhill from (0, 1)
+    (lambda x, a: pt.cosh(x - a) + x**4, {}, (0.0, 2.0)),
+    (lambda x, a: (x - a) ** 2 + pt.sin(3 * x), {"optimizer_kwargs": {"bracket": (-3.0, -2.0)}}, (0.0, 1.0)),
+    (lambda x, a: pt.cosh(x - a) + x**4, {"optimizer_kwargs": {"options": {"maxiter": 3}}}, (0.0, 2.0)),
+    (lambda x, a: pt.cosh(x - a) + x**4, {"optimizer_kwargs": {"tol": 1e-3}}, (0.0, 2.0)),
+    # no valid bracket (scipy's recovery: the lowest point, success False), and NaN there
+    (lambda x, a: x * 0 + a, {}, (0.0, 1.0)),
+    (lambda x, a: pt.log(x - a), {}, (0.0, 1.0)),
+], ids=["quadratic", "cosh", "bracket", "maxiter", "tol", "flat", "nan"])
+def test_minimize_scalar_takes_scipys_steps(objective, kwargs, values):
+    """x0 is not read (scipy's minimize_scalar has no start: it brackets from (0, 1))."""
+    x, a = pt.scalar("x"), pt.scalar("a")
+    compare_with_py([x, a], list(minimize_scalar(objective(x, a), x, **kwargs)), [np.array(v) for v in values],
+                    **CLOSE)
+
+
+def test_minimize_scalar_errors_are_scipys_or_name_what_is_refused():
+    x, a = pt.scalar("x"), pt.scalar("a")
+    solution, _ = minimize_scalar(x * a, x)  # downhill forever
+    f = pytensor.function([x, a], solution, mode="STABLEHLO")
+    with pytest.raises(RuntimeError, match="No valid bracket was found before the iteration limit"):
+        f(0.0, 1.0)
+    for kwargs, error, message in [
+        ({"method": "golden"}, UnsupportedParameterError, "method 'golden'"),
+        ({"optimizer_kwargs": {"bracket": (0.0, 1.0, 2.0)}}, UnsupportedParameterError, "a bracket of three points"),
+        ({"optimizer_kwargs": {"bounds": (0.0, 1.0)}}, ValueError, "Use of `bounds` is incompatible"),
+    ]:
+        with pytest.raises(error, match=message):
+            pytensor.function([x, a], minimize_scalar((x - a) ** 2, x, **kwargs)[0], mode="STABLEHLO")

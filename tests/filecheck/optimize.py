@@ -27,3 +27,21 @@ print_ir("minimize", [x, a], list(minimize(objective, x)), raw=True)
 # CHECK-NOT: func.call
 # CHECK: stablehlo.while
 print_ir("minimize", [x, a], list(minimize(objective, x)))
+
+# root_scalar (secant): two evaluations before the loop, one in it; minimize_scalar
+# (Brent): the bracketing loop, then Brent's inside an `if` on the bracket's validity.
+# CHECK-LABEL: TEST: root_scalar raw
+# CHECK-COUNT-2: call @root_equation
+# CHECK: stablehlo.while
+# CHECK: func.call @root_equation
+from pytensor.tensor.optimize import minimize_scalar, root_scalar  # noqa: E402
+
+s = pt.scalar("s")
+print_ir("root_scalar", [s, a], list(root_scalar(s**3 - a, s)), raw=True)
+
+# CHECK-LABEL: TEST: minimize_scalar raw
+# CHECK: stablehlo.while
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_scalar_objective
+print_ir("minimize_scalar", [s, a], list(minimize_scalar((s - a) ** 2, s)), raw=True)
