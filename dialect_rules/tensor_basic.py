@@ -316,7 +316,6 @@ def lower_choose(ctx, node, a, choices):
     return reshape(take_along_axis(choices, reshape(index, [1, *dims]), 0), dims)
 
 
-
 @register_lowering(PermuteRowElements)
 def lower_permute_row_elements(ctx, node, x, y):
     """PermuteRowElements.perform: each row (last axis) of x reordered by the matching row
