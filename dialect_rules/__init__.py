@@ -14,6 +14,7 @@ from dialect_rules import (  # noqa: F401
     jax_op,
     linalg,
     optimize,
+    printing,
     scan,
     series,
     signal,
