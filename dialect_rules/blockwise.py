@@ -28,6 +28,7 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.traversal import walk
 from pytensor.tensor.basic import constant
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.optimize import ScipyWrapperOp
 from pytensor.tensor.rewriting.shape import ShapeFeature
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.type import tensor
@@ -184,6 +185,7 @@ def _refuse_value_dependent_shapes(node, params, outputs, varying) -> None:
     shape from an entry's values, not only from its shapes: the loop body could not be
     given static shapes. Shapes PyTensor cannot infer count as value-dependent."""
     fgraph = FunctionGraph(params, outputs, features=[ShapeFeature()], clone=True)
+    _known_output_shapes(fgraph)
     inputs = {v: k for k, v in enumerate(fgraph.inputs)}
 
     def expand(var):
@@ -202,6 +204,16 @@ def _refuse_value_dependent_shapes(node, params, outputs, varying) -> None:
                 "a Blockwise with no batched rule runs its core Op per batch entry, which "
                 "needs core output shapes that follow from the input shapes",
             )
+
+
+def _known_output_shapes(fgraph) -> None:
+    """Output shapes PyTensor cannot infer but that follow from the inputs' shapes: a
+    scipy optimizer's solution (`pytensor.tensor.optimize`, no `infer_shape`) has the
+    shape of its start x."""
+    feature = fgraph.shape_feature
+    for node in fgraph.apply_nodes:
+        if isinstance(node.op, ScipyWrapperOp):
+            feature.set_shape(node.outputs[0], feature.shape_of[node.inputs[0]], override=True)
 
 
 def lower_per_entry(ctx, node, operands):

@@ -216,3 +216,19 @@ def test_minimize_scalar_errors_are_scipys_or_name_what_is_refused():
     ]:
         with pytest.raises(error, match=message):
             pytensor.function([x, a], minimize_scalar((x - a) ** 2, x, **kwargs)[0], mode="STABLEHLO")
+
+
+def test_vectorized_optimizers_run_per_entry():
+    """`vectorize_graph` of a solution (a Blockwise of the Op) runs the Op once per batch
+    entry: PyTensor gives the Ops no `infer_shape`, and the per-entry loop takes the
+    solution's shape from x's (it was refused as value-dependent)."""
+    from pytensor.graph.replace import vectorize_graph
+
+    x, a, batch = pt.vector("x"), pt.vector("a"), pt.matrix("batch")
+    solution, success = minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x)
+    outputs = vectorize_graph([solution, success], {a: batch})
+    compare_with_py([x, batch], outputs, [np.zeros(3), np.arange(6.0).reshape(2, 3)], **CLOSE)
+    s, c, cs = pt.scalar("s"), pt.scalar("c"), pt.vector("cs")
+    root, converged = root_scalar(s**3 - c, s)
+    compare_with_py([s, cs], vectorize_graph([root, converged], {c: cs}), [np.array(1.0), np.array([8.0, 27.0, -1.0])],
+                    **CLOSE)

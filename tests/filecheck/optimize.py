@@ -45,3 +45,16 @@ print_ir("root_scalar", [s, a], list(root_scalar(s**3 - a, s)), raw=True)
 # CHECK: stablehlo.while
 # CHECK: func.call @minimize_scalar_objective
 print_ir("minimize_scalar", [s, a], list(minimize_scalar((s - a) ** 2, s)), raw=True)
+
+# Vectorized (a Blockwise of the Op): the per-entry loop calls the Op's function, whose
+# solution has x's shape.
+# CHECK-LABEL: TEST: minimize_batched raw
+# CHECK: stablehlo.while
+# CHECK: func.call @MinimizeOp_entry({{.*}}) -> (tensor<3xf64>, tensor<i1>)
+from pytensor.graph.replace import vectorize_graph  # noqa: E402
+
+batch = pt.matrix("batch", shape=(2, 3))
+xs = pt.vector("xs", shape=(3,))
+av = pt.vector("av", shape=(3,))
+solution, success = minimize(((xs - av) ** 2).sum(), xs)
+print_ir("minimize_batched", [xs, batch], vectorize_graph([solution, success], {av: batch}), raw=True)
