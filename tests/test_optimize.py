@@ -110,6 +110,8 @@ def test_the_objectives_checks_raise_after_the_loop():
     with pytest.raises(pm.logprob.utils.ParameterValueError, match=r"sigma > 0 \(node: Check"):
         f(values[0], values[1], np.array(-1.0))
     x, a = pt.vector("x"), pt.scalar("a")
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        pytensor.function([x], minimize((x**2).sum(), x)[0], mode="STABLEHLO")(np.zeros(0))  # as scipy's
     solution, _ = minimize(Assert("a must be positive")(((x - a) ** 2).sum(), pt.gt(a, 0)), x)
     f = pytensor.function([x, a], solution, mode="STABLEHLO")
     np.testing.assert_allclose(f(np.zeros(2), 1.0), [1.0, 1.0])
