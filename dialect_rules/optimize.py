@@ -160,7 +160,7 @@ def lower_minimize(ctx, node, x0, *args):
                else dim_value(int(options["maxiter"])))  # scipy's default: 200 per variable
     gtol, c1, c2 = _f64(options["gtol"]), _f64(options["c1"]), _f64(options["c2"])
     false = ir_constant(False)
-    if options["norm"] in (np.inf, -np.inf):  # scipy's gradient norm of no variables
+    if options["norm"] in (np.inf, -np.inf) and not (isinstance(n, int) and n > 0):  # the norm of no variables
         reduction = "maximum" if options["norm"] > 0 else "minimum"
         ctx.runtime_check(compare(dim_value(n), dim_value(0), "EQ"), ValueError,
                           f"zero-size array to reduction operation {reduction} which has no identity")

@@ -690,8 +690,8 @@ def broadcast_checked(x: ir.Value, dims: Sequence[Dim]) -> tuple[ir.Value, list[
     flags, fitted = [], list(shape)
     for k, size in enumerate(shape):
         target = dims[offset + k]
-        if isinstance(size, int) or size is target:
-            continue
+        if isinstance(size, int) or (not isinstance(target, int) and size == target):
+            continue  # (the same run-time value: IR values compare by identity with ==)
         one = compare(size, dim_value(1), "EQ")
         flags.append(all_of(compare(size, dim_value(target), "NE"), hlo.not_(one)))
         fitted[k] = select(one, dim_value(1), dim_value(target))
