@@ -53,7 +53,6 @@ from lowering.registry import register_lowering
 # (eps, finite_diff_rel_step, workers), which the exact gradient replaces.
 _BFGS_DEFAULTS = {"gtol": 1e-5, "norm": np.inf, "maxiter": None, "xrtol": 0.0, "c1": 1e-4, "c2": 0.9}
 _IGNORED = {"disp", "return_all", "eps", "finite_diff_rel_step", "workers"}
-_RUNNING, _CONVERGED, _LOST = 0, 1, 2
 
 
 def _f64(value) -> ir.Value:
@@ -177,11 +176,11 @@ def lower_minimize(ctx, node, x0, *args):
     eye = convert(compare(iota([n, n], 0, "int64"), iota([n, n], 1, "int64"), "EQ"), "float64")
     # the first step's length as if the previous value were f + |g| / 2 (dx ~ 1)
     f_before = hlo.add(f, hlo.multiply(_norm(g, 2), _f64(0.5)))
-    init = [dim_value(0), ir_constant(np.int64(_RUNNING)), x, f, g, eye, f_before, _norm(g, options["norm"]), *flags]
+    init = [dim_value(0), ir_constant(np.int64(_GOING)), x, f, g, eye, f_before, _norm(g, options["norm"]), *flags]
 
     def cond(values):
         k, status, *_, gnorm = values[:8]
-        return hlo.and_(hlo.and_(compare(status, ir_constant(np.int64(_RUNNING)), "EQ"), compare(gnorm, gtol, "GT")),
+        return hlo.and_(hlo.and_(compare(status, ir_constant(np.int64(_GOING)), "EQ"), compare(gnorm, gtol, "GT")),
                         _lt(k, maxiter))
 
     def body(values):
@@ -195,9 +194,9 @@ def lower_minimize(ctx, node, x0, *args):
             hlo.multiply(alpha, _norm(p, 2)), hlo.multiply(_f64(options["xrtol"]),
                                                            hlo.add(_f64(options["xrtol"]), _norm(x1, 2))), "LE"))
         # scipy's order: the gradient's norm, the step's length, then a value not finite
-        status1 = select(found, select(converged, ir_constant(np.int64(_CONVERGED)), select(
-            hlo.is_finite(f1), ir_constant(np.int64(_RUNNING)), ir_constant(np.int64(_LOST)))),
-            ir_constant(np.int64(_LOST)))
+        status1 = select(found, select(converged, ir_constant(np.int64(_DONE)), select(
+            hlo.is_finite(f1), ir_constant(np.int64(_GOING)), ir_constant(np.int64(_STOPPED)))),
+            ir_constant(np.int64(_STOPPED)))
         h1 = _bfgs_update(h, s, y)
         keep = lambda new, old: select(found, new, old)  # noqa: E731  (a failed search moves nothing)
         return [keep(hlo.add(k, dim_value(1)), k), status1, keep(x1, x), keep(f1, f), keep(g1, g), keep(h1, h),
@@ -210,7 +209,7 @@ def lower_minimize(ctx, node, x0, *args):
     # iteration converged), then NaN; success where none of them
     nan = hlo.or_(hlo.or_(compare(gnorm, gnorm, "NE"), compare(f, f, "NE")),
                   fold(compare(x, x, "NE"), [0], hlo.or_, False))
-    failed = hlo.or_(hlo.or_(compare(status, ir_constant(np.int64(_LOST)), "EQ"), hlo.not_(_lt(k, maxiter))), nan)
+    failed = hlo.or_(hlo.or_(compare(status, ir_constant(np.int64(_STOPPED)), "EQ"), hlo.not_(_lt(k, maxiter))), nan)
     return reshape(convert(x, x_type.dtype), shape_of(x0)), hlo.not_(failed)
 
 
@@ -293,40 +292,51 @@ def _finite(x: _S) -> _S:
     return _S(hlo.is_finite(x.v))
 
 
-class _Machine:
-    """A line search as a `stablehlo.while` of named scalar fields, plus the last
-    evaluated point's gradient and the objective's check flags: `step(state, f, d)` gets
-    the value and slope at the trial step `state["trial"]` (the evaluations counted) and
-    returns the next state; the loop runs while `state["task"]` is _SEARCHING, at most
-    `max_evaluations` times."""
-
-    def __init__(self, evaluate, x, p, fields: dict, g0, flags):
-        self.evaluate, self.x, self.p = evaluate, x, p
-        self.names = list(fields)
-        self.init = [_S.of(fields[n]).v for n in self.names] + [g0, *flags]
-
-    def run(self, step, max_evaluations: int) -> dict:
-        names, count = self.names, len(self.names)
-
-        def cond(values):
-            state = dict(zip(names, map(_S, values[:count])))
-            return ((state["task"].eq(_SEARCHING)) & (state["evaluations"] < max_evaluations)).v
-
-        def body(values):
-            state = dict(zip(names, map(_S, values[:count])))
-            point = hlo.add(self.x, hlo.multiply(splat(state["trial"].v, self.p), self.p))
-            f, g, flags = self.evaluate(point, values[count + 1:])
-            state["evaluations"] = state["evaluations"] + 1.0
-            new = step(state, _S(f), _S(_dot(g, self.p)))
-            return [_S.of(new[n]).v for n in names] + [g, *flags]
-
-        out = while_loop(self.init, cond, body)
-        result = dict(zip(names, map(_S, out[:count])))
-        result["g"], result["flags"] = out[count], out[count + 1:]
-        return result
+# A loop's status: going on, done (a step found, converged), stopped without a result.
+_GOING, _DONE, _STOPPED = 0.0, 1.0, 2.0
 
 
-_SEARCHING, _FOUND, _FAILED = 0.0, 1.0, 2.0
+def _iterate(init: dict, carried: list, maxiter: int, step) -> tuple[dict, list]:
+    """A `stablehlo.while` over named scalars (`_S`) and `carried` values (a gradient, the
+    check flags): `step(state, carried)` returns the next of both; it runs while
+    `state["status"]` is _GOING, at most `maxiter` times (`state["iterations"]`)."""
+    names = [n for n in init if n != "iterations"] + ["iterations"]
+    count = len(names)
+    values = [_S.of(init[n]).v for n in names[:-1]] + [_f64(0.0), *carried]
+
+    def cond(v):
+        state = dict(zip(names, map(_S, v[:count])))
+        return (state["status"].eq(_GOING) & (state["iterations"] < float(maxiter))).v
+
+    def body(v):
+        state = dict(zip(names, map(_S, v[:count])))
+        new, new_carried = step(state, list(v[count:]))
+        new["iterations"] = state["iterations"] + 1.0
+        return [_S.of(new[n]).v for n in names] + list(new_carried)
+
+    out = while_loop(values, cond, body)
+    return dict(zip(names, map(_S, out[:count]))), list(out[count:])
+
+
+def _search(evaluate, x, p, fields: dict, g0, flags, step, max_evaluations: int) -> dict:
+    """A line search: `_iterate` evaluating the objective at x + trial p once an
+    iteration (`state["iterations"]` evaluations before this one); `step(state, f, d)`
+    gets the value and slope there. The final fields, with the last evaluated point's
+    gradient ("g") and the check flags ("flags")."""
+
+    def each(state, carried):
+        point = hlo.add(x, hlo.multiply(splat(state["trial"].v, p), p))
+        f, g, new_flags = evaluate(point, carried[1:])
+        return step(state, _S(f), _S(_dot(g, p))), [g, *new_flags]
+
+    state, carried = _iterate(fields, [g0, *flags], max_evaluations, each)
+    state["g"], state["flags"] = carried[0], carried[1:]
+    return state
+
+
+def _gate(go: _S, new: list, old: list) -> list:
+    """The check flags of an evaluation the loop keeps (`new` where `go`, else `old`)."""
+    return [select(go.v, n, o) for n, o in zip(new, old, strict=True)]
 # scipy's BFGS line search bounds (`_line_search_wolfe12`'s amin, amax; dcsrch's xtol)
 _STPMIN, _STPMAX, _XTOL = 1e-100, 1e100, 1e-14
 
@@ -343,11 +353,11 @@ def _line_search(evaluate, x, p, f0, g0, f_before, c1, c2, flags):
     f0, d0, f_before = _S(f0), _S(_dot(g0, p)), _S(f_before)
     c1, c2 = _S(c1), _S(c2)
     first = _dcsrch(evaluate, x, p, f0, d0, _first_step(f0, f_before, d0), c1, c2, g0, flags)
-    found = first["task"].eq(_FOUND)
+    found = first["status"].eq(_DONE)
 
     def fallback():
         second = _wolfe2(evaluate, x, p, f0, d0, _first_step(f0, f_before, d0), c1, c2, g0, first["flags"])
-        return [second["task"].eq(_FOUND).v, second["alpha"].v, second["f"].v, second["g"], *second["flags"]]
+        return [second["status"].eq(_DONE).v, second["alpha"].v, second["f"].v, second["g"], *second["flags"]]
 
     def keep():
         return [found.v, first["alpha"].v, first["f"].v, first["g"], *first["flags"]]
@@ -364,7 +374,7 @@ def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
     gtest = c1 * d0
     width = _STPMAX - _STPMIN
     fields = dict(
-        task=_where(start_error, _FAILED, _SEARCHING), evaluations=0.0, trial=alpha1, alpha=alpha1,
+        status=_where(start_error, _STOPPED, _GOING), trial=alpha1, alpha=alpha1,
         f=f0, brackt=False, stage=1.0, stx=0.0, fx=f0, gx=d0, sty=0.0, fy=f0, gy=d0,
         stmin=0.0, stmax=alpha1 + 4.0 * alpha1, width=width, width1=width / 0.5,
     )
@@ -396,20 +406,20 @@ def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
         stuck = brackt & (((new_stp <= stmin) | (new_stp >= stmax)) | (stmax - stmin <= _XTOL * stmax))
         new_stp = _where(stuck, stx, new_stp)
         # the last evaluation (100th) is not tested; a trial that is not finite fails
-        last = s["evaluations"] >= 100.0
-        task = _where(last, _FAILED, _where(converged, _FOUND, _where(warn, _FAILED, _where(
-            _finite(new_stp), _SEARCHING, _FAILED))))
-        searching = task.eq(_SEARCHING)
+        last = s["iterations"] >= 99.0
+        status = _where(last, _STOPPED, _where(converged, _DONE, _where(warn, _STOPPED, _where(
+            _finite(new_stp), _GOING, _STOPPED))))
+        searching = status.eq(_GOING)
         keep = lambda new, old: _where(searching, new, old)  # noqa: E731
         return dict(
-            task=task, evaluations=s["evaluations"], trial=keep(new_stp, stp), alpha=stp, f=f,
+            status=status, trial=keep(new_stp, stp), alpha=stp, f=f,
             brackt=keep(brackt, s["brackt"]), stage=stage, stx=keep(stx, s["stx"]), fx=keep(fx, s["fx"]),
             gx=keep(gx, s["gx"]), sty=keep(sty, s["sty"]), fy=keep(fy, s["fy"]), gy=keep(gy, s["gy"]),
             stmin=keep(stmin, s["stmin"]), stmax=keep(stmax, s["stmax"]), width=keep(width, s["width"]),
             width1=keep(width1, s["width1"]),
         )
 
-    return _Machine(evaluate, x, p, fields, g0, flags).run(step, 100)
+    return _search(evaluate, x, p, fields, g0, flags, step, 100)
 
 
 def _dcstep(stx, fx, dx, sty, fy, dy, stp, fp, dp, brackt, stpmin, stpmax):
@@ -467,7 +477,7 @@ def _wolfe2(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
     its `_zoom` (11 evaluations): where the doubling runs out, the last step stands."""
     alpha1 = _py_min(alpha1, _STPMAX)
     fields = dict(
-        task=_SEARCHING, evaluations=0.0, trial=alpha1, alpha=alpha1, f=f0, zooming=False, i=0.0,
+        status=_GOING, trial=alpha1, alpha=alpha1, f=f0, zooming=False, i=0.0,
         a0=0.0, phi_a0=f0, dphi_a0=d0, lo=0.0, hi=0.0, phi_lo=f0, phi_hi=f0, dphi_lo=d0, rec=0.0, phi_rec=f0,
     )
 
@@ -480,8 +490,8 @@ def _wolfe2(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
         broken = a.eq(0.0) | (s["a0"] > _STPMAX)
         zoom_up = above | ((f >= s["phi_a0"]) & (i > 0.0))  # zoom(a0, a)
         zoom_down = d >= 0.0  # zoom(a, a0)
-        main_task = _where(exhausted, _FOUND, _where(broken, _FAILED, _where(
-            zoom_up, _SEARCHING, _where(flat, _FOUND, _SEARCHING))))
+        main_status = _where(exhausted, _DONE, _where(broken, _STOPPED, _where(
+            zoom_up, _GOING, _where(flat, _DONE, _GOING))))
         enters = ~exhausted & ~broken & (zoom_up | (~flat & zoom_down))
         entry = dict(lo=_where(zoom_up, s["a0"], a), hi=_where(zoom_up, a, s["a0"]),
                      phi_lo=_where(zoom_up, s["phi_a0"], f), phi_hi=_where(zoom_up, f, s["phi_a0"]),
@@ -489,25 +499,25 @@ def _wolfe2(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
         # a zoom iteration, at a = a_j
         high = above | (f >= s["phi_lo"])
         flip = d * (s["hi"] - s["lo"]) >= 0.0
-        zoom_task = _where(~high & flat, _FOUND, _where(i + 1.0 > 10.0, _FAILED, _SEARCHING))
+        zoom_status = _where(~high & flat, _DONE, _where(i + 1.0 > 10.0, _STOPPED, _GOING))
         moved = dict(
             rec=_where(high | flip, s["hi"], s["lo"]), phi_rec=_where(high | flip, s["phi_hi"], s["phi_lo"]),
             hi=_where(high, a, _where(flip, s["lo"], s["hi"])), phi_hi=_where(high, f, _where(flip, s["phi_lo"], s["phi_hi"])),
             lo=_where(high, s["lo"], a), phi_lo=_where(high, s["phi_lo"], f), dphi_lo=_where(high, s["dphi_lo"], d),
         )
-        task = _where(zooming, zoom_task, main_task)
+        status = _where(zooming, zoom_status, main_status)
         now_zooming = zooming | enters
         zoom = {k: _where(zooming, moved[k], entry[k]) for k in entry}
         zoom_i = _where(zooming, i + 1.0, 0.0)
         trial = _where(now_zooming, _zoom_trial(zoom_i, **zoom), _py_min(2.0 * a, _STPMAX))
         return dict(
-            task=task, evaluations=s["evaluations"], trial=trial, alpha=a, f=f, zooming=now_zooming,
+            status=status, trial=trial, alpha=a, f=f, zooming=now_zooming,
             i=_where(now_zooming, zoom_i, i + 1.0), a0=_where(now_zooming, s["a0"], a),
             phi_a0=_where(now_zooming, s["phi_a0"], f), dphi_a0=_where(now_zooming, s["dphi_a0"], d),
             **{k: _where(now_zooming, v, s[k]) for k, v in zoom.items()},
         )
 
-    return _Machine(evaluate, x, p, fields, g0, flags).run(step, 30)
+    return _search(evaluate, x, p, fields, g0, flags, step, 30)
 
 
 def _zoom_trial(i, lo, hi, phi_lo, phi_hi, dphi_lo, rec, phi_rec) -> _S:
@@ -624,40 +634,17 @@ def lower_root_scalar(ctx, node, x0, *args):
         """The equation (and its derivatives) at p, in x's dtype, as float64 values."""
         results = ctx.emit_call(fn, [convert(p.v, dtype), *args])
         values = [_S(convert(r, "float64")) for r in results[:count + 1]]
-        return values, [_S(hlo.or_(a.v, b)) for a, b in zip(flags, results[count + 1:], strict=True)]
+        return values, [hlo.or_(a, b) for a, b in zip(flags, results[count + 1:], strict=True)]
 
-    flags = [_S(False)] * len(checks)
+    flags = [ir_constant(False)] * len(checks)
     start = _S(convert(x0, "float64"))
     if options["method"] == "secant":
         root, converged, flags = _secant(ctx, evaluate, start, options, flags)
     else:
         root, converged, flags = _newton(evaluate, start, options, flags)
     for flag, check in zip(flags, checks, strict=True):
-        ctx.runtime_check(flag.v, check.error, check.message)
+        ctx.runtime_check(flag, check.error, check.message)
     return convert(root.v, dtype), converged.v
-
-
-_RUN, _CONVERGED_AT, _STOPPED = 0.0, 1.0, 2.0
-
-
-def _iterate(init: dict, flags, maxiter: int, step) -> tuple[dict, list]:
-    """A `stablehlo.while` over named scalars: `step(state, flags)` returns the next state
-    and flags; it runs while `state["status"]` is _RUN, at most `maxiter` times."""
-    names = list(init) + ["iterations"]
-    values = [_S.of(init[n]).v for n in names[:-1]] + [_f64(0.0)] + [f.v for f in flags]
-
-    def cond(v):
-        state = dict(zip(names, map(_S, v)))
-        return (state["status"].eq(_RUN) & (state["iterations"] < float(maxiter))).v
-
-    def body(v):
-        state = dict(zip(names, map(_S, v)))
-        new, new_flags = step(state, [_S(f) for f in v[len(names):]])
-        new["iterations"] = state["iterations"] + 1.0
-        return [_S.of(new[n]).v for n in names] + [f.v for f in new_flags]
-
-    out = while_loop(values, cond, body)
-    return dict(zip(names, map(_S, out))), [_S(f) for f in out[len(names):]]
 
 
 def _secant(ctx, evaluate, x0: _S, options: dict, flags):
@@ -680,16 +667,16 @@ def _secant(ctx, evaluate, x0: _S, options: dict, flags):
         flat = q1.eq(q0)
         secant = _where(abs(q1) > abs(q0), (-q0 / q1 * p1 + p0) / (1 - q0 / q1), (-q1 / q0 * p0 + p1) / (1 - q1 / q0))
         p = _where(flat, (p1 + p0) / 2.0, secant)
-        status = _where(flat, _STOPPED, _where(_isclose(p, p1, rtol, tol), _CONVERGED_AT, _RUN))
-        going = status.eq(_RUN)
+        status = _where(flat, _STOPPED, _where(_isclose(p, p1, rtol, tol), _DONE, _GOING))
+        going = status.eq(_GOING)
         (q,), new_flags = evaluate(p, flags)  # (what scipy evaluates only where it goes on)
-        flags = [_where(going, n, f) for n, f in zip(new_flags, flags, strict=True)]
+        flags = _gate(going, new_flags, flags)
         return dict(status=status, p=p, p0=_where(going, p1, p0), q0=_where(going, q1, q0),
                     p1=_where(going, p, p1), q1=_where(going, q, q1)), flags
 
-    init = dict(status=_RUN, p=p1, p0=p0, p1=p1, q0=q0, q1=q1)
+    init = dict(status=_GOING, p=p1, p0=p0, p1=p1, q0=q0, q1=q1)
     state, flags = _iterate(init, flags, options["maxiter"], step)
-    return state["p"], state["status"].eq(_CONVERGED_AT), flags
+    return state["p"], state["status"].eq(_DONE), flags
 
 
 def _newton(evaluate, x0: _S, options: dict, flags):
@@ -707,12 +694,12 @@ def _newton(evaluate, x0: _S, options: dict, flags):
             newton_step = _where(abs(adj) < 1.0, newton_step / (1.0 - adj), newton_step)
         p = p0 - newton_step
         root, flat = f.eq(0.0), d.eq(0.0)
-        status = _where(root, _CONVERGED_AT, _where(flat, _STOPPED, _where(_isclose(p, p0, rtol, tol), _CONVERGED_AT, _RUN)))
+        status = _where(root, _DONE, _where(flat, _STOPPED, _where(_isclose(p, p0, rtol, tol), _DONE, _GOING)))
         p = _where(root | flat, p0, p)
         return dict(status=status, p=p, p0=p), flags
 
-    state, flags = _iterate(dict(status=_RUN, p=x0, p0=x0), flags, options["maxiter"], step)
-    return state["p"], state["status"].eq(_CONVERGED_AT), flags
+    state, flags = _iterate(dict(status=_GOING, p=x0, p0=x0), flags, options["maxiter"], step)
+    return state["p"], state["status"].eq(_DONE), flags
 
 
 # --- MinimizeScalarOp: scipy.optimize.minimize_scalar's Brent method ---------------------
@@ -755,9 +742,9 @@ def lower_minimize_scalar(ctx, node, x0, *args):
 
     def evaluate(u: _S, flags):
         results = ctx.emit_call(fn, [convert(u.v, dtype), *args])
-        return _S(convert(results[0], "float64")), [_S(hlo.or_(a.v, b)) for a, b in zip(flags, results[1:], strict=True)]
+        return _S(convert(results[0], "float64")), [hlo.or_(a, b) for a, b in zip(flags, results[1:], strict=True)]
 
-    bracket, flags = _bracket(evaluate, *options["bracket"], [_S(False)] * len(checks))
+    bracket, flags = _bracket(evaluate, *options["bracket"], [ir_constant(False)] * len(checks))
     ctx.runtime_check(bracket["status"].eq(_STOPPED).v, RuntimeError, _BRACKET_MESSAGE)
     xs, fs = [bracket[k] for k in ("xa", "xb", "xc")], [bracket[k] for k in ("fa", "fb", "fc")]
     xa, xb, xc = xs
@@ -769,7 +756,7 @@ def lower_minimize_scalar(ctx, node, x0, *args):
     def brent():
         x, fx, nit, brent_flags = _brent(evaluate, bracket, options, flags)
         success = (nit < float(options["maxiter"])) & x.eq(x) & fx.eq(fx)
-        return [x.v, success.v, *(f.v for f in brent_flags)]
+        return [x.v, success.v, *brent_flags]
 
     def recovered():  # scipy's BracketError: the lowest of the three, NaN if any is NaN
         best, low = xa, fa
@@ -778,9 +765,9 @@ def lower_minimize_scalar(ctx, node, x0, *args):
         nan = _S(False)
         for v in (*xs, *fs):
             nan = nan | v.ne(v)
-        return [_where(nan, float("nan"), best).v, _S(False).v, *(f.v for f in flags)]
+        return [_where(nan, float("nan"), best).v, _S(False).v, *flags]
 
-    types = [_f64(0.0).type, ir_constant(False).type] + [f.v.type for f in flags]
+    types = [_f64(0.0).type, ir_constant(False).type] + [f.type for f in flags]
     out = if_else(valid.v, types, brent, recovered)
     for flag, check in zip(out[2:], checks, strict=True):
         ctx.runtime_check(flag, check.error, check.message)
@@ -813,7 +800,7 @@ def _bracket(evaluate, xa: float, xb: float, flags):
         trial = _where(case.eq(1.0), wlim, _where(case.eq(3.0), xc + _GOLD * (xc - xb), w))
         going = fc < fb
         count = _S.of(s["iter"])
-        status = _where(going, _where(count > 1000.0, _STOPPED, _RUN), _CONVERGED_AT)
+        status = _where(going, _where(count > 1000.0, _STOPPED, _GOING), _DONE)
         return dict(s, status=status, case=case, trial=trial, phase=first, iter=count + 1.0)
 
     def shift(s, w, fw):
@@ -835,13 +822,13 @@ def _bracket(evaluate, xa: float, xb: float, flags):
         c_state = dict(s, xb=s["xc"], xc=w, fb=s["fc"], fc=fw)
         extra = dict(_where_all(c_more, c_state, s), phase=second)
         extra["trial"] = extra["xc"] + _GOLD * (extra["xc"] - extra["xb"])
-        finished = dict(s, status=_CONVERGED_AT, xa=_where(a_low, s["xb"], s["xa"]), xb=_where(a_low, w, s["xb"]),
+        finished = dict(s, status=_DONE, xa=_where(a_low, s["xb"], s["xa"]), xb=_where(a_low, w, s["xb"]),
                         fa=_where(a_low, s["fb"], s["fa"]), fb=_where(a_low, fw, s["fb"]),
                         xc=_where(a_high, w, s["xc"]), fc=_where(a_high, fw, s["fc"]))
         following = plan(moved)
         return _where_all(done, finished, _where_all(more, extra, following)), new_flags
 
-    init = plan(dict(status=_RUN, case=0.0, trial=0.0, phase=first, iter=0.0, xa=xa, xb=xb, xc=xc, fa=fa, fb=fb, fc=fc))
+    init = plan(dict(status=_GOING, case=0.0, trial=0.0, phase=first, iter=0.0, xa=xa, xb=xb, xc=xc, fa=fa, fb=fb, fc=fc))
     state, flags = _iterate(init, flags, 2 * 1000 + 4, step)
     return state, flags
 
@@ -881,7 +868,7 @@ def _brent(evaluate, bracket: dict, options: dict, flags):
         rat = _where(parabolic, rat, _CG * golden_delta)
         u = _where(abs(rat) < tol1, _where(rat >= 0.0, x + tol1, x - tol1), x + rat)
         fu, new_flags = evaluate(u, flags)
-        flags = [_where(stop, f, n) for n, f in zip(new_flags, flags, strict=True)]
+        flags = _gate(~stop, new_flags, flags)
         higher = fu > fx
         replace_w = (fu <= fw) | w.eq(x)
         replace_v = ~replace_w & ((fu <= fv) | v.eq(x) | v.eq(w))
@@ -891,8 +878,8 @@ def _brent(evaluate, bracket: dict, options: dict, flags):
         better = dict(a=_where(u >= x, x, a), b=_where(u >= x, b, x), v=w, w=x, x=u, fv=fw, fw=fx, fx=fu)
         moved = _where_all(higher, worse, better)
         new = dict(s, **moved, deltax=deltax, rat=rat, nit=s["nit"] + 1.0)
-        return _where_all(stop, dict(s, status=_CONVERGED_AT), new), flags
+        return _where_all(stop, dict(s, status=_DONE), new), flags
 
-    init = dict(status=_RUN, x=xb, w=xb, v=xb, fx=fb, fw=fb, fv=fb, a=a, b=b, deltax=0.0, rat=0.0, nit=0.0)
+    init = dict(status=_GOING, x=xb, w=xb, v=xb, fx=fb, fw=fb, fv=fb, a=a, b=b, deltax=0.0, rat=0.0, nit=0.0)
     state, flags = _iterate(init, flags, options["maxiter"], step)
     return state["x"], state["fx"], state["nit"], flags
