@@ -80,6 +80,7 @@ from lowering.builders import (
     dynamic_index,
     full,
     full_like,
+    identity_matrix,
     iota,
     is_complex,
     is_nan,
@@ -224,7 +225,7 @@ def _when_safe(operands, results, call, identity=(), agree=()) -> list[ir.Value]
     """
 
     def empty():
-        return [_eye(dims, dt) if i in identity else full(0, dims, dt) for i, (dims, dt) in enumerate(results)]
+        return [identity_matrix(dims, dt) if i in identity else full(0, dims, dt) for i, (dims, dt) in enumerate(results)]
 
     conditions = [_dims_differ(dim_product(shape_of(x)), 0) for x in operands]
     conditions += [_dims_equal(a, b) for a, b in agree]
@@ -325,11 +326,6 @@ def _triangle(x: ir.Value, lower: bool, k: int = 0) -> ir.Value:
     shifted = rows if k == 0 else hlo.add(rows, full_like(rows, k))
     keep = compare(cols, shifted, "LE" if lower else "GE")
     return select(keep, x, full_like(x, 0))
-
-
-def _eye(dims, dtype) -> ir.Value:
-    rows, cols = _positions(dims)
-    return convert(compare(rows, cols, "EQ"), dtype)
 
 
 def _mT(x: ir.Value) -> ir.Value:
@@ -625,7 +621,7 @@ def lower_lu(ctx, node, batch_ndim, a):
     rank = batch_ndim + 2
     k = dim_min(m, n)
     lu, pivots, _ = _getrf(ctx, a)
-    lower = hlo.add(slice_axis(_triangle(lu, True, -1), rank - 1, 0, k), _eye([*batch, m, k], dtype))
+    lower = hlo.add(slice_axis(_triangle(lu, True, -1), rank - 1, 0, k), identity_matrix([*batch, m, k], dtype))
     upper = slice_axis(_triangle(lu, False), rank - 2, 0, k)
     perm = _pivot_permutation(pivots, m)
     out_dtypes = [o.type.dtype for o in node.outputs]
@@ -702,7 +698,7 @@ def lower_solve(ctx, node, batch_ndim, a, b):
 def lower_matrix_inverse(ctx, node, batch_ndim, x):
     [x], dtype = _in_precision(node, x, double=True)
     _require(ctx, [_matrix_dims(x)])
-    inverse, ok = _lu_solve_augmented(ctx, x, _eye(shape_of(x), dtype))
+    inverse, ok = _lu_solve_augmented(ctx, x, identity_matrix(shape_of(x), dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
     return _declared(node, inverse, 0)
 
@@ -1158,7 +1154,7 @@ def lower_expm(ctx, node, batch_ndim, a):
             total = term if total is None else hlo.add(total, term)
         return total
 
-    eye = _eye(dims, dtype)
+    eye = identity_matrix(dims, dtype)
     a2 = matmul(a, a)
     a4 = matmul(a2, a2)
     a6 = matmul(a4, a2)
@@ -1313,7 +1309,7 @@ def lower_trsyl(ctx, node, batch_ndim, a, b, c):
     last_row = hlo.concatenate([full(0, [*batch, 1, n], dtype), reshape(corner, [*batch, 1, 1])], rank - 1)
     b_pad = hlo.concatenate([b_pad, last_row], rank - 2)
     c_pad = hlo.concatenate([c, full(0, [*batch, m, 1], dtype)], rank - 1)
-    eye = _eye([*batch, m, m], dtype)
+    eye = identity_matrix([*batch, m, m], dtype)
 
     def at(x, axis, k):
         """Where x's index along `axis` is the 0-d i64 k."""
@@ -1553,7 +1549,7 @@ def lower_tensor_inv(ctx, node, a):
     rows, cols = dim_product(dims[:ind]), dim_product(dims[ind:])
     _require(ctx, [(rows, cols)])
     square = reshape(a, [rows, cols])
-    inverse, ok = _lu_solve_augmented(ctx, square, _eye([rows, cols], dtype))
+    inverse, ok = _lu_solve_augmented(ctx, square, identity_matrix([rows, cols], dtype))
     [inverse] = _failed(ctx, ok, [inverse], "Singular matrix")
     return _declared(node, reshape(inverse, [*dims[ind:], *dims[:ind]]), 0)
 

@@ -36,7 +36,7 @@ from lowering.builders import (
     dim_value,
     divide,
     dot_general,
-    iota,
+    identity_matrix,
     ir_constant,
     reshape,
     select,
@@ -173,7 +173,7 @@ def lower_minimize(ctx, node, x0, *args):
 
     x = convert(reshape(x0, [n]), "float64")
     f, g, flags = evaluate(x, [false] * len(checks))
-    eye = convert(compare(iota([n, n], 0, "int64"), iota([n, n], 1, "int64"), "EQ"), "float64")
+    eye = identity_matrix([n, n], "float64")
     # the first step's length as if the previous value were f + |g| / 2 (dx ~ 1)
     f_before = hlo.add(f, hlo.multiply(_norm(g, 2), _f64(0.5)))
     init = [dim_value(0), ir_constant(np.int64(_GOING)), x, f, g, eye, f_before, _norm(g, options["norm"]), *flags]

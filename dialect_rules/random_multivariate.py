@@ -17,7 +17,6 @@ from pytensor.tensor.random import basic as rv
 from dialect_rules.linalg import (
     _along,
     _dims_differ,
-    _eye,
     _failed,
     _svd_parts,
     _i1,
@@ -57,6 +56,7 @@ from lowering.builders import (
     dot_general,
     full,
     full_like,
+    identity_matrix,
     iota,
     is_nan,
     polynomial_log,
@@ -285,7 +285,7 @@ def _car(ctx, node, key, size, mu, w, alpha, tau, w_is_valid):
     mu = convert(mu, dtype)
 
     dims = shape_of(w)
-    d = hlo.multiply(_eye(dims, dtype), _along(fold(w, [0], hlo.add, 0.0), dims, 1))  # W's column sums
+    d = hlo.multiply(identity_matrix(dims, dtype), _along(fold(w, [0], hlo.add, 0.0), dims, 1))  # W's column sums
     spread = lambda x: broadcast_in_dim(x, dims, [])  # noqa: E731
     q = hlo.multiply(spread(tau), hlo.subtract(d, hlo.multiply(spread(alpha), w)))
     factor, ok = _potrf(ctx, q, lower=True)

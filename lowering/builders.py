@@ -892,6 +892,12 @@ def take_along_axis(x: ir.Value, index: ir.Value, axis: int) -> ir.Value:
     return gather_indexed(x, list(range(len(shape_of(index)))), along_axis_index(index, axis), front=True)
 
 
+def identity_matrix(dims: Sequence[Dim], dtype) -> ir.Value:
+    """Identity matrices of `dtype` over the last two of `dims` (ones where row == column)."""
+    rank = len(dims)
+    return convert(compare(iota(dims, rank - 2, I64), iota(dims, rank - 1, I64), "EQ"), dtype)
+
+
 def diagonal(x: ir.Value, offset: int = 0) -> ir.Value:
     """np.diagonal over x's last two axes, x[..., k, k + offset] (shape (*batch, length)):
     a gather of the diagonal's entries, which reads only those whatever x's layout (a
