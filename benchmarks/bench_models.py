@@ -334,6 +334,25 @@ def latent_mode(n: int = 50):
     return Graph(f"latent-mode-{n}", [x, mu, log_sigma], outputs, [np.zeros(n), 0.5, np.log(0.8)])
 
 
+def steady_state(n: int = 20):
+    """A multisector steady state (`pytensor.tensor.optimize.root`, hybr): each sector's
+    marginal product of capital, which its suppliers' capital raises through an
+    input-output matrix, equals the user cost of capital; x is log capital. With the
+    steady state's gradient in the discount factor and depreciation (the implicit
+    function theorem's graph), as a DSGE model's estimation needs it."""
+    from pytensor.tensor.optimize import root
+
+    rng = np.random.default_rng(5)
+    alpha = rng.uniform(0.25, 0.4, size=n)
+    weights = rng.uniform(0.0, 1.0, size=(n, n)) * (1 - rng.uniform(0.1, 0.3, size=(n, 1)))
+    weights *= 0.3 / weights.sum(axis=1, keepdims=True)
+    x, beta, delta = pt.dvector("x"), pt.dscalar("beta"), pt.dscalar("delta")
+    marginal_product = alpha * pt.exp((alpha - 1) * x + weights @ x)
+    steady, _ = root(pt.log(marginal_product) - pt.log(1 / beta - 1 + delta), x)
+    outputs = [steady, *pytensor.grad(steady.sum(), [beta, delta])]
+    return Graph(f"steady-state-{n}", [x, beta, delta], outputs, [np.zeros(n), 0.99, 0.025])
+
+
 MODELS = {
     "eight-schools": lambda: example("eight-schools"),
     "linear-regression": linear_regression,
@@ -359,6 +378,7 @@ MODELS = {
     "dirichlet-multinomial": dirichlet_multinomial,
     "random-walk": random_walk,
     "latent-mode-50": latent_mode,
+    "steady-state-20": steady_state,
 }
 
 

@@ -1,5 +1,6 @@
-"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS), MinimizeScalarOp (Brent's method)
-and RootScalarOp (secant, Newton and Halley iterations), as loops around the inner graph.
+"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS), MinimizeScalarOp (Brent's method),
+RootScalarOp (secant, Newton and Halley iterations) and RootOp (MINPACK's hybrj, scipy's
+hybr), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the
@@ -26,22 +27,35 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.mode import get_mode
 from pytensor.graph.basic import Constant
 from pytensor.graph.fg import FunctionGraph
+from pytensor.gradient import jacobian
 from pytensor.graph.replace import clone_replace
-from pytensor.tensor.optimize import MinimizeOp, MinimizeScalarOp, RootScalarOp
+from pytensor.tensor.basic import atleast_2d
+from pytensor.tensor.optimize import MinimizeOp, MinimizeScalarOp, RootOp, RootScalarOp
 
 from lowering.builders import (
+    at_least_one,
+    broadcast_in_dim,
     compare,
     convert,
+    dim_add,
+    dim_max,
     dim_product,
+    dim_sub,
     dim_value,
     divide,
     dot_general,
     identity_matrix,
+    iota,
     ir_constant,
+    pad_end,
+    read_entry,
     reshape,
     select,
     shape_of,
+    slice_axis,
     splat,
+    transpose,
+    write_entry,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import lower_function, node_label
@@ -78,17 +92,23 @@ def _split_options(node, method: str, tol_name: str) -> tuple[dict, dict]:
     return kwargs, options
 
 
+def _method_options(node, method: str, tol_name: str, defaults: dict, ignored: set, label: str, missing: str):
+    """`method`'s options (`_split_options`) over their `defaults`; a keyword, or an option
+    neither in `defaults` nor `ignored` (those that change nothing here), is refused by
+    name, saying what `label` is lowered with and without (`missing`)."""
+    kwargs, given = _split_options(node, method, tol_name)
+    unknown = sorted(kwargs) + sorted(set(given) - set(defaults) - ignored)
+    if unknown:
+        raise UnsupportedParameterError(
+            node, f"optimizer_kwargs {unknown}", f"{label} is lowered with tol and options {sorted(defaults)} ({missing})",
+        )
+    return {**defaults, **{k: v for k, v in given.items() if k in defaults and v is not None}}
+
+
 def _options(node) -> dict:
     """scipy.minimize's BFGS options (`tol` sets gtol); what cannot be honoured is
     refused by name."""
-    kwargs, given = _split_options(node, "bfgs", "gtol")
-    unknown = sorted(kwargs) + sorted(set(given) - set(_BFGS_DEFAULTS) - _IGNORED)
-    if unknown:
-        raise UnsupportedParameterError(
-            node, f"optimizer_kwargs {unknown}",
-            f"BFGS is lowered with tol and options {sorted(_BFGS_DEFAULTS)} (no callback, bounds or hess_inv0)",
-        )
-    options = {**_BFGS_DEFAULTS, **{k: v for k, v in given.items() if k in _BFGS_DEFAULTS and v is not None}}
+    options = _method_options(node, "bfgs", "gtol", _BFGS_DEFAULTS, _IGNORED, "BFGS", "no callback, bounds or hess_inv0")
     if not (options["norm"] in (np.inf, -np.inf) or options["norm"] > 0):
         raise UnsupportedParameterError(node, f"norm {options['norm']!r}", "the gradient's norm must be ±inf or positive")
     return options
@@ -97,13 +117,18 @@ def _options(node) -> dict:
 def _derivatives(op, count: int) -> list:
     """The inner graph's function and its first `count` derivatives in x: the Op's own
     outputs where it was made with them (jac, hess), else PyTensor's `grad` of the
-    previous one (x a scalar, or a vector for the first: scipy's finite differences
-    become the exact derivative)."""
+    previous one (x a scalar, or a vector for the first, the Jacobian of a vector of
+    equations: scipy's finite differences become the exact derivative)."""
     x = op.fgraph.inputs[0]
     outputs = list(op.fgraph.outputs)
     result = [outputs[0]]
     for k in range(1, count + 1):
-        result.append(outputs[k] if len(outputs) > k else pytensor.grad(result[-1], x))
+        if len(outputs) > k:
+            result.append(outputs[k])
+        elif result[-1].ndim == 0:
+            result.append(pytensor.grad(result[-1], x))
+        else:  # a system of equations: its Jacobian, as RootOp builds its own (jac=True)
+            result.append(atleast_2d(jacobian(result[-1], x, vectorize=getattr(op, "use_vectorized_jac", False))))
     return result
 
 
@@ -226,8 +251,9 @@ def _bfgs_update(h, s, y):
 
 
 class _S:
-    """A 0-d float64 (or i1) value with Python's operators, so that the line searches
-    read as scipy's code they follow. Python numbers become float64 constants."""
+    """A float64 (or i1, or i64 index) value with Python's operators, so that the searches
+    read as the scipy and MINPACK code they follow. Python numbers become 0-d float64
+    constants; a 0-d operand of a vector or matrix one is broadcast to its shape."""
 
     __slots__ = ("v",)
 
@@ -240,7 +266,7 @@ class _S:
 
     def _binary(self, other, op, swap=False):
         a, b = (_S.of(other), self) if swap else (self, _S.of(other))
-        return _S(op(a.v, b.v))
+        return _S(op(*_conform(a.v, b.v)))
 
     def __add__(self, o): return self._binary(o, hlo.add)  # noqa: E704
     def __radd__(self, o): return self._binary(o, hlo.add, True)  # noqa: E704
@@ -263,8 +289,23 @@ class _S:
     def __invert__(self): return _S(hlo.not_(self.v))  # noqa: E704
 
 
+def _rank(v: ir.Value) -> int:
+    return ir.RankedTensorType(v.type).rank
+
+
+def _conform(a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """a and b, the 0-d one broadcast to the other's shape where their ranks differ."""
+    if _rank(a) == _rank(b):
+        return a, b
+    return (broadcast_in_dim(a, shape_of(b), ()), b) if _rank(a) == 0 else (a, broadcast_in_dim(b, shape_of(a), ()))
+
+
 def _where(cond: _S, a, b) -> _S:
-    return _S(select(cond.v, _S.of(a).v, _S.of(b).v))
+    c, a, b = _S.of(cond).v, _S.of(a).v, _S.of(b).v
+    a, b = _conform(a, b)
+    if _rank(c) > _rank(a):
+        a, b = _conform(a, c)[0], _conform(b, c)[0]
+    return _S(select(c, a, b))
 
 
 def _sqrt(a: _S) -> _S:
@@ -296,17 +337,19 @@ def _finite(x: _S) -> _S:
 _GOING, _DONE, _STOPPED = 0.0, 1.0, 2.0
 
 
-def _iterate(init: dict, carried: list, maxiter: int, step) -> tuple[dict, list]:
-    """A `stablehlo.while` over named scalars (`_S`) and `carried` values (a gradient, the
+def _iterate(init: dict, carried: list, maxiter, step) -> tuple[dict, list]:
+    """A `stablehlo.while` over named values (`_S`) and `carried` ones (a gradient, the
     check flags): `step(state, carried)` returns the next of both; it runs while
-    `state["status"]` is _GOING, at most `maxiter` times (`state["iterations"]`)."""
+    `state["status"]` is _GOING, at most `maxiter` (an int or a float64 `_S`) times
+    (`state["iterations"]`)."""
     names = [n for n in init if n != "iterations"] + ["iterations"]
     count = len(names)
     values = [_S.of(init[n]).v for n in names[:-1]] + [_f64(0.0), *carried]
 
     def cond(v):
         state = dict(zip(names, map(_S, v[:count])))
-        return (state["status"].eq(_GOING) & (state["iterations"] < float(maxiter))).v
+        limit = maxiter if isinstance(maxiter, _S) else float(maxiter)
+        return (state["status"].eq(_GOING) & (state["iterations"] < limit)).v
 
     def body(v):
         state = dict(zip(names, map(_S, v[:count])))
@@ -883,3 +926,374 @@ def _brent(evaluate, bracket: dict, options: dict, flags):
     init = dict(status=_GOING, x=xb, w=xb, v=xb, fx=fb, fw=fb, fv=fb, a=a, b=b, deltax=0.0, rat=0.0, nit=0.0)
     state, flags = _iterate(init, flags, options["maxiter"], step)
     return state["x"], state["fx"], state["nit"], flags
+
+
+# --- RootOp: scipy.optimize.root's hybr, MINPACK's hybrj ---------------------------------
+
+# hybr's options we follow (`tol` sets xtol); band and eps only shape hybrd's finite
+# differences, which the exact Jacobian replaces.
+_HYBR_DEFAULTS = {"xtol": 1.49012e-08, "maxfev": 0, "factor": 100.0, "col_deriv": False}
+_HYBR_IGNORED = {"band", "eps"}
+_EPSMCH = float(np.finfo(np.float64).eps)
+_RDWARF, _RGIANT = 3.834e-20, 1.304e19  # enorm's bounds of the squares summed unscaled
+
+
+@register_lowering(RootOp)
+def lower_root(ctx, node, x0, *args):
+    """scipy.optimize.root(method="hybr"): MINPACK's hybrj, Powell's hybrid method. A
+    dogleg step in a trust region from the QR factors of the Jacobian, which Broyden's
+    rank-one updates keep current (its factors updated by Givens rotations) until two
+    steps fail, when the Jacobian is evaluated again; success is hybrj's info 1."""
+    options = _method_options(node, "hybr", "xtol", _HYBR_DEFAULTS, _HYBR_IGNORED, "hybr", "no callback or diag")
+    x_type = node.inputs[0].type
+    if np.dtype(x_type.dtype).kind != "f":
+        raise UnsupportedParameterError(node, f"x of dtype {x_type.dtype}", "x must be real floats")
+    if x_type.ndim > 1:
+        raise UnsupportedParameterError(node, f"x of {x_type.ndim} dimensions",
+                                        "scipy.optimize.root takes a scalar or a vector of variables")
+    f_fn, variable = _inner_function(ctx, node, 0, "root_equations")
+    j_fn, _ = _inner_function(ctx, node, 1, "root_jacobian")
+    args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
+    checks = [*ctx.checks_of(f_fn), *ctx.checks_of(j_fn)]
+    n = dim_product(shape_of(x0))
+    # the loops run on vectors of at least one entry, so that their reads stay valid
+    # where x is empty (hybrj then returns x at once)
+    work = n if isinstance(n, int) and n > 0 else dim_max(n, 1)
+
+    def variables(x: _S) -> ir.Value:
+        return x.v if work is n else slice_axis(x.v, 0, 0, n)
+
+    def call(fn, x: _S, flags, start: int):
+        """fn's results at the float64 vector x, its check flags or-ed into flags[start:]."""
+        point = reshape(convert(variables(x), x_type.dtype), shape_of(x0))
+        results = ctx.emit_call(fn, [point, *args])
+        own = results[len(results) - len(ctx.checks_of(fn)):] if ctx.checks_of(fn) else []
+        merged = [hlo.or_(a, b) for a, b in zip(flags[start:start + len(own)], own, strict=True)]
+        return results, [*flags[:start], *merged, *flags[start + len(own):]]
+
+    def as_vector(equations_value) -> _S:
+        """The equations as a float64 vector sized as x (cut or padded where they are not
+        as many, which the check below raises)."""
+        f = reshape(equations_value, [dim_product(shape_of(equations_value))])
+        return _S(convert(pad_end(f, [dim_sub(work, shape_of(f)[0])]), "float64"))
+
+    def equations(x: _S, flags):
+        results, flags = call(f_fn, x, flags, 0)
+        return as_vector(results[0]), flags
+
+    def jacobian_t(x: _S, flags):
+        """The Jacobian's columns as rows (A' in MINPACK's column-major terms); scipy
+        reads the Jacobian as its transpose where col_deriv is set."""
+        results, flags = call(j_fn, x, flags, len(ctx.checks_of(f_fn)))
+        jac = results[1]  # (equations, variables): padded or cut where they are not as many
+        jac = convert(pad_end(jac, [dim_sub(work, d) for d in shape_of(jac)]), "float64")
+        return _S(jac if options["col_deriv"] else transpose(jac, [1, 0])), flags
+
+    x = _S(at_least_one(convert(reshape(x0, [n]), "float64"), [0]))
+    results, flags = call(f_fn, x, [ir_constant(False)] * len(checks), 0)
+    f = as_vector(results[0])
+    # scipy's _check_func: as many equations as variables
+    m = dim_product(shape_of(results[0]))
+    mismatch = "fsolve: there is a mismatch between the input and output shape of the 'func' argument"
+    if isinstance(m, int) and isinstance(n, int):
+        if m != n:
+            raise TypeError(f"{mismatch}: Shape should be ({n},) but it is ({m},) (node: {node_label(node)})")
+    else:
+        ctx.runtime_check(compare(dim_value(m), dim_value(n), "NE"), TypeError,
+                          f"{mismatch}: the equations are not as many as the variables")
+    size = _S(convert(dim_value(n), "float64"))
+    root, status, flags = _hybrj(equations, jacobian_t, x, f, size, options, not node.op.jac, flags)
+    for flag, check in zip(flags, checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    return reshape(convert(variables(root), x_type.dtype), shape_of(x0)), status.eq(_DONE).v
+
+
+def _hybrj(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differences: bool, flags):
+    """MINPACK's hybrj from x (f its equations' values): the root, the status (_DONE for
+    its info 1) and the check flags. `equations(x, flags)` and `jacobian_t(x, flags)`
+    evaluate the system and its Jacobian's transpose. `size`: the number of variables
+    (x has one entry more where they are none); `differences`: count a Jacobian as
+    `size` evaluations and allow hybrd's default, where scipy would difference."""
+    n = shape_of(x.v)[0]
+    maxfev = options["maxfev"] if options["maxfev"] > 0 else None
+    if maxfev is None:  # scipy's default: 100 (hybrj) or 200 (hybrd) evaluations per variable and one
+        maxfev = (size + 1.0) * (200.0 if differences else 100.0)
+    cost = size if differences else 0.0
+    xtol, factor = float(options["xtol"]), float(options["factor"])
+    index = _S(iota([n], 0, "int64"))
+    rows, cols = _S(iota([n, n], 0, "int64")), _S(iota([n, n], 1, "int64"))
+    improper = size.eq(0.0) | (xtol < 0.0) | (factor <= 0.0)  # hybrj's info 0: x as it was
+
+    def refresh(s, flags):
+        """The outer loop's head: the Jacobian at x, its QR factors, Q' f; at the first
+        iterate the scales and the trust region's radius."""
+        at, flags = jacobian_t(s["x"], flags)
+        at, rdiag, acnorm = _householder_qr(at, index, rows, cols)
+        first = s["iter"].eq(1.0)
+        scales = _where(acnorm.eq(0.0), 1.0, acnorm)
+        xnorm = _enorm(scales * s["x"])
+        delta = _where((factor * xnorm).eq(0.0), factor, factor * xnorm)
+        diag = _where(first, scales, s["diag"])
+        r = _where(cols > rows, _S(transpose(at.v, [1, 0])), _where(cols.eq(rows), _S(
+            broadcast_in_dim(rdiag.v, [n, n], [1])), 0.0))
+        qt = _form_q(at, index, rows, cols)
+        return dict(s, qt=qt, r=r, qtf=_S(dot_general(qt.v, s["f"].v, ([1], [0]))),
+                    diag=_where(diag > acnorm, diag, acnorm), xnorm=_where(first, xnorm, s["xnorm"]),
+                    delta=_where(first, delta, s["delta"]), nfev=s["nfev"] + cost, jeval=_S(True),
+                    stale=_S(False)), flags
+
+    def step(s, flags):
+        names = list(s)
+        types = [s[k].v.type for k in names] + [v.type for v in flags]
+        out = if_else(s["stale"].v, types,
+                      lambda: (lambda t, fl: [t[k].v for k in names] + fl)(*refresh(s, flags)),
+                      lambda: [s[k].v for k in names] + flags)
+        s, flags = dict(zip(names, map(_S, out[:len(names)]))), out[len(names):]
+        x, fnorm, diag, r, qtf, delta = s["x"], s["fnorm"], s["diag"], s["r"], s["qtf"], s["delta"]
+        p = -_dogleg(r, diag, qtf, delta, index, n)
+        x1 = x + p
+        pnorm = _enorm(diag * p)
+        delta = _where(s["iter"].eq(1.0), _py_min(delta, pnorm), delta)
+        f1, flags = equations(x1, flags)
+        nfev = s["nfev"] + 1.0
+        fnorm1 = _enorm(f1)
+        actred = _where(fnorm1 < fnorm, 1.0 - (fnorm1 / fnorm) * (fnorm1 / fnorm), -1.0)
+        predicted = _S(dot_general(r.v, p.v, ([1], [0]))) + qtf
+        temp = _enorm(predicted)
+        prered = _where(temp < fnorm, 1.0 - (temp / fnorm) * (temp / fnorm), 0.0)
+        ratio = _where(prered > 0.0, actred / prered, 0.0)
+        # the trust region: halved after a poor step, grown after good ones
+        poor = ratio < 0.1
+        ncsuc = _where(poor, 0.0, s["ncsuc"] + 1.0)
+        ncfail = _where(poor, s["ncfail"] + 1.0, 0.0)
+        grown = _where((ratio >= 0.5) | (ncsuc > 1.0), _py_max(delta, pnorm / 0.5), delta)
+        grown = _where(abs(ratio - 1.0) <= 0.1, pnorm / 0.5, grown)
+        delta = _where(poor, 0.5 * delta, grown)
+        accept = ratio >= 1e-4
+        x = _where(accept, x1, x)
+        xnorm = _where(accept, _enorm(diag * x1), s["xnorm"])
+        f, fnorm = _where(accept, f1, s["f"]), _where(accept, fnorm1, fnorm)
+        iteration = _where(accept, s["iter"] + 1.0, s["iter"])
+        nslow1 = _where(actred >= 0.001, 0.0, s["nslow1"] + 1.0)
+        nslow2 = _where(actred >= 0.1, 0.0, _where(s["jeval"], s["nslow2"] + 1.0, s["nslow2"]))
+        # hybrj's tests, in its order (the last that holds sets info)
+        converged = (delta <= xtol * xnorm) | fnorm.eq(0.0)
+        stopped = ((nfev >= maxfev) | (0.1 * _py_max(0.1 * delta, pnorm) <= _EPSMCH * xnorm)
+                   | nslow2.eq(5.0) | nslow1.eq(10.0))
+        status = _where(converged, _DONE, _where(stopped, _STOPPED, _GOING))
+        # Broyden's update of the factors, unless two steps failed (then a new Jacobian)
+        qt_f1 = _S(dot_general(s["qt"].v, f1.v, ([1], [0])))
+        v = (qt_f1 - predicted) / pnorm
+        u = diag * ((diag * p) / pnorm)
+        stale = ncfail.eq(2.0)
+        r1, qt1, qtf1 = _rank_one_update(r, u, v, s["qt"], _where(accept, qt_f1, qtf), index)
+        keep = stale | ~status.eq(_GOING)
+        new = dict(status=status, x=x, f=f, fnorm=fnorm, xnorm=xnorm, delta=delta, iter=iteration, ncsuc=ncsuc,
+                   ncfail=ncfail, nslow1=nslow1, nslow2=nslow2, nfev=nfev, diag=diag, r=_where(keep, r, r1),
+                   qt=_where(keep, s["qt"], qt1), qtf=_where(keep, qtf, qtf1), jeval=_S(False), stale=stale)
+        return new, flags
+
+    zeros = _S(splat(_f64(0.0), x.v))
+    init = dict(status=_where(improper, _STOPPED, _GOING), x=x, f=f, fnorm=_enorm(f), xnorm=0.0, delta=0.0,
+                iter=1.0, ncsuc=0.0, ncfail=0.0, nslow1=0.0, nslow2=0.0, nfev=1.0, diag=zeros + 1.0,
+                r=_outer(zeros, zeros), qt=_outer(zeros, zeros), qtf=zeros, jeval=True, stale=True)
+    state, flags = _iterate(init, flags, maxfev if isinstance(maxfev, _S) else int(maxfev), step)
+    return state["x"], state["status"], flags
+
+
+def _for(count, values: list, body, reverse: bool = False) -> list:
+    """A counted `stablehlo.while`: body(j, values) for j = 0 .. count - 1 (reverse: from
+    count - 1 down), j a 0-d i64; count an int or a 0-d i64 value."""
+    count = dim_value(count)
+    one = ir_constant(np.int64(1))
+
+    def cond(v):
+        return _lt(v[0], count)
+
+    def next_values(v):
+        j = hlo.subtract(hlo.subtract(count, v[0]), one) if reverse else v[0]
+        return [hlo.add(v[0], one), *body(j, list(v[1:]))]
+
+    return while_loop([ir_constant(np.int64(0)), *values], cond, next_values)[1:]
+
+
+def _entry(v: _S, j) -> _S:
+    """v[j] (a row, for a matrix) at the 0-d i64 position j."""
+    return _S(read_entry(v.v, [j]))
+
+
+def _put(v: _S, j, value) -> _S:
+    return _S(write_entry(v.v, _S.of(value).v, [j]))
+
+
+def _outer(a: _S, b: _S) -> _S:
+    dims = [*shape_of(a.v), *shape_of(b.v)]
+    return _S(hlo.multiply(broadcast_in_dim(a.v, dims, [0]), broadcast_in_dim(b.v, dims, [1])))
+
+
+def _enorm(v: _S, axis: int | None = None) -> _S:
+    """MINPACK's enorm, the Euclidean norm over `axis` (all of v by default): squares of
+    moderate entries summed as they are, tiny (below 3.834e-20) and huge (above
+    1.304e19 / n) ones scaled by their largest, so nothing underflows or overflows; the
+    three sums combined as enorm combines them."""
+    axes = list(range(_rank(v.v))) if axis is None else [axis]
+    kept = [d for d in range(_rank(v.v)) if d not in axes]
+    length = dim_product([shape_of(v.v)[d] for d in axes])
+    a = abs(v)
+    moderate = (a > _RDWARF) & (a < _RGIANT / _S(convert(dim_value(length), "float64")))
+    tiny = a <= _RDWARF
+    huge = ~moderate & ~tiny  # NaN among them
+
+    def scaled_sum(mask):
+        largest = _S(fold(_where(mask, a, 0.0).v, axes, hlo.maximum, 0.0))
+        spread = _S(broadcast_in_dim(largest.v, shape_of(v.v), kept))
+        ratio = _where(a.eq(spread), 1.0, a / spread)
+        return largest, _S(fold(_where(mask & a.ne(0.0), ratio * ratio, 0.0).v, axes, hlo.add, 0.0))
+
+    s2 = _S(fold(_where(moderate, a * a, 0.0).v, axes, hlo.add, 0.0))
+    x1max, s1 = scaled_sum(huge)
+    x3max, s3 = scaled_sum(tiny)
+    with_tiny = _where(s2 >= x3max, _sqrt(s2 * (1.0 + (x3max / s2) * (x3max * s3))),
+                       _sqrt(x3max * ((s2 / x3max) + (x3max * s3))))
+    return _where(s1.ne(0.0), x1max * _sqrt(s1 + (s2 / x1max) / x1max),
+                  _where(s2.ne(0.0), with_tiny, x3max * _sqrt(s3)))
+
+
+def _householder_qr(at: _S, index: _S, rows: _S, cols: _S):
+    """MINPACK's qrfac without pivoting, on A's columns (the rows of `at`): Householder
+    vectors in A's lower triangle and diagonal, R above the diagonal and its diagonal
+    `rdiag`; `acnorm`, the columns' norms."""
+    acnorm = _enorm(at, axis=1)
+
+    def body(j, values):
+        at, rdiag = map(_S, values)
+        column = _entry(at, j)
+        below = index >= _S(j)
+        v = _where(below, column, 0.0)
+        ajnorm = _enorm(v)
+        ajnorm = _where(_entry(column, j) < 0.0, -ajnorm, ajnorm)
+        v = v / ajnorm + _where(index.eq(_S(j)), 1.0, 0.0)
+        temp = _S(dot_general(at.v, v.v, ([1], [0]))) / _entry(v, j)
+        reflected = _where((rows > _S(j)) & (cols >= _S(j)), at - _outer(temp, v), at)
+        reflected = _put(reflected, j, _where(below, v, column))
+        return [_where(ajnorm.eq(0.0), at, reflected).v, _put(rdiag, j, -ajnorm).v]
+
+    at, rdiag = _for(shape_of(at.v)[0], [at.v, splat(_f64(0.0), acnorm.v)], body)
+    return _S(at), _S(rdiag), acnorm
+
+
+def _form_q(at: _S, index: _S, rows: _S, cols: _S) -> _S:
+    """MINPACK's qform: Q from qrfac's Householder vectors, its columns as rows."""
+    def body(k, values):
+        (q,) = map(_S, values)
+        below = index >= _S(k)
+        w = _where(below, _entry(q, k), 0.0)
+        q = _put(q, k, _where(below, _where(index.eq(_S(k)), 1.0, 0.0), _entry(q, k)))
+        wk = _entry(w, k)
+        temp = _S(dot_general(q.v, w.v, ([1], [0]))) / wk
+        block = (rows >= _S(k)) & (cols >= _S(k)) & wk.ne(0.0)
+        return [_where(block, q - _outer(temp, w), q).v]
+
+    return _S(_for(shape_of(at.v)[0], [_where(cols < rows, 0.0, at).v], body, reverse=True)[0])
+
+
+def _dogleg(r: _S, diag: _S, qtb: _S, delta: _S, index: _S, n) -> _S:
+    """MINPACK's dogleg: the Gauss-Newton step (R x = Q'f, a zero pivot replaced by
+    eps times its column's largest entry) where it is inside the trust region, else
+    the point of the dogleg path from the scaled gradient's minimizer to it that is."""
+    column_max = _S(fold(abs(r).v, [0], hlo.maximum, 0.0))
+
+    def back(j, values):
+        (x,) = map(_S, values)
+        row = _entry(r, j)
+        total = _S(_dot(_where(index > _S(j), row, 0.0).v, x.v))
+        pivot = _entry(row, j)
+        floor = _EPSMCH * _entry(column_max, j)
+        pivot = _where(pivot.eq(0.0), _where(floor.eq(0.0), _EPSMCH, floor), pivot)
+        return [_put(x, j, (_entry(qtb, j) - total) / pivot).v]
+
+    x = _S(_for(n, [splat(_f64(0.0), qtb.v)], back, reverse=True)[0])
+    qnorm = _enorm(diag * x)
+    gradient = _S(dot_general(r.v, qtb.v, ([0], [0]))) / diag
+    gnorm = _enorm(gradient)
+    direction = (gradient / gnorm) / diag
+    temp = _enorm(_S(dot_general(r.v, direction.v, ([1], [0]))))
+    sgnorm = (gnorm / temp) / temp
+    bnorm = _enorm(qtb)
+    temp = (bnorm / gnorm) * (bnorm / qnorm) * (sgnorm / delta)
+    temp = temp - (delta / qnorm) * (sgnorm / delta) * (sgnorm / delta) + _sqrt(
+        (temp - (delta / qnorm)) * (temp - (delta / qnorm))
+        + (1.0 - (delta / qnorm) * (delta / qnorm)) * (1.0 - (sgnorm / delta) * (sgnorm / delta)))
+    alpha = _where(sgnorm < delta, ((delta / qnorm) * (1.0 - (sgnorm / delta) * (sgnorm / delta))) / temp, 0.0)
+    flat = gnorm.eq(0.0)
+    alpha = _where(flat, delta / qnorm, alpha)
+    sgnorm = _where(flat, 0.0, sgnorm)
+    direction = _where(flat, gradient, direction)
+    scale = (1.0 - alpha) * _py_min(sgnorm, delta)
+    return _where(qnorm <= delta, x, scale * direction + alpha * x)
+
+
+def _givens(a: _S, b: _S):
+    """MINPACK's rotation eliminating b against a: cos, sin and tau, the number that
+    stores it (sin where |sin| <= |cos|, else 1 / cos)."""
+    steep = abs(a) < abs(b)
+    cotan, tan = a / b, b / a
+    sin_steep = 0.5 / _sqrt(0.25 + 0.25 * cotan * cotan)
+    cos_steep = sin_steep * cotan
+    cos_flat = 0.5 / _sqrt(0.25 + 0.25 * tan * tan)
+    sin_flat = cos_flat * tan
+    tau_steep = _where(abs(cos_steep) * float(np.finfo(np.float64).max) > 1.0, 1.0 / cos_steep, 1.0)
+    return (_where(steep, cos_steep, cos_flat), _where(steep, sin_steep, sin_flat),
+            _where(steep, tau_steep, sin_flat))
+
+
+def _rotation(tau: _S):
+    """The rotation a stored tau stands for: cos, sin."""
+    big = abs(tau) > 1.0
+    cos_big = 1.0 / tau
+    return (_where(big, cos_big, _sqrt(1.0 - tau * tau)), _where(big, _sqrt(1.0 - cos_big * cos_big), tau))
+
+
+def _rank_one_update(r: _S, u: _S, v: _S, qt: _S, qtf: _S, index: _S):
+    """MINPACK's r1updt on R' (R's rows are the lower triangular S's columns), the
+    rotations that take S + u v' back to lower triangular, and r1mpyq's on Q (its
+    columns the rows of `qt`) and on the row Q'f: each rotation as r1mpyq rebuilds it
+    from the tau r1updt stores. Returns R, Q's columns and Q'f, updated."""
+    n = shape_of(r.v)[0]
+    last = dim_sub(n, 1)
+    end = dim_value(last)
+    w = _put(_S(splat(_f64(0.0), v.v)), end, _entry(_entry(r, end), end))
+    q = _S(hlo.concatenate([qt.v, reshape(qtf.v, [n, 1])], 1))  # rotated alike
+
+    def turn(q, j, tau, sign):
+        """Q's columns j and n - 1 (and Q'f's entries) rotated by the tau's rotation."""
+        cos, sin = _rotation(tau)
+        qj, qn = _entry(q, j), _entry(q, end)
+        return _put(_put(q, end, sign * sin * qj + cos * qn), j, cos * qj - sign * sin * qn)
+
+    def spread(j, values):  # rotate v into a multiple of its last entry, spreading a spike into w
+        r, v, w, q = map(_S, values)
+        vj, vn = _entry(v, j), _entry(v, end)
+        cos, sin, tau = _givens(vn, vj)
+        row, below = _entry(r, j), index >= _S(j)
+        moved = dict(r=_put(r, j, _where(below, cos * row - sin * w, row)), v=_put(_put(v, end, sin * vj + cos * vn), j, tau),
+                     w=_where(below, sin * row + cos * w, w), q=turn(q, j, tau, 1.0))
+        kept = dict(r=r, v=v, w=w, q=q)
+        return [_where(vj.ne(0.0), moved[k], kept[k]).v for k in ("r", "v", "w", "q")]
+
+    r, v, w, q = map(_S, _for(last, [r.v, v.v, w.v, q.v], spread, reverse=True))
+    w = w + _entry(v, end) * u
+
+    def eliminate(j, values):  # rotate the spike in w away
+        r, w, q = map(_S, values)
+        row, wj = _entry(r, j), _entry(w, j)
+        cos, sin, tau = _givens(_entry(row, j), wj)
+        below = index >= _S(j)
+        moved = dict(r=_put(r, j, _where(below, cos * row + sin * w, row)),
+                     w=_put(_where(below, cos * w - sin * row, w), j, tau), q=turn(q, j, tau, -1.0))
+        kept = dict(r=r, w=w, q=q)
+        return [_where(wj.ne(0.0), moved[k], kept[k]).v for k in ("r", "w", "q")]
+
+    r, w, q = map(_S, _for(last, [r.v, w.v, q.v], eliminate))
+    r = _put(r, end, _put(_entry(r, end), end, _entry(w, end)))
+    return r, _S(slice_axis(q.v, 1, 0, n)), _S(reshape(slice_axis(q.v, 1, n, dim_add(n, 1)), [n]))

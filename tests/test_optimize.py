@@ -1,6 +1,6 @@
-"""pytensor.tensor.optimize: MinimizeOp (BFGS), MinimizeScalarOp (Brent) and RootScalarOp
-(secant, Newton, Halley) against their performs (scipy.optimize's minimize,
-minimize_scalar, root_scalar).
+"""pytensor.tensor.optimize: MinimizeOp (BFGS), MinimizeScalarOp (Brent), RootScalarOp
+(secant, Newton, Halley) and RootOp (hybr) against their performs (scipy.optimize's
+minimize, minimize_scalar, root_scalar, root).
 
 The Python mode's perform compiles the objective with the default mode (its rewrites, and
 with no C compiler in the test session, Op.perform). Our BFGS takes scipy's steps (its line
@@ -16,10 +16,10 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.raise_op import Assert
-from pytensor.tensor.optimize import minimize, minimize_scalar, root_scalar
+from pytensor.tensor.optimize import minimize, minimize_scalar, root, root_scalar
 
 from lowering.errors import UnsupportedParameterError
-from tests.helpers import compare_with_py
+from tests.helpers import compare_each_with_py, compare_with_py
 
 # the iterates are scipy's; XLA's roundings of the objective move them in the last bits
 CLOSE = dict(rtol=1e-8, atol=1e-10)
@@ -234,3 +234,122 @@ def test_vectorized_optimizers_run_per_entry():
     root, converged = root_scalar(s**3 - c, s)
     compare_with_py([s, cs], vectorize_graph([root, converged], {c: cs}), [np.array(1.0), np.array([8.0, 27.0, -1.0])],
                     **CLOSE)
+
+
+# --- root (RootOp): MINPACK's hybrj -----------------------------------------------------
+
+
+def _circle_and_hyperbola(x, a):
+    return pt.stack([x[0] ** 2 + x[1] ** 2 - a, x[0] * x[1] - 1]), np.array([2.0, 0.3])
+
+
+def _rosenbrock_system(x, a):  # its second Jacobian after two failed steps
+    return pt.stack([10 * (x[1] - x[0] ** 2), a - x[0]]), np.array([-1.2, 1.0])
+
+
+def _coupled_exponentials(x, a):
+    return pt.exp(x) - pt.arange(1, 6) * a / 4 + 0.1 * pt.roll(x, 1), np.zeros(5)
+
+
+def _no_root(x, a):  # x0**2 + a has none: hybrj's info 5 (no progress in ten steps)
+    return pt.stack([x[0] ** 2 + a, x[1] - 2]), np.array([0.5, 0.0])
+
+
+def _log_domain(x, a):  # steps into log's NaN from a start outside its domain
+    return pt.log(x) - a, np.array([-1.0, 2.0])
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_circle_and_hyperbola, None),
+    (_rosenbrock_system, None),
+    (_coupled_exponentials, None),
+    (_no_root, None),
+    (_log_domain, None),
+    (_circle_and_hyperbola, {"options": {"maxfev": 3}}),  # stopped: success False, hybrj's iterate
+    (_circle_and_hyperbola, {"tol": 1e-3}),
+    (_rosenbrock_system, {"options": {"factor": 0.5, "col_deriv": True}}),  # the Jacobian read transposed
+    (_circle_and_hyperbola, {"options": {"xtol": -1.0}}),  # improper input (info 0): x0, success False
+], ids=["circle", "rosenbrock", "exponentials", "no_root", "log_domain", "maxfev", "tol", "factor_col_deriv",
+        "improper"])
+def test_root_takes_hybrjs_steps(problem, optimizer_kwargs):
+    x, a = pt.vector("x"), pt.scalar("a")
+    equations, x0 = problem(x, a)
+    solution, success = root(equations, x, optimizer_kwargs=optimizer_kwargs)
+    compare_with_py([x, a], [solution, success], [x0, np.array(1.0 if problem is _no_root else 4.0)], **CLOSE)
+
+
+def test_root_of_random_systems_of_every_size():
+    """A x-dependent system (tanh and cubes mixed by random matrices) of 1 to 11 variables,
+    one function called with each: converged or stopped, the iterates agree."""
+    x, m1, m2, c = pt.vector("x"), pt.matrix("m1"), pt.matrix("m2"), pt.vector("c")
+    solution, success = root(m1 @ pt.tanh(x) + m2 @ x**3 / 10 + x - c, x)
+    value_sets = []
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        n = [1, 2, 3, 5, 7, 8, 10, 11][seed]
+        value_sets.append([rng.normal(size=n) * 2, rng.normal(size=(n, n)), rng.normal(size=(n, n)) * (seed % 3),
+                           rng.normal(size=n) * 3])
+    compare_each_with_py([x, m1, m2, c], [solution, success], value_sets, **CLOSE)
+
+
+def test_root_of_a_scalar_float32_and_empty_x():
+    s, a = pt.scalar("s"), pt.scalar("a")
+    compare_with_py([s, a], list(root(s**3 - a, s)), [np.array(1.0), np.array(4.0)], **CLOSE)
+    xf = pt.fvector("xf")
+    solution, success = root(xf**2 - 4, xf)
+    got = compare_with_py([xf], [solution, success], [np.ones(2, "float32")])
+    assert got[0].dtype == np.float32
+    x = pt.vector("x")
+    compare_with_py([x], list(root(x**2 - 4, x)), [np.zeros(0)])  # hybrj's info 0: success False
+
+
+def test_root_gradient_checks_and_batches():
+    x, a, b = pt.vector("x"), pt.scalar("a"), pt.scalar("b")
+    equations = pt.stack([x[0] ** 2 + x[1] ** 2 - a, x[0] * x[1] - b])
+    solution, _ = root(equations, x)
+    x0 = np.array([2.0, 0.3])
+    compare_with_py([x, a, b], pytensor.grad((solution**3).sum(), [a, b]), [x0, np.array(4.0), np.array(1.0)],
+                    **CLOSE)
+    from pytensor.graph.replace import vectorize_graph
+
+    av = pt.vector("av")
+    compare_with_py([x, av, b], vectorize_graph(list(root(equations, x)), {a: av}),
+                    [x0, np.array([4.0, 5.0, 9.0]), np.array(1.0)], **CLOSE)
+    solution, _ = root(Assert("a must be positive")(equations, pt.gt(a, 0)), x)
+    f = pytensor.function([x, a, b], solution, mode="STABLEHLO")
+    with pytest.raises(AssertionError, match="a must be positive"):
+        f(x0, -4.0, 1.0)
+
+
+def test_root_without_jac_uses_the_exact_jacobian():
+    """scipy's hybrd differences the equations where PyTensor gives it no Jacobian (and
+    PyTensor 2.38.3's Python mode fails there: the equations come back as a (1, n)
+    array); ours uses the exact Jacobian, with hybrd's budget of evaluations: the root
+    scipy's finite differences find, to their precision (README)."""
+    from scipy.optimize import root as scipy_root
+
+    x, a = pt.vector("x"), pt.scalar("a")
+    equations, x0 = _coupled_exponentials(x, a)
+    got, success = pytensor.function([x, a], list(root(equations, x, jac=False)), mode="STABLEHLO")(x0, 4.0)
+    residual = pytensor.function([x, a], equations)
+    expected = scipy_root(lambda v: residual(v, 4.0), x0, method="hybr")
+    assert success and expected.success
+    np.testing.assert_allclose(got, expected.x, rtol=1e-7)
+
+
+def test_root_errors_are_scipys_or_name_what_is_refused():
+    x, a = pt.vector("x"), pt.scalar("a")
+    solution, _ = root(pt.concatenate([x**2 - a, x[:1]]), x)
+    with pytest.raises(TypeError, match="fsolve: there is a mismatch between the input and output shape"):
+        pytensor.function([x, a], solution, mode="STABLEHLO")(np.ones(2), 4.0)
+    xs = pt.vector("xs", shape=(2,))
+    with pytest.raises(TypeError, match=r"Shape should be \(2,\) but it is \(3,\) \(node: RootOp"):
+        pytensor.function([xs, a], root(pt.concatenate([xs**2 - a, xs[:1]]), xs)[0], mode="STABLEHLO")
+    m = pt.matrix("m")
+    for equations, variables, kwargs, refused in [
+        (x**2 - a, x, {"method": "lm"}, "method 'lm'"),
+        (x**2 - a, x, {"optimizer_kwargs": {"options": {"diag": [1.0, 2.0]}}}, r"optimizer_kwargs \['diag'\]"),
+        (m**2 - a, m, {}, "x of 2 dimensions"),
+    ]:
+        with pytest.raises(UnsupportedParameterError, match=refused):
+            pytensor.function([variables, a], root(equations, variables, **kwargs)[0], mode="STABLEHLO")

@@ -58,3 +58,24 @@ xs = pt.vector("xs", shape=(3,))
 av = pt.vector("av", shape=(3,))
 solution, success = minimize(((xs - av) ** 2).sum(), xs)
 print_ir("minimize_batched", [xs, batch], vectorize_graph([solution, success], {av: batch}), raw=True)
+
+# root (hybr, MINPACK's hybrj): the equations at x0 before the loop; each iteration
+# evaluates the Jacobian in an `if` (after two failed steps, and at the start), its QR
+# factors by Householder loops, then the equations at the dogleg step, and updates the
+# factors by Givens rotations in two loops that rotate Q's columns and Q'f alike (one
+# 2x3 matrix).
+# CHECK-LABEL: TEST: root raw
+# CHECK: call @root_equations(%arg0, %arg1) : (tensor<2xf64>, tensor<f64>) -> tensor<2xf64>
+# CHECK: stablehlo.while
+# CHECK: "stablehlo.if"
+# CHECK: func.call @root_jacobian
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<2x2xf64>, tensor<2xf64>
+# CHECK: func.call @root_equations
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<2x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2x3xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<2x2xf64>, tensor<2xf64>, tensor<2x3xf64>
+# CHECK: func.func private @root_equations
+# CHECK: func.func private @root_jacobian
+from pytensor.tensor.optimize import root  # noqa: E402
+
+v = pt.vector("v", shape=(2,))
+print_ir("root", [v, a], list(root(pt.stack([v[0] ** 2 + v[1] ** 2 - a, v[0] * v[1] - 1]), v)), raw=True)
