@@ -935,7 +935,7 @@ def _brent(evaluate, bracket: dict, options: dict, flags):
 _HYBR_DEFAULTS = {"xtol": 1.49012e-08, "maxfev": 0, "factor": 100.0, "col_deriv": False}
 _HYBR_IGNORED = {"band", "eps"}
 _EPSMCH = float(np.finfo(np.float64).eps)
-_RDWARF, _RGIANT = 3.834e-20, 1.304e19  # enorm's bounds of the squares summed unscaled
+_TINY, _HUGE = 1e-150, 1e150  # the entries whose squares _enorm sums unscaled
 
 
 @register_lowering(RootOp)
@@ -1132,31 +1132,19 @@ def _outer(a: _S, b: _S) -> _S:
 
 
 def _enorm(v: _S, axis: int | None = None) -> _S:
-    """MINPACK's enorm, the Euclidean norm over `axis` (all of v by default): squares of
-    moderate entries summed as they are, tiny (below 3.834e-20) and huge (above
-    1.304e19 / n) ones scaled by their largest, so nothing underflows or overflows; the
-    three sums combined as enorm combines them."""
+    """MINPACK's enorm, the Euclidean norm over `axis` (all of v by default), that neither
+    overflows nor underflows: the plain sum of squares (enorm's own sum where every entry
+    is moderate, and equal to its scaled sums up to rounding elsewhere) where the largest
+    entry's square is a normal number, else the squares of the entries scaled by it."""
     axes = list(range(_rank(v.v))) if axis is None else [axis]
     kept = [d for d in range(_rank(v.v)) if d not in axes]
-    length = dim_product([shape_of(v.v)[d] for d in axes])
     a = abs(v)
-    moderate = (a > _RDWARF) & (a < _RGIANT / _S(convert(dim_value(length), "float64")))
-    tiny = a <= _RDWARF
-    huge = ~moderate & ~tiny  # NaN among them
-
-    def scaled_sum(mask):
-        largest = _S(fold(_where(mask, a, 0.0).v, axes, hlo.maximum, 0.0))
-        spread = _S(broadcast_in_dim(largest.v, shape_of(v.v), kept))
-        ratio = _where(a.eq(spread), 1.0, a / spread)
-        return largest, _S(fold(_where(mask & a.ne(0.0), ratio * ratio, 0.0).v, axes, hlo.add, 0.0))
-
-    s2 = _S(fold(_where(moderate, a * a, 0.0).v, axes, hlo.add, 0.0))
-    x1max, s1 = scaled_sum(huge)
-    x3max, s3 = scaled_sum(tiny)
-    with_tiny = _where(s2 >= x3max, _sqrt(s2 * (1.0 + (x3max / s2) * (x3max * s3))),
-                       _sqrt(x3max * ((s2 / x3max) + (x3max * s3))))
-    return _where(s1.ne(0.0), x1max * _sqrt(s1 + (s2 / x1max) / x1max),
-                  _where(s2.ne(0.0), with_tiny, x3max * _sqrt(s3)))
+    largest = _S(fold(a.v, axes, hlo.maximum, 0.0))
+    plain = _sqrt(_S(fold((a * a).v, axes, hlo.add, 0.0)))
+    spread = _S(broadcast_in_dim(largest.v, shape_of(v.v), kept))
+    ratio = _where(a.eq(spread), 1.0, a / spread)  # (1 for an infinite largest entry)
+    scaled = largest * _sqrt(_S(fold((ratio * ratio).v, axes, hlo.add, 0.0)))
+    return _where((largest > _TINY) & (largest < _HUGE), plain, _where(largest.eq(0.0), 0.0, scaled))
 
 
 def _householder_qr(at: _S, index: _S, rows: _S, cols: _S):
