@@ -1,6 +1,6 @@
 """pytensor.tensor.optimize: MinimizeOp (scipy's BFGS), MinimizeScalarOp (Brent's method),
-RootScalarOp (secant, Newton and Halley iterations) and RootOp (MINPACK's hybrj, scipy's
-hybr), as loops around the inner graph.
+RootScalarOp (secant, Newton and Halley iterations; bisection, Ridder's, Brent's methods
+from a bracket) and RootOp (MINPACK's hybrj, scipy's hybr), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the
@@ -46,12 +46,14 @@ from lowering.builders import (
     dot_general,
     identity_matrix,
     iota,
+    is_nan,
     ir_constant,
     pad_end,
     read_entry,
     reshape,
     select,
     shape_of,
+    signbit,
     slice_axis,
     splat,
     transpose,
@@ -626,16 +628,21 @@ def _quadmin(a, fa, fpa, b, fb):
 
 # The derivatives each method reads (root_scalar runs them all through scipy's `newton`).
 _ROOT_METHODS = {"secant": 0, "newton": 1, "halley": 2}
-_ROOT_OPTIONS = {"xtol", "tol", "rtol", "maxiter", "x1", "bracket"}  # bracket: unused by these
+# scipy's bracketing solvers (its C code in scipy/optimize/Zeros): their start from a bracket
+_BRACKETING = {"bisect", "ridder", "brentq", "brenth"}
+_ROOT_OPTIONS = {"xtol", "tol", "rtol", "maxiter", "x1", "bracket"}  # bracket: read by bisect ... brenth
+_BRACKET_RTOL = 4 * float(np.finfo(np.float64).eps)  # their smallest rtol, and its default
 
 
 def _root_options(node) -> dict:
-    """root_scalar's keywords for its `newton` (xtol becomes tol); what cannot be
-    honoured is refused by name, and scipy's own argument errors are raised here."""
+    """root_scalar's keywords for its `newton` (xtol becomes tol) or a bracketing solver;
+    what cannot be honoured is refused by name, and scipy's own argument errors are raised
+    here."""
     op = node.op
     method = op.method.lower()
-    if method not in _ROOT_METHODS:
-        raise UnsupportedParameterError(node, f"method {op.method!r}", f"root_scalar is lowered with {sorted(_ROOT_METHODS)}")
+    if method not in {*_ROOT_METHODS, *_BRACKETING}:
+        raise UnsupportedParameterError(node, f"method {op.method!r}",
+                                        f"root_scalar is lowered with {sorted({*_ROOT_METHODS, *_BRACKETING})}")
     if method == "halley" and not (op.jac and op.hess):
         missing = "fprime2" if op.jac else "fprime"
         raise ValueError(f"{missing} must be specified for halley: root_scalar(..., jac=True, hess=True) "
@@ -645,7 +652,9 @@ def _root_options(node) -> dict:
     unknown = sorted(set(kwargs) - _ROOT_OPTIONS)
     if unknown:
         raise UnsupportedParameterError(node, f"optimizer_kwargs {unknown}",
-                                        f"root_scalar is lowered with {sorted(_ROOT_OPTIONS - {'bracket'})}")
+                                        f"root_scalar is lowered with {sorted(_ROOT_OPTIONS)}")
+    if method in _BRACKETING:
+        return _bracketing_options(node, method, kwargs)
     tol = kwargs["xtol"] if kwargs.get("xtol") is not None else kwargs.get("tol", 1.48e-8)
     options = dict(method=method, tol=float(tol), rtol=float(kwargs.get("rtol") or 0.0),
                    maxiter=int(kwargs.get("maxiter") or 50), x1=kwargs.get("x1") if method == "secant" else None)
@@ -653,6 +662,23 @@ def _root_options(node) -> dict:
         raise ValueError(f"tol too small ({options['tol']:g} <= 0) (node: {node_label(node)})")
     if options["maxiter"] < 1:
         raise ValueError(f"maxiter must be greater than 0 (node: {node_label(node)})")
+    return options
+
+
+def _bracketing_options(node, method: str, kwargs: dict) -> dict:
+    """bisect's, ridder's, brentq's and brenth's: the bracket's first two points, xtol,
+    rtol and maxiter with scipy's defaults and argument errors."""
+    bracket = kwargs.get("bracket")
+    if not isinstance(bracket, list | tuple | np.ndarray):
+        raise ValueError(f"Bracket needed for {node.op.method} (node: {node_label(node)})")
+    options = dict(method=method, a=float(bracket[0]), b=float(bracket[1]),
+                   xtol=float(kwargs["xtol"] if kwargs.get("xtol") is not None else 2e-12),
+                   rtol=float(kwargs["rtol"] if kwargs.get("rtol") is not None else _BRACKET_RTOL),
+                   maxiter=int(kwargs["maxiter"] if kwargs.get("maxiter") is not None else 100))
+    if options["xtol"] <= 0:
+        raise ValueError(f"xtol too small ({options['xtol']:g} <= 0) (node: {node_label(node)})")
+    if options["rtol"] < _BRACKET_RTOL:
+        raise ValueError(f"rtol too small ({options['rtol']:g} < {_BRACKET_RTOL:g}) (node: {node_label(node)})")
     return options
 
 
@@ -668,7 +694,7 @@ def lower_root_scalar(ctx, node, x0, *args):
     dtype = node.inputs[0].type.dtype
     if np.dtype(dtype).kind != "f":
         raise UnsupportedParameterError(node, f"x of dtype {dtype}", "x must be real floats")
-    count = _ROOT_METHODS[options["method"]]
+    count = _ROOT_METHODS.get(options["method"], 0)
     fn, variable = _inner_function(ctx, node, count, "root_equation")
     args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
     checks = ctx.checks_of(fn)
@@ -681,7 +707,9 @@ def lower_root_scalar(ctx, node, x0, *args):
 
     flags = [ir_constant(False)] * len(checks)
     start = _S(convert(x0, "float64"))
-    if options["method"] == "secant":
+    if options["method"] in _BRACKETING:
+        root, converged, flags = _bracketing(ctx, evaluate, options, flags)
+    elif options["method"] == "secant":
         root, converged, flags = _secant(ctx, evaluate, start, options, flags)
     else:
         root, converged, flags = _newton(evaluate, start, options, flags)
@@ -743,6 +771,117 @@ def _newton(evaluate, x0: _S, options: dict, flags):
 
     state, flags = _iterate(dict(status=_GOING, p=x0, p0=x0), flags, options["maxiter"], step)
     return state["p"], state["status"].eq(_DONE), flags
+
+
+def _bracketing(ctx, evaluate, options: dict, flags):
+    """scipy's bracketing solvers from f(a) and f(b): their ValueError where the signs
+    do not differ; a NaN value stops them there (scipy's NaN wrapper: that point, not
+    converged); else scipy's iterations until converged or maxiter."""
+    method, a, b = options["method"], _S(options["a"]), _S(options["b"])
+    (fa,), flags = evaluate(a, flags)
+    (fb,), new_flags = evaluate(b, flags)
+    flags = _gate(~_isnan(fa), new_flags, flags)
+    nan = _isnan(fa) | _isnan(fb)
+    zero = fa.eq(0.0) | fb.eq(0.0)  # tested first; the sign test reads the sign bits
+    same_sign = ~zero & ~_signs_differ(fa, fb)
+    ctx.runtime_check((~nan & same_sign).v, ValueError, "f(a) and f(b) must have different signs")
+    status = _where(nan | same_sign, _STOPPED, _where(zero, _DONE, _GOING))
+    step, init = {"bisect": _bisect_step, "ridder": _ridder_step}.get(method, _brent_root_step)(
+        evaluate, a, b, fa, fb, options)
+    # where it stops before its loop: at a or b where f is 0 or NaN there (a first)
+    root = _where(_isnan(fa) | fa.eq(0.0), a, _where(_isnan(fb) | fb.eq(0.0), b, init["root"]))
+    state, flags = _iterate(dict(init, status=status, root=root), flags, options["maxiter"], step)
+    return state["root"], state["status"].eq(_DONE), flags
+
+
+def _isnan(x: _S) -> _S:
+    return _S(is_nan(x.v))
+
+
+def _signs_differ(a: _S, b: _S) -> _S:
+    return _S(compare(signbit(a.v), signbit(b.v), "NE"))
+
+
+def _evaluated(evaluate, x: _S, flags, going: _S | None = None):
+    """f(x) and the flags, those of the evaluation only where the loop `going` (if given)
+    reads it; and whether f(x) is NaN there (scipy stops at that x)."""
+    (fx,), new_flags = evaluate(x, flags)
+    return fx, new_flags if going is None else _gate(going, new_flags, flags), _isnan(fx)
+
+
+def _bisect_step(evaluate, a, b, fa, fb, options):
+    xtol, rtol = options["xtol"], options["rtol"]
+
+    def step(s, flags):
+        dm = s["dm"] * 0.5
+        xm = s["xa"] + dm
+        fm, flags, nan = _evaluated(evaluate, xm, flags)
+        xa = _where(_signs_differ(fm, s["fa"]), s["xa"], xm)
+        done = fm.eq(0.0) | (abs(dm) < xtol + rtol * abs(xm))
+        return dict(s, status=_where(nan, _STOPPED, _where(done, _DONE, _GOING)), dm=dm, xa=xa,
+                    root=_where(nan | done, xm, xa)), flags
+
+    return step, dict(root=a, dm=b - a, xa=a, fa=fa)
+
+
+def _ridder_step(evaluate, a, b, fa, fb, options):
+    xtol, rtol = options["xtol"], options["rtol"]
+    sign = lambda v: _where(v > 0.0, 1.0, -1.0)  # noqa: E731  (ridder.c's SIGN)
+
+    def step(s, flags):
+        xa, xb, fa, fb, tol = s["xa"], s["xb"], s["fa"], s["fb"], s["tol"]
+        dm = 0.5 * (xb - xa)
+        xm = xa + dm
+        fm, flags, nan_m = _evaluated(evaluate, xm, flags)
+        dn = sign(fb - fa) * dm * fm / _sqrt(fm * fm - fa * fb)
+        xn = xm - sign(dn) * _py_min(abs(dn), abs(dm) - 0.5 * tol)
+        fn, flags, nan_n = _evaluated(evaluate, xn, flags, ~nan_m)
+        across = _signs_differ(fn, fm)
+        below = ~across & _signs_differ(fn, fa)
+        new = dict(xa=_where(below, xa, xn), fa=_where(below, fa, fn),
+                   xb=_where(across, xm, _where(below, xn, xb)), fb=_where(across, fm, _where(below, fn, fb)),
+                   tol=xtol + rtol * xn)  # (xn's sign included, as ridder.c has it)
+        done = fn.eq(0.0) | (abs(new["xb"] - new["xa"]) < new["tol"])
+        status = _where(nan_m | nan_n, _STOPPED, _where(done, _DONE, _GOING))
+        return dict(s, **new, status=status, root=_where(nan_m, xm, xn)), flags
+
+    return step, dict(root=_S(0.0), xa=a, xb=b, fa=fa, fb=fb, tol=xtol + rtol * _py_min(abs(a), abs(b)))
+
+
+def _brent_root_step(evaluate, a, b, fa, fb, options):
+    """brentq's iteration (brenth's: a hyperbolic extrapolation in place of the inverse
+    quadratic one)."""
+    xtol, rtol, hyperbolic = options["xtol"], options["rtol"], options["method"] == "brenth"
+
+    def step(s, flags):
+        xpre, xcur, xblk, fpre, fcur, fblk, spre, scur = (
+            s[k] for k in ("xpre", "xcur", "xblk", "fpre", "fcur", "fblk", "spre", "scur"))
+        straddle = fpre.ne(0.0) & fcur.ne(0.0) & _signs_differ(fpre, fcur)  # xpre: the bracket's far end
+        xblk, fblk = _where(straddle, xpre, xblk), _where(straddle, fpre, fblk)
+        spre, scur = _where(straddle, xcur - xpre, spre), _where(straddle, xcur - xpre, scur)
+        swap = abs(fblk) < abs(fcur)
+        xpre, xcur, xblk = _where(swap, xcur, xpre), _where(swap, xblk, xcur), _where(swap, xcur, xblk)
+        fpre, fcur, fblk = _where(swap, fcur, fpre), _where(swap, fblk, fcur), _where(swap, fcur, fblk)
+        delta = (xtol + rtol * abs(xcur)) / 2
+        sbis = (xblk - xcur) / 2
+        done = fcur.eq(0.0) | (abs(sbis) < delta)
+        interpolate = -fcur * (xcur - xpre) / (fcur - fpre)
+        dpre, dblk = (fpre - fcur) / (xpre - xcur), (fblk - fcur) / (xblk - xcur)
+        if hyperbolic:
+            extrapolate = -fcur * (fblk - fpre) / (fblk * dpre - fpre * dblk)
+        else:
+            extrapolate = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
+        stry = _where(xpre.eq(xblk), interpolate, extrapolate)
+        tried = (abs(spre) > delta) & (abs(fcur) < abs(fpre))
+        short = tried & (2 * abs(stry) < _py_min(abs(spre), 3 * abs(sbis) - delta))
+        spre, scur = _where(short, scur, sbis), _where(short, stry, sbis)
+        xnew = xcur + _where(abs(scur) > delta, scur, _where(sbis > 0.0, delta, -delta))
+        fnew, flags, nan = _evaluated(evaluate, xnew, flags, ~done)
+        status = _where(done, _DONE, _where(nan, _STOPPED, _GOING))
+        return dict(status=status, root=_where(done, xcur, xnew), xpre=xcur, fpre=fcur, xcur=xnew, fcur=fnew,
+                    xblk=xblk, fblk=fblk, spre=spre, scur=scur), flags
+
+    return step, dict(root=b, xpre=a, xcur=b, xblk=0.0, fpre=fa, fcur=fb, fblk=0.0, spre=0.0, scur=0.0)
 
 
 # --- MinimizeScalarOp: scipy.optimize.minimize_scalar's Brent method ---------------------

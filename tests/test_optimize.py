@@ -178,7 +178,7 @@ def test_root_scalar_errors_are_scipys_or_name_what_is_refused():
         pytensor.function(inputs, root, mode="STABLEHLO")(*values)
     with pytest.raises(ValueError, match="fprime2 must be specified for halley"):
         pytensor.function(inputs, root_scalar(equation, x, method="halley", jac=True)[0], mode="STABLEHLO")
-    for kwargs, refused in [({"method": "brentq", "optimizer_kwargs": {"bracket": [0, 3]}}, "method 'brentq'"),
+    for kwargs, refused in [({"method": "toms748", "optimizer_kwargs": {"bracket": [0, 3]}}, "method 'toms748'"),
                             ({"optimizer_kwargs": {"full_output": True}}, r"optimizer_kwargs \['full_output'\]")]:
         with pytest.raises(UnsupportedParameterError, match=refused):
             pytensor.function(inputs, root_scalar(equation, x, **kwargs)[0], mode="STABLEHLO")
@@ -186,6 +186,50 @@ def test_root_scalar_errors_are_scipys_or_name_what_is_refused():
     root, _ = root_scalar(Assert("a must be positive")(equation, pt.gt(a, 0)), x)
     with pytest.raises(AssertionError, match="a must be positive"):
         pytensor.function(inputs, root, mode="STABLEHLO")(values[0], np.array(-8.0))
+
+
+_BRACKETED = {
+    "cubic": (lambda x, a: x**3 - a, (0.0, 3.0), 8.0),
+    "transcendental": (lambda x, a: pt.exp(x) - a * pt.cos(x), (-1.0, 2.0), 5.0),
+    "flat": (lambda x, a: pt.tanh(10 * (x - a)), (-5.0, 7.0), 0.3),
+    "root_at_a": (lambda x, a: x - a, (2.0, 5.0), 2.0),
+    "root_at_b": (lambda x, a: x - a, (2.0, 5.0), 5.0),
+    "nan_inside": (lambda x, a: pt.sqrt(x) - a, (-1.0, 9.0), 2.0),  # scipy stops at the NaN: not converged
+    "nan_at_a": (lambda x, a: pt.log(x) - a, (-1.0, 9.0), 1.0),
+}
+
+
+@pytest.mark.parametrize("method", ["bisect", "ridder", "brentq", "brenth"])
+@pytest.mark.parametrize("options", [{}, {"maxiter": 4}, {"xtol": 1e-3, "rtol": 1e-6}], ids=["default", "maxiter",
+                                                                                           "tolerances"])
+def test_root_scalar_bracketing_solvers_take_scipys_steps(method, options):
+    """Against scipy's root_scalar on the same compiled equation: PyTensor 2.38.3's
+    perform fails for these methods (its cache calls `.astype` on the Python floats
+    scipy's C solvers pass; README)."""
+    from scipy.optimize import root_scalar as scipy_root_scalar
+
+    x, a = pt.scalar("x"), pt.scalar("a")
+    for name, (equation, bracket, value) in _BRACKETED.items():
+        kwargs = {"bracket": list(bracket), **options}
+        got = pytensor.function([x, a], list(root_scalar(equation(x, a), x, method=method, optimizer_kwargs=kwargs)),
+                                mode="STABLEHLO")(0.0, value)
+        residual = pytensor.function([x, a], equation(x, a))
+        expected = scipy_root_scalar(lambda v: float(residual(v, value)), method=method, **kwargs)
+        np.testing.assert_allclose(got[0], expected.root, rtol=1e-12, err_msg=name)
+        assert bool(got[1]) == expected.converged, name
+
+
+def test_root_scalar_bracketing_errors_are_scipys():
+    x, a = pt.scalar("x"), pt.scalar("a")
+    root, _ = root_scalar(x**2 + a, x, method="brentq", optimizer_kwargs={"bracket": [-1.0, 1.0]})
+    with pytest.raises(ValueError, match=r"f\(a\) and f\(b\) must have different signs \(node: RootScalarOp"):
+        pytensor.function([x, a], root, mode="STABLEHLO")(0.0, 1.0)
+    for kwargs, message in [({}, "Bracket needed for bisect"),
+                            ({"bracket": [0, 1], "xtol": 0.0}, r"xtol too small \(0 <= 0\)"),
+                            ({"bracket": [0, 1], "rtol": 1e-16}, r"rtol too small \(1e-16 < 8.88178e-16\)")]:
+        with pytest.raises(ValueError, match=message):
+            pytensor.function([x, a], root_scalar(x - a, x, method="bisect", optimizer_kwargs=kwargs)[0],
+                              mode="STABLEHLO")
 
 
 @pytest.mark.parametrize("objective, kwargs, values", [

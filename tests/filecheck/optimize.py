@@ -39,6 +39,15 @@ from pytensor.tensor.optimize import minimize_scalar, root_scalar  # noqa: E402
 s = pt.scalar("s")
 print_ir("root_scalar", [s, a], list(root_scalar(s**3 - a, s)), raw=True)
 
+# brentq from a bracket: the equation at both ends, scipy's sign test a run-time flag,
+# then one evaluation an iteration.
+# CHECK-LABEL: TEST: root_scalar_brentq raw
+# CHECK-COUNT-2: call @root_equation
+# CHECK: stablehlo.while
+# CHECK: func.call @root_equation
+print_ir("root_scalar_brentq", [s, a], list(root_scalar(s**3 - a, s, method="brentq",
+                                                         optimizer_kwargs={"bracket": [0.0, 3.0]})), raw=True)
+
 # CHECK-LABEL: TEST: minimize_scalar raw
 # CHECK: stablehlo.while
 # CHECK: "stablehlo.if"
