@@ -1,6 +1,7 @@
-"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS), MinimizeScalarOp (Brent's method),
-RootScalarOp (secant, Newton and Halley iterations; bisection, Ridder's, Brent's methods
-from a bracket) and RootOp (MINPACK's hybrj, scipy's hybr), as loops around the inner graph.
+"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS), MinimizeScalarOp (Brent's method,
+the golden section search, the bounded method), RootScalarOp (secant, Newton and Halley
+iterations; bisection, Ridder's and Brent's methods from a bracket) and RootOp (MINPACK's
+hybrj, scipy's hybr), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the
@@ -891,29 +892,60 @@ _BRACKET_MESSAGE = ("No valid bracket was found before the iteration limit was r
                     "different initial points or increasing `maxiter`.")
 
 
+# minimize_scalar's methods: their tolerance option, its default, and maxiter's
+_SCALAR_METHODS = {"brent": ("xtol", 1.48e-8, 500), "golden": ("xtol", float(np.sqrt(np.finfo(np.float64).eps)), 5000),
+                   "bounded": ("xatol", 1e-5, 500)}
+
+
 def _scalar_options(node) -> dict:
-    """scipy.minimize_scalar's Brent options (`tol` sets xtol), scipy's own errors raised
-    here, what cannot be honoured refused by name."""
-    kwargs, options = _split_options(node, "brent", "xtol")
-    if kwargs.get("bounds") is not None:
-        raise ValueError(f"Use of `bounds` is incompatible with 'method={node.op.method}'. (node: {node_label(node)})")
-    kwargs.pop("bounds", None)
+    """scipy.minimize_scalar's options for Brent's, the golden section's and the bounded
+    method (`tol` sets xtol, or xatol), scipy's own errors raised here, what cannot be
+    honoured refused by name."""
+    method = node.op.method.lower()
+    if method not in _SCALAR_METHODS:
+        raise UnsupportedParameterError(node, f"method {node.op.method!r}",
+                                        f"minimize_scalar is lowered with {sorted(_SCALAR_METHODS)}")
+    tol_name, tol_default, maxiter = _SCALAR_METHODS[method]
+    kwargs, options = _split_options(node, method, tol_name)
+    bounds = kwargs.pop("bounds", None)
     brack = kwargs.pop("bracket", None)
-    unknown = sorted(kwargs) + sorted(set(options) - {"xtol", "maxiter", "disp"})
-    if unknown or (brack is not None and len(brack) != 2):
+    if bounds is not None and method != "bounded":
+        raise ValueError(f"Use of `bounds` is incompatible with 'method={node.op.method}'. (node: {node_label(node)})")
+    unknown = sorted(kwargs) + sorted(set(options) - {tol_name, "maxiter", "disp"})
+    if unknown or (method != "bounded" and brack is not None and len(brack) != 2):
         what = f"optimizer_kwargs {unknown}" if unknown else "a bracket of three points"
-        raise UnsupportedParameterError(node, what, "Brent is lowered with tol, bracket=(xa, xb), xtol and maxiter")
-    xtol = float(options.get("xtol", 1.48e-8))
-    if xtol < 0:
-        raise ValueError(f"tolerance should be >= 0, got {xtol!r} (node: {node_label(node)})")
-    return dict(xtol=xtol, maxiter=int(options.get("maxiter", 500)), bracket=tuple(map(float, brack or (0.0, 1.0))))
+        raise UnsupportedParameterError(node, what, f"{method} is lowered with tol, bracket=(xa, xb) (brent, golden), "
+                                                    f"bounds (bounded), {tol_name} and maxiter")
+    result = dict(method=method, xtol=float(options.get(tol_name, tol_default)),
+                  maxiter=int(options.get("maxiter", maxiter)), bracket=tuple(map(float, brack or (0.0, 1.0))))
+    if method == "bounded":
+        result["bounds"] = _checked_bounds(node, bounds)
+    elif result["xtol"] < 0 and method == "brent":
+        raise ValueError(f"tolerance should be >= 0, got {result['xtol']!r} (node: {node_label(node)})")
+    return result
+
+
+def _checked_bounds(node, bounds) -> tuple[float, float]:
+    """The bounded method's bounds, with scipy's errors."""
+    label = node_label(node)
+    if bounds is None:
+        raise ValueError(f"The `bounds` parameter is mandatory for method `bounded`. (node: {label})")
+    if len(bounds) != 2:
+        raise ValueError(f"bounds must have two elements. (node: {label})")
+    low, high = bounds
+    if not all(np.ndim(b) == 0 and np.isfinite(b) for b in (low, high)):
+        raise ValueError(f"Optimization bounds must be finite scalars. (node: {label})")
+    if low > high:
+        raise ValueError(f"The lower bound exceeds the upper bound. (node: {label})")
+    return float(low), float(high)
 
 
 @register_lowering(MinimizeScalarOp)
 def lower_minimize_scalar(ctx, node, x0, *args):
-    """minimize_scalar(method="brent"): scipy's `bracket` from (0, 1) (x0 is not read, as
-    in scipy), then `Brent.optimize`; where no valid bracket is found, scipy's recovery:
-    the best of the three points, success False."""
+    """minimize_scalar with Brent's method or the golden section search: scipy's
+    `bracket` from (0, 1) (x0 is not read, as in scipy), then the search; where no valid
+    bracket is found, scipy's recovery: the best of the three points, success False.
+    With the bounded method: scipy's `_minimize_scalar_bounded` (fminbound) in the bounds."""
     options = _scalar_options(node)
     dtype = node.inputs[0].type.dtype
     if np.dtype(dtype).kind != "f":
@@ -926,6 +958,11 @@ def lower_minimize_scalar(ctx, node, x0, *args):
         results = ctx.emit_call(fn, [convert(u.v, dtype), *args])
         return _S(convert(results[0], "float64")), [hlo.or_(a, b) for a, b in zip(flags, results[1:], strict=True)]
 
+    if options["method"] == "bounded":
+        x, success, flags = _fminbound(evaluate, options, [ir_constant(False)] * len(checks))
+        for flag, check in zip(flags, checks, strict=True):
+            ctx.runtime_check(flag, check.error, check.message)
+        return convert(x.v, dtype), success.v
     bracket, flags = _bracket(evaluate, *options["bracket"], [ir_constant(False)] * len(checks))
     ctx.runtime_check(bracket["status"].eq(_STOPPED).v, RuntimeError, _BRACKET_MESSAGE)
     xs, fs = [bracket[k] for k in ("xa", "xb", "xc")], [bracket[k] for k in ("fa", "fb", "fc")]
@@ -935,10 +972,11 @@ def lower_minimize_scalar(ctx, node, x0, *args):
              & (((xa < xb) & (xb < xc)) | ((xc < xb) & (xb < xa)))
              & _finite(xa) & _finite(xb) & _finite(xc))
 
-    def brent():
-        x, fx, nit, brent_flags = _brent(evaluate, bracket, options, flags)
+    def search():
+        x, fx, nit, search_flags = (_brent if options["method"] == "brent" else _golden)(
+            evaluate, bracket, options, flags)
         success = (nit < float(options["maxiter"])) & x.eq(x) & fx.eq(fx)
-        return [x.v, success.v, *brent_flags]
+        return [x.v, success.v, *search_flags]
 
     def recovered():  # scipy's BracketError: the lowest of the three, NaN if any is NaN
         best, low = xa, fa
@@ -950,7 +988,7 @@ def lower_minimize_scalar(ctx, node, x0, *args):
         return [_where(nan, float("nan"), best).v, _S(False).v, *flags]
 
     types = [_f64(0.0).type, ir_constant(False).type] + [f.type for f in flags]
-    out = if_else(valid.v, types, brent, recovered)
+    out = if_else(valid.v, types, search, recovered)
     for flag, check in zip(out[2:], checks, strict=True):
         ctx.runtime_check(flag, check.error, check.message)
     return convert(out[0], dtype), out[1]
@@ -1019,6 +1057,16 @@ def _where_all(cond: _S, a: dict, b: dict) -> dict:
     return {k: _where(cond, a[k], b[k]) for k in a}
 
 
+def _parabola(x: _S, w: _S, v: _S, fx: _S, fw: _S, fv: _S) -> tuple[_S, _S]:
+    """The step from x to the vertex of the parabola through (x, fx), (w, fw), (v, fv) as
+    Brent's method computes it: p / q, with q >= 0."""
+    tmp1 = (x - w) * (fx - fv)
+    tmp2 = (x - v) * (fx - fw)
+    p = (x - v) * tmp2 - (x - w) * tmp1
+    q = 2.0 * (tmp2 - tmp1)
+    return _where(q > 0.0, -p, p), abs(q)
+
+
 def _brent(evaluate, bracket: dict, options: dict, flags):
     """scipy's `Brent.optimize` on the bracket: parabolic steps where they are useful,
     golden-section steps otherwise, until the interval is within xtol of x."""
@@ -1033,13 +1081,7 @@ def _brent(evaluate, bracket: dict, options: dict, flags):
         xmid = 0.5 * (a + b)
         stop = abs(x - xmid) < (tol2 - 0.5 * (b - a))
         golden_delta = _where(x >= xmid, a - x, b - x)
-        # a parabola through x, w, v
-        tmp1 = (x - w) * (fx - fv)
-        tmp2 = (x - v) * (fx - fw)
-        p = (x - v) * tmp2 - (x - w) * tmp1
-        tmp2 = 2.0 * (tmp2 - tmp1)
-        p = _where(tmp2 > 0.0, -p, p)
-        tmp2 = abs(tmp2)
+        p, tmp2 = _parabola(x, w, v, fx, fw, fv)
         useful = (p > tmp2 * (a - x)) & (p < tmp2 * (b - x)) & (abs(p) < abs(0.5 * tmp2 * s["deltax"]))
         rat = p * 1.0 / tmp2
         u = x + rat
@@ -1424,3 +1466,86 @@ def _rank_one_update(r: _S, u: _S, v: _S, qt: _S, qtf: _S, index: _S):
     r, w, q = map(_S, _for(last, [r.v, w.v, q.v], eliminate))
     r = _put(r, end, _put(_entry(r, end), end, _entry(w, end)))
     return r, _S(slice_axis(q.v, 1, 0, n)), _S(reshape(slice_axis(q.v, 1, n, dim_add(n, 1)), [n]))
+
+
+_GOLDEN_R = 0.61803399  # scipy's golden section: the golden ratio's conjugate, and 1 - it
+_GOLDEN_C = 1.0 - _GOLDEN_R
+
+
+def _golden(evaluate, bracket: dict, options: dict, flags):
+    """scipy's `_minimize_scalar_golden` on the bracket: the interval (xa, xc) shrunk by
+    the golden ratio around the lower of two inner points until it is within xtol of
+    them. Returns the lower point, its value, the iterations and the flags."""
+    tol = options["xtol"]
+    xa, xb, xc = bracket["xa"], bracket["xb"], bracket["xc"]
+    wide = abs(xc - xb) > abs(xb - xa)
+    x1 = _where(wide, xb, xb - _GOLDEN_C * (xb - xa))
+    x2 = _where(wide, xb + _GOLDEN_C * (xc - xb), xb)
+    f1, flags = evaluate(x1, flags)
+    f2, flags = evaluate(x2, flags)
+
+    def step(s, flags):
+        x0, x1, x2, x3, f1, f2 = (s[k] for k in ("x0", "x1", "x2", "x3", "f1", "f2"))
+        stop = abs(x3 - x0) <= tol * (abs(x1) + abs(x2))
+        right = f2 < f1  # the minimum is right of x1: drop x0
+        u = _where(right, _GOLDEN_R * x2 + _GOLDEN_C * x3, _GOLDEN_R * x1 + _GOLDEN_C * x0)
+        fu, new_flags = evaluate(u, flags)
+        moved = dict(s, x0=_where(right, x1, x0), x3=_where(right, x3, x2), x1=_where(right, x2, u),
+                     x2=_where(right, u, x1), f1=_where(right, f2, fu), f2=_where(right, fu, f1),
+                     nit=s["nit"] + 1.0, status=_S(_GOING))
+        return _where_all(stop, dict(s, status=_DONE), moved), _gate(~stop, new_flags, flags)
+
+    init = dict(status=_GOING, x0=xa, x1=x1, x2=x2, x3=xc, f1=f1, f2=f2, nit=0.0)
+    state, flags = _iterate(init, flags, options["maxiter"], step)
+    lower = state["f1"] < state["f2"]
+    return (_where(lower, state["x1"], state["x2"]), _where(lower, state["f1"], state["f2"]), state["nit"],
+            flags)
+
+
+def _fminbound(evaluate, options: dict, flags):
+    """scipy's `_minimize_scalar_bounded`: Brent's method kept inside the bounds, from
+    their golden-section point, until x is within xatol (and sqrt(eps) relative) of the
+    interval's middle. Returns x, success (not stopped by maxiter, nothing NaN) and the
+    flags."""
+    sqrt_eps, golden_mean = float(np.sqrt(2.2e-16)), 0.5 * (3.0 - float(np.sqrt(5.0)))
+    xatol, maxfun = options["xtol"], options["maxiter"]
+    a, b = map(_S, options["bounds"])
+    fulc = a + golden_mean * (b - a)
+    fx, flags = evaluate(fulc, flags)
+    sign = lambda v: _S(hlo.sign(v.v)) + _where(v.eq(0.0), 1.0, 0.0)  # noqa: E731  (np.sign, 0 as +1)
+
+    def step(s, flags):
+        a, b, xf, fx, nfc, fnfc, fulc, ffulc, e, rat = (
+            s[k] for k in ("a", "b", "xf", "fx", "nfc", "fnfc", "fulc", "ffulc", "e", "rat"))
+        xm = 0.5 * (a + b)
+        tol1 = sqrt_eps * abs(xf) + xatol / 3.0
+        tol2 = 2.0 * tol1
+        stop = ~(abs(xf - xm) > (tol2 - 0.5 * (b - a)))
+        p, q = _parabola(xf, nfc, fulc, fx, fnfc, ffulc)  # where the last steps were long enough
+        parabolic = (abs(e) > tol1) & (abs(p) < abs(0.5 * q * e)) & (p > q * (a - xf)) & (p < q * (b - xf))
+        rat_p = (p + 0.0) / q
+        x_p = xf + rat_p
+        rat_p = _where(((x_p - a) < tol2) | ((b - x_p) < tol2), tol1 * sign(xm - xf), rat_p)
+        e_golden = _where(xf >= xm, a - xf, b - xf)
+        e = _where(parabolic, rat, e_golden)
+        rat = _where(parabolic, rat_p, golden_mean * e_golden)
+        x = xf + sign(rat) * _S(hlo.maximum(abs(rat).v, tol1.v))
+        fu, new_flags = evaluate(x, flags)
+        better = fu <= fx
+        to_nfc = ~better & ((fu <= fnfc) | nfc.eq(xf))
+        to_fulc = ~better & ~to_nfc & ((fu <= ffulc) | fulc.eq(xf) | fulc.eq(nfc))
+        moved = dict(
+            a=_where(better, _where(x >= xf, xf, a), _where(x < xf, x, a)),
+            b=_where(better, _where(x >= xf, b, xf), _where(x < xf, b, x)),
+            fulc=_where(better | to_nfc, nfc, _where(to_fulc, x, fulc)),
+            ffulc=_where(better | to_nfc, fnfc, _where(to_fulc, fu, ffulc)),
+            nfc=_where(better, xf, _where(to_nfc, x, nfc)), fnfc=_where(better, fx, _where(to_nfc, fu, fnfc)),
+            xf=_where(better, x, xf), fx=_where(better, fu, fx), e=e, rat=rat, fu=fu, num=s["num"] + 1.0)
+        moved["status"] = _where(moved["num"] >= float(maxfun), _STOPPED, _GOING)
+        return _where_all(stop, dict(s, status=_DONE), dict(s, **moved)), _gate(~stop, new_flags, flags)
+
+    init = dict(status=_GOING, a=a, b=b, xf=fulc, fx=fx, nfc=fulc, fnfc=fx, fulc=fulc, ffulc=fx, e=0.0, rat=0.0,
+                fu=float("inf"), num=1.0)
+    state, flags = _iterate(init, flags, max(maxfun, 1) + 1, step)
+    nan = _isnan(state["xf"]) | _isnan(state["fx"]) | _isnan(state["fu"])
+    return state["xf"], state["status"].eq(_DONE) & ~nan, flags

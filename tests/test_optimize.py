@@ -249,6 +249,36 @@ def test_minimize_scalar_takes_scipys_steps(objective, kwargs, values):
                     **CLOSE)
 
 
+@pytest.mark.parametrize("objective, kwargs, values", [
+    (lambda x, a: (x - a) ** 2, {}, (0.0, 2.0)),
+    (lambda x, a: (x - a) ** 2 + pt.cos(3 * x), {}, (0.0, 2.0)),
+    (lambda x, a: (x - a) ** 2 + pt.sin(3 * x), {"optimizer_kwargs": {"bracket": (-3.0, -2.0)}}, (0.0, 1.0)),
+    (lambda x, a: (x - a) ** 2 + pt.cos(3 * x), {"optimizer_kwargs": {"options": {"maxiter": 5}}}, (0.0, 2.0)),
+    (lambda x, a: (x - a) ** 2 + pt.cos(3 * x), {"optimizer_kwargs": {"tol": 1e-3}}, (0.0, 2.0)),
+    (lambda x, a: pt.log(x - a), {}, (0.0, 1.0)),  # no valid bracket, NaN there
+], ids=["quadratic", "cos", "bracket", "maxiter", "tol", "nan"])
+def test_minimize_scalar_golden_takes_scipys_steps(objective, kwargs, values):
+    x, a = pt.scalar("x"), pt.scalar("a")
+    outputs = list(minimize_scalar(objective(x, a), x, method="golden", **kwargs))
+    compare_with_py([x, a], outputs, [np.array(v) for v in values], **CLOSE)
+
+
+@pytest.mark.parametrize("objective, kwargs, values", [
+    (lambda x, a: (x - a) ** 2, {}, (0.0, 2.0)),
+    (lambda x, a: (x - a) ** 2 + pt.cos(3 * x), {}, (0.0, 2.0)),
+    (lambda x, a: x * a, {}, (0.0, 1.0)),  # the minimum at the lower bound
+    (lambda x, a: (x - a) ** 2 + pt.cos(3 * x), {"options": {"maxiter": 4}}, (0.0, 2.0)),  # success False
+    (lambda x, a: (x - a) ** 2 + pt.cos(3 * x), {"options": {"xatol": 1e-9}}, (0.0, 2.0)),
+    (lambda x, a: pt.log(x - a), {}, (0.0, 1.0)),  # NaN below a: success False
+    (lambda x, a: (x - a) ** 2, {"bounds": (1.0, 1.0)}, (0.0, 2.0)),  # an interval of one point
+], ids=["quadratic", "cos", "at_bound", "maxiter", "xatol", "nan", "point"])
+def test_minimize_scalar_bounded_takes_scipys_steps(objective, kwargs, values):
+    x, a = pt.scalar("x"), pt.scalar("a")
+    kwargs = {"bounds": (0.0, 5.0), **kwargs}
+    outputs = list(minimize_scalar(objective(x, a), x, method="bounded", optimizer_kwargs=kwargs))
+    compare_with_py([x, a], outputs, [np.array(v) for v in values], **CLOSE)
+
+
 def test_minimize_scalar_errors_are_scipys_or_name_what_is_refused():
     x, a = pt.scalar("x"), pt.scalar("a")
     solution, _ = minimize_scalar(x * a, x)  # downhill forever
@@ -256,9 +286,15 @@ def test_minimize_scalar_errors_are_scipys_or_name_what_is_refused():
     with pytest.raises(RuntimeError, match="No valid bracket was found before the iteration limit"):
         f(0.0, 1.0)
     for kwargs, error, message in [
-        ({"method": "golden"}, UnsupportedParameterError, "method 'golden'"),
+        ({"method": "Nelder-Mead"}, UnsupportedParameterError, "method 'Nelder-Mead'"),
         ({"optimizer_kwargs": {"bracket": (0.0, 1.0, 2.0)}}, UnsupportedParameterError, "a bracket of three points"),
         ({"optimizer_kwargs": {"bounds": (0.0, 1.0)}}, ValueError, "Use of `bounds` is incompatible"),
+        ({"method": "bounded"}, ValueError, "The `bounds` parameter is mandatory for method `bounded`"),
+        ({"method": "bounded", "optimizer_kwargs": {"bounds": (0.0,)}}, ValueError, "bounds must have two elements"),
+        ({"method": "bounded", "optimizer_kwargs": {"bounds": (0.0, np.inf)}}, ValueError,
+         "Optimization bounds must be finite scalars"),
+        ({"method": "bounded", "optimizer_kwargs": {"bounds": (1.0, 0.0)}}, ValueError,
+         "The lower bound exceeds the upper bound"),
     ]:
         with pytest.raises(error, match=message):
             pytensor.function([x, a], minimize_scalar((x - a) ** 2, x, **kwargs)[0], mode="STABLEHLO")

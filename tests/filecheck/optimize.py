@@ -55,6 +55,18 @@ print_ir("root_scalar_brentq", [s, a], list(root_scalar(s**3 - a, s, method="bre
 # CHECK: func.call @minimize_scalar_objective
 print_ir("minimize_scalar", [s, a], list(minimize_scalar((s - a) ** 2, s)), raw=True)
 
+# The bounded method: one evaluation at the bounds' golden-section point, then fminbound's
+# loop (no bracketing loop, no `if`).
+# CHECK-LABEL: TEST: minimize_scalar_bounded raw
+# CHECK: call @minimize_scalar_objective
+# CHECK-NOT: "stablehlo.if"
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_scalar_objective
+# CHECK-NOT: stablehlo.while
+# CHECK: func.func private @minimize_scalar_objective
+print_ir("minimize_scalar_bounded", [s, a], list(minimize_scalar((s - a) ** 2, s, method="bounded",
+                                                                 optimizer_kwargs={"bounds": (0.0, 5.0)})), raw=True)
+
 # Vectorized (a Blockwise of the Op): the per-entry loop calls the Op's function, whose
 # solution has x's shape.
 # CHECK-LABEL: TEST: minimize_batched raw
