@@ -1,7 +1,7 @@
-"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS), MinimizeScalarOp (Brent's method,
-the golden section search, the bounded method), RootScalarOp (secant, Newton and Halley
-iterations; bisection, Ridder's and Brent's methods from a bracket) and RootOp (MINPACK's
-hybrj, scipy's hybr), as loops around the inner graph.
+"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS and Newton-CG), MinimizeScalarOp
+(Brent's method, the golden section search, the bounded method), RootScalarOp (secant,
+Newton and Halley iterations; bisection, Ridder's and Brent's methods from a bracket) and
+RootOp (MINPACK's hybrj, scipy's hybr), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the
@@ -173,14 +173,41 @@ def _dot(a, b):
     return dot_general(a, b, ([0], [0]))
 
 
+def _objective(ctx, node, x0, args, count: int, name: str):
+    """The objective and its first `count` derivatives as a function of the float64
+    vector x (x's own dtype inside, as perform casts scipy's x), each evaluation's check
+    flags or-ed into those given: evaluate(x, flags) -> (f, g[, H], flags). Returns it
+    and the function's checks."""
+    x_type = node.inputs[0].type
+    if np.dtype(x_type.dtype).kind != "f":
+        raise UnsupportedParameterError(node, f"x of dtype {x_type.dtype}", "x must be real floats")
+    fn, variable = _inner_function(ctx, node, count, name)
+    args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
+    n = dim_product(shape_of(x0))
+
+    def evaluate(x, flags):
+        point = reshape(convert(x, x_type.dtype), shape_of(x0))
+        results = ctx.emit_call(fn, [point, *args])
+        shapes = [(), [n], [n, n]][:count + 1]
+        values = [convert(reshape(r, shape), "float64") for r, shape in zip(results, shapes)]
+        return (*values, [hlo.or_(a, b) for a, b in zip(flags, results[count + 1:], strict=True)])
+
+    return evaluate, ctx.checks_of(fn)
+
+
+_MINIMIZE_METHODS = ("bfgs", "newton-cg")
+
+
 @register_lowering(MinimizeOp)
 def lower_minimize(ctx, node, x0, *args):
+    method = node.op.method.lower()
+    if method not in _MINIMIZE_METHODS:
+        raise UnsupportedParameterError(node, f"method {node.op.method!r}",
+                                        "minimize is lowered with scipy's 'BFGS' (the default) and 'Newton-CG'")
+    if method == "newton-cg":
+        return _lower_newton_cg(ctx, node, x0, args)
     options = _options(node)
-    if np.dtype(node.inputs[0].type.dtype).kind != "f":
-        raise UnsupportedParameterError(node, f"x of dtype {node.inputs[0].type.dtype}", "x must be real floats")
-    fn, variable = _inner_function(ctx, node, 1, "minimize_objective")
-    args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
-    checks = ctx.checks_of(fn)
+    evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
     x_type = node.inputs[0].type
     n = dim_product(shape_of(x0))
     maxiter = (hlo.multiply(dim_value(n), dim_value(200)) if options["maxiter"] is None
@@ -191,13 +218,6 @@ def lower_minimize(ctx, node, x0, *args):
         reduction = "maximum" if options["norm"] > 0 else "minimum"
         ctx.runtime_check(compare(dim_value(n), dim_value(0), "EQ"), ValueError,
                           f"zero-size array to reduction operation {reduction} which has no identity")
-
-    def evaluate(x, flags):
-        """(f, g, flags) at the float64 vector x: the objective in x's own dtype."""
-        point = reshape(convert(x, x_type.dtype), shape_of(x0))
-        results = ctx.emit_call(fn, [point, *args])
-        f, g = convert(reshape(results[0], ()), "float64"), convert(reshape(results[1], [n]), "float64")
-        return f, g, [hlo.or_(a, b) for a, b in zip(flags, results[2:], strict=True)]
 
     x = convert(reshape(x0, [n]), "float64")
     f, g, flags = evaluate(x, [false] * len(checks))
@@ -239,6 +259,88 @@ def lower_minimize(ctx, node, x0, *args):
                   fold(compare(x, x, "NE"), [0], hlo.or_, False))
     failed = hlo.or_(hlo.or_(compare(status, ir_constant(np.int64(_STOPPED)), "EQ"), hlo.not_(_lt(k, maxiter))), nan)
     return reshape(convert(x, x_type.dtype), shape_of(x0)), hlo.not_(failed)
+
+
+_NEWTON_CG_DEFAULTS = {"xtol": 1e-5, "maxiter": None, "c1": 1e-4, "c2": 0.9}
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+def _lower_newton_cg(ctx, node, x0, args):
+    """minimize(method="Newton-CG"): scipy's `_minimize_newtoncg`. Each iteration solves
+    H p = -g by conjugate gradients (stopped at a residual of min(0.5, sqrt|g|_1) |g|_1,
+    at flat or negative curvature, where the first step falls back to steepest descent),
+    then takes scipy's line search along p; it stops once the step's L1 length is within
+    n xtol. The Hessian is the Op's own (hess=True) or PyTensor's, where scipy would
+    difference the gradient."""
+    if not node.op.jac:
+        raise ValueError(f"Jacobian is required for Newton-CG method (node: {node_label(node)})")
+    options = _method_options(node, "newton-cg", "xtol", _NEWTON_CG_DEFAULTS, _IGNORED, "Newton-CG", "no callback")
+    evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
+    curvature, hess_checks = _objective(ctx, node, x0, args, 2, "minimize_hessian")
+    x_type = node.inputs[0].type
+    n = dim_product(shape_of(x0))
+    size = _S(convert(dim_value(n), "float64"))
+    maxiter = size * 200.0 if options["maxiter"] is None else int(options["maxiter"])
+    xtol, c1, c2 = size * float(options["xtol"]), _f64(options["c1"]), _f64(options["c2"])
+    count = len(checks)
+    x = _S(convert(reshape(x0, [n]), "float64"))
+    f, _, flags = evaluate(x.v, [ir_constant(False)] * count)
+    flags = [*flags, *[ir_constant(False)] * len(hess_checks)]
+
+    def step(s, flags):
+        x = s["x"]
+        _, g, hess, hess_flags = curvature(x.v, flags[count:])
+        p, solved = _conjugate_gradients(_S(hess), -_S(g), size)
+        found, alpha, f1, _, own_flags = _line_search(evaluate, x.v, p.v, s["f"].v, g,
+                                                      s["f_before"].v, c1, c2, flags[:count])
+        found = _S(found)
+        update = _S(alpha) * p
+        l1 = _S(fold(abs(update).v, [0], hlo.add, 0.0))
+        status = _where(~solved | ~found, _STOPPED, _where(l1 > xtol, _GOING, _DONE))
+        moved = found & solved
+        return dict(status=status, x=_where(moved, x + update, x), f=_where(moved, _S(f1), s["f"]),
+                    f_before=_where(moved, s["f"], s["f_before"]), l1=_where(moved, l1, s["l1"])), [
+            *own_flags, *hess_flags]
+
+    # f_before NaN: scipy's None (no previous value: the first trial step is 1)
+    init = dict(status=_GOING, x=x, f=_S(f), f_before=float("nan"), l1=float(np.finfo(np.float64).max))
+    state, flags = _iterate(init, flags, maxiter, step)
+    for flag, check in zip(flags, [*checks, *hess_checks], strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    # success: converged (not stopped, not at maxiter), and neither f nor the step NaN
+    success = state["status"].eq(_DONE) & ~_isnan(state["f"]) & ~_isnan(state["l1"])
+    return reshape(convert(state["x"].v, x_type.dtype), shape_of(x0)), success.v
+
+
+def _conjugate_gradients(hess: _S, b: _S, size: _S):
+    """Newton-CG's inner loop: CG on hess p = b from 0, at most 20 n steps. Returns p and
+    whether it stopped (False where the steps ran out: scipy's "CG iterations didn't
+    converge")."""
+    maggrad = _S(fold(abs(b).v, [0], hlo.add, 0.0))
+    termcond = _py_min(0.5, _sqrt(maggrad)) * maggrad
+    zero = b * 0.0
+
+    def step(s, flags):
+        xsupi, ri, psupi, dri0 = s["xsupi"], s["ri"], s["psupi"], s["dri0"]
+        small = _S(fold(abs(ri).v, [0], hlo.add, 0.0)) <= termcond
+        ap = _S(dot_general(hess.v, psupi.v, ([1], [0])))
+        curv = _S(_dot(psupi.v, ap.v))
+        flat = (curv >= 0.0) & (curv <= 3 * _EPS64)
+        negative = curv < 0.0
+        alphai = dri0 / curv
+        ri1 = ri + alphai * ap
+        dri1 = _S(_dot(ri1.v, ri1.v))
+        stepped = dict(s, xsupi=xsupi + alphai * psupi, ri=ri1, psupi=-ri1 + (dri1 / dri0) * psupi, dri0=dri1,
+                       i=s["i"] + 1.0)
+        # negative curvature at the first step: steepest descent, dri0 / -curv along b
+        descent = _where(negative & s["i"].eq(0.0), dri0 / (-curv) * b, xsupi)
+        done = dict(s, status=_S(_DONE), xsupi=_where(small | flat, xsupi, descent))
+        return _where_all(small | flat | negative, done, stepped), flags
+
+    ri = -b
+    init = dict(status=_GOING, xsupi=zero, ri=ri, psupi=-ri, dri0=_S(_dot(ri.v, ri.v)), i=0.0)
+    state, _ = _iterate(init, [], size * 20.0, step)
+    return state["xsupi"], state["status"].eq(_DONE)
 
 
 def _bfgs_update(h, s, y):

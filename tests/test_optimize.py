@@ -80,6 +80,39 @@ def test_bfgs_takes_scipys_steps(problem, optimizer_kwargs):
     compare_with_py(inputs, [solution, success], values, **CLOSE)
 
 
+def _saddle():  # negative curvature at the first CG step: steepest descent
+    x = pt.vector("x")
+    return [x], x[0] ** 2 - x[1] ** 2 + 0.1 * x[1] ** 4, x, [np.array([1.0, 0.5])]
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_quartic, None),
+    (_rosenbrock, None),  # a local minimum of the 4-variable Rosenbrock function
+    (_scalar, None),
+    (_poisson_latent, None),
+    (_unbounded, None),  # NaN: success False
+    (_log_barrier, None),
+    (_saddle, None),
+    (_rosenbrock, {"options": {"maxiter": 5}}),
+    (_rosenbrock, {"tol": 1e-10, "options": {"c1": 0.3, "c2": 0.5}}),
+], ids=["quartic", "rosenbrock", "scalar", "poisson_latent", "unbounded", "log_barrier", "saddle", "maxiter",
+        "tol_wolfe_constants"])
+def test_newton_cg_takes_scipys_steps(problem, optimizer_kwargs):
+    inputs, objective, x, values = problem()
+    solution, success = minimize(objective, x, method="Newton-CG", hess=True, use_vectorized_jac=True,
+                                 optimizer_kwargs=optimizer_kwargs)
+    compare_with_py(inputs, [solution, success], values, **CLOSE)
+
+
+def test_newton_cg_without_hess_uses_the_exact_hessian():
+    """scipy differences the gradient for Hessian-vector products there (README); the
+    solution agrees to their precision. Without jac, scipy's error."""
+    inputs, objective, x, values = _quartic()
+    compare_with_py(inputs, list(minimize(objective, x, method="Newton-CG")), values, rtol=1e-6)
+    with pytest.raises(ValueError, match="Jacobian is required for Newton-CG method"):
+        pytensor.function(inputs, minimize(objective, x, method="Newton-CG", jac=False)[0], mode="STABLEHLO")
+
+
 def test_the_solutions_gradient_by_the_implicit_function_theorem():
     x, mu, sigma = pt.vector("x"), pt.scalar("mu"), pt.scalar("sigma")
     solution, _ = minimize(((x - mu) ** 2).sum() / sigma + pt.exp(x).sum(), x)

@@ -22,6 +22,16 @@ x, a = pt.vector("x", shape=(3,)), pt.scalar("a")
 objective = Assert("a > 0")(((x - a) ** 2).sum() + (x**4).sum(), pt.gt(a, 0))
 print_ir("minimize", [x, a], list(minimize(objective, x)), raw=True)
 
+# Newton-CG: the gradient and Hessian at each iterate, conjugate gradients in a loop of
+# their own, then the line search's loops.
+# CHECK-LABEL: TEST: minimize_newton_cg raw
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_hessian({{.*}}) -> (tensor<f64>, tensor<3xf64>, tensor<3x3xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<f64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<f64>
+# CHECK: func.call @minimize_objective
+print_ir("minimize_newton_cg", [x, a], list(minimize(objective, x, method="Newton-CG", hess=True, use_vectorized_jac=True)),
+         raw=True)
+
 # Optimized: the calls inlined; the result and the success flag come out of the loop.
 # CHECK-LABEL: TEST: minimize opt
 # CHECK-NOT: func.call
