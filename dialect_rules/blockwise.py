@@ -111,7 +111,7 @@ def lower_blockwise(ctx, node, *operands):
             return lookup_rule(node.op.core_op).fn(ctx, core_node, *operands)
         return lower_per_entry(ctx, node, operands)
     batch_ndim = node.op.batch_ndim(node)
-    if batch_ndim:
+    if batch_ndim and rule.broadcasts_batch:
         dims = batch_dims(node, operands, batch_ndim)
         _check_batch_dims(ctx, operands, dims)
         operands = [_broadcast_batch(x, dims, operands) for x in operands]

@@ -10,6 +10,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.ops import DeepCopyOp, TypeCastingOp
 from pytensor.graph.basic import Constant
 from pytensor.tensor.shape import Shape_i
+from pytensor.tensor.type import tensor
 from pytensor.tensor.basic import (
     ARange,
     Alloc,
@@ -25,6 +26,7 @@ from pytensor.tensor.basic import (
     ScalarFromTensor,
     Split,
     TensorFromScalar,
+    constant,
 )
 
 import numpy as np
@@ -67,7 +69,7 @@ from dialect_rules.subtensor import checked_indices, nonzero, set_indexed
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import constant_int, node_label
 from lowering.regions import any_true
-from lowering.registry import register_lowering
+from lowering.registry import register_batched, register_lowering
 
 
 def _is_length(var) -> bool:
@@ -198,6 +200,29 @@ def lower_split(ctx, node, x, axis, splits):
         outputs.append(slice_axis(x, axis, start, end))
         start = end
     return tuple(outputs)
+
+
+@register_batched(Split, broadcast=False)
+def lower_batched_split(ctx, node, batch_ndim, x, axis, splits):
+    """Blockwise(Split) whose axis and sizes are the same for every batch entry (the
+    vectorized jacobian of a packed or rolled vector leaves them so): one Split along
+    the axis behind the batch dims, its sizes the unbatched operand's one entry. Sizes
+    that vary by entry would give entries of different shapes, which no tensor holds:
+    refused."""
+    core_axis, core_splits = node.inputs[1], node.inputs[2]
+    if not (all(core_axis.type.broadcastable[:batch_ndim]) and all(core_splits.type.broadcastable[:batch_ndim])):
+        raise UnsupportedParameterError(node, "an axis or split sizes that vary by batch entry",
+                                        "the entries would have different shapes")
+    value = constant_int(core_axis)
+    if value is None:
+        raise UnsupportedParameterError(node, "a run-time axis", "the split axis must be constant")
+    shifted = constant(np.int64(value % (node.inputs[0].type.ndim - batch_ndim) + batch_ndim))
+    if isinstance(core_splits, Constant):
+        sizes = constant(core_splits.data.reshape(core_splits.data.shape[batch_ndim:]))
+    else:
+        sizes = tensor(dtype=core_splits.type.dtype, shape=core_splits.type.shape[batch_ndim:])
+    core_node = node.op.core_op.make_node(node.inputs[0], shifted, sizes)
+    return lower_split(ctx, core_node, x, ir_constant(shifted.data), reshape(splits, shape_of(splits)[batch_ndim:]))
 
 
 @register_lowering(ExtractDiag)

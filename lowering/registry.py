@@ -49,14 +49,17 @@ def register_lowering(*op_classes: type | str, inner_ops: Callable | None = None
     return decorate
 
 
-def register_batched(*core_op_classes: type):
+def register_batched(*core_op_classes: type, broadcast: bool = True):
     """Decorator: `fn(ctx, node, batch_ndim, *operands)` lowers `Blockwise(core_op)` nodes.
 
     `node` is the Blockwise node; every operand has the same `batch_ndim` leading
-    batch dims (already broadcast), followed by its core dims.
+    batch dims (already broadcast), followed by its core dims. With `broadcast=False`
+    the operands come as the node's inputs have them (a batch dim of 1 stays 1), for a
+    rule that reads an unbatched operand's one entry.
     """
 
     def decorate(fn):
+        fn.broadcasts_batch = broadcast
         for cls in core_op_classes:
             _BATCHED[cls] = fn
         return fn

@@ -141,6 +141,30 @@ def test_reshape_with_a_shape_per_entry():
     assert f(np.zeros((0, 6)), np.zeros((0, 2), "int64")).shape == (0, 6, 1)
 
 
+def test_split_with_the_same_sizes_for_every_entry():
+    """Blockwise(Split) with an unbatched axis and sizes (a vectorized jacobian of a rolled
+    vector, or of packed variables, builds it): one Split behind the batch dims, its sizes
+    read at run time or constant; sizes per entry would make entries of different shapes
+    (refused)."""
+    from pytensor.gradient import jacobian
+
+    x = pt.dvector("x")
+    out = jacobian(pt.roll(x, 2) * x, x, vectorize=True)
+    assert any(isinstance(n.op.core_op, pt.basic.Split) for n in _blockwise_nodes([out]))
+    compare_each_with_py([x], [out], [[np.arange(5.0)], [np.arange(1.0)], [np.array([2.0, -1.0, 3.0])]])
+    assert pytensor.function([x], out, mode="STABLEHLO")(np.zeros(0)).shape == (0, 0)
+    m, sizes, axis = pt.dmatrix("m"), pt.lvector("sizes"), 0
+    batched = pt.tensor3("batched")
+    parts = vectorize_graph(pt.split(m, sizes, n_splits=2, axis=axis), {m: batched})
+    assert isinstance(parts[0].owner.op, Blockwise)
+    compare_with_py([batched, sizes], parts, [np.arange(24.0).reshape(2, 4, 3), np.array([1, 3])])
+    with pytest.raises(ValueError, match="Split: the split sizes do not sum to the length of axis 1"):
+        pytensor.function([batched, sizes], parts, mode="STABLEHLO")(np.zeros((2, 4, 3)), np.array([1, 1]))
+    per_entry = vectorize_graph(pt.split(m, sizes, n_splits=2, axis=axis), {m: batched, sizes: pt.lmatrix("sb")})
+    with pytest.raises(UnsupportedParameterError, match="split sizes that vary by batch entry"):
+        lower(FunctionGraph(outputs=per_entry, clone=False))
+
+
 def test_einsum_with_an_index_shared_by_three_operands():
     x, y, m = pt.dvector("x"), pt.dvector("y"), pt.dmatrix("m")
     outs = [pt.einsum("i,j,i->ij", x, y, x), pt.einsum("ij,i->ij", m, x)]

@@ -104,6 +104,17 @@ def test_newton_cg_takes_scipys_steps(problem, optimizer_kwargs):
     compare_with_py(inputs, [solution, success], values, **CLOSE)
 
 
+def test_newton_cg_over_several_variables():
+    """minimize over a scalar and a vector (packed into one x; the vectorized Hessian
+    splits it again, a Blockwise(Split) with the same sizes for every entry)."""
+    b0, b1, x, y = pt.dscalar("b0"), pt.dvector("b1"), pt.dmatrix("x"), pt.dvector("y")
+    objective = ((y - b0 - x @ b1) ** 2).sum()
+    (s0, s1), success = minimize(objective, [b0, b1], method="Newton-CG", hess=True, use_vectorized_jac=True)
+    rng = np.random.default_rng(2)
+    values = [np.array(0.0), np.zeros(3), rng.normal(size=(20, 3)), rng.normal(size=20)]
+    compare_with_py([b0, b1, x, y], [s0, s1, success], values, **CLOSE)
+
+
 def test_newton_cg_without_hess_uses_the_exact_hessian():
     """scipy differences the gradient for Hessian-vector products there (README); the
     solution agrees to their precision. Without jac, scipy's error."""
