@@ -103,7 +103,8 @@ def _method_options(node, method: str, tol_name: str, defaults: dict, ignored: s
     unknown = sorted(kwargs) + sorted(set(given) - set(defaults) - ignored)
     if unknown:
         raise UnsupportedParameterError(
-            node, f"optimizer_kwargs {unknown}", f"{label} is lowered with tol and options {sorted(defaults)} ({missing})",
+            node, f"optimizer_kwargs {unknown}",
+            f"{label} is lowered with tol and options {sorted(defaults)} ({missing})",
         )
     return {**defaults, **{k: v for k, v in given.items() if k in defaults and v is not None}}
 
@@ -111,7 +112,8 @@ def _method_options(node, method: str, tol_name: str, defaults: dict, ignored: s
 def _options(node) -> dict:
     """scipy.minimize's BFGS options (`tol` sets gtol); what cannot be honoured is
     refused by name."""
-    options = _method_options(node, "bfgs", "gtol", _BFGS_DEFAULTS, _IGNORED, "BFGS", "no callback, bounds or hess_inv0")
+    options = _method_options(node, "bfgs", "gtol", _BFGS_DEFAULTS, _IGNORED, "BFGS",
+                              "no callback, bounds or hess_inv0")
     if not (options["norm"] in (np.inf, -np.inf) or options["norm"] > 0):
         raise UnsupportedParameterError(node, f"norm {options['norm']!r}", "the gradient's norm must be ±inf or positive")
     return options
@@ -262,7 +264,7 @@ def lower_minimize(ctx, node, x0, *args):
 
 
 _NEWTON_CG_DEFAULTS = {"xtol": 1e-5, "maxiter": None, "c1": 1e-4, "c2": 0.9}
-_EPS64 = float(np.finfo(np.float64).eps)
+_EPSMCH = float(np.finfo(np.float64).eps)
 
 
 def _lower_newton_cg(ctx, node, x0, args):
@@ -295,7 +297,7 @@ def _lower_newton_cg(ctx, node, x0, args):
                                                       s["f_before"].v, c1, c2, flags[:count])
         found = _S(found)
         update = _S(alpha) * p
-        l1 = _S(fold(abs(update).v, [0], hlo.add, 0.0))
+        l1 = _l1(update)
         status = _where(~solved | ~found, _STOPPED, _where(l1 > xtol, _GOING, _DONE))
         moved = found & solved
         return dict(status=status, x=_where(moved, x + update, x), f=_where(moved, _S(f1), s["f"]),
@@ -312,20 +314,23 @@ def _lower_newton_cg(ctx, node, x0, args):
     return reshape(convert(state["x"].v, x_type.dtype), shape_of(x0)), success.v
 
 
+def _l1(v: _S) -> _S:
+    return _S(fold(abs(v).v, [0], hlo.add, 0.0))
+
+
 def _conjugate_gradients(hess: _S, b: _S, size: _S):
     """Newton-CG's inner loop: CG on hess p = b from 0, at most 20 n steps. Returns p and
     whether it stopped (False where the steps ran out: scipy's "CG iterations didn't
     converge")."""
-    maggrad = _S(fold(abs(b).v, [0], hlo.add, 0.0))
+    maggrad = _l1(b)
     termcond = _py_min(0.5, _sqrt(maggrad)) * maggrad
-    zero = b * 0.0
 
     def step(s, flags):
         xsupi, ri, psupi, dri0 = s["xsupi"], s["ri"], s["psupi"], s["dri0"]
-        small = _S(fold(abs(ri).v, [0], hlo.add, 0.0)) <= termcond
+        small = _l1(ri) <= termcond
         ap = _S(dot_general(hess.v, psupi.v, ([1], [0])))
         curv = _S(_dot(psupi.v, ap.v))
-        flat = (curv >= 0.0) & (curv <= 3 * _EPS64)
+        flat = (curv >= 0.0) & (curv <= 3 * _EPSMCH)
         negative = curv < 0.0
         alphai = dri0 / curv
         ri1 = ri + alphai * ap
@@ -338,7 +343,7 @@ def _conjugate_gradients(hess: _S, b: _S, size: _S):
         return _where_all(small | flat | negative, done, stepped), flags
 
     ri = -b
-    init = dict(status=_GOING, xsupi=zero, ri=ri, psupi=-ri, dri0=_S(_dot(ri.v, ri.v)), i=0.0)
+    init = dict(status=_GOING, xsupi=_S(splat(_f64(0.0), b.v)), ri=ri, psupi=-ri, dri0=_S(_dot(ri.v, ri.v)), i=0.0)
     state, _ = _iterate(init, [], size * 20.0, step)
     return state["xsupi"], state["status"].eq(_DONE)
 
@@ -901,6 +906,11 @@ def _isnan(x: _S) -> _S:
     return _S(is_nan(x.v))
 
 
+def _c_min(a, b) -> _S:
+    """C's MIN macro, a < b ? a : b (b where either is NaN; Python's min keeps a)."""
+    return _where(_S.of(a) < b, a, b)
+
+
 def _signs_differ(a: _S, b: _S) -> _S:
     return _S(compare(signbit(a.v), signbit(b.v), "NE"))
 
@@ -937,7 +947,7 @@ def _ridder_step(evaluate, a, b, fa, fb, options):
         xm = xa + dm
         fm, flags, nan_m = _evaluated(evaluate, xm, flags)
         dn = sign(fb - fa) * dm * fm / _sqrt(fm * fm - fa * fb)
-        xn = xm - sign(dn) * _py_min(abs(dn), abs(dm) - 0.5 * tol)
+        xn = xm - sign(dn) * _c_min(abs(dn), abs(dm) - 0.5 * tol)
         fn, flags, nan_n = _evaluated(evaluate, xn, flags, ~nan_m)
         across = _signs_differ(fn, fm)
         below = ~across & _signs_differ(fn, fa)
@@ -948,7 +958,7 @@ def _ridder_step(evaluate, a, b, fa, fb, options):
         status = _where(nan_m | nan_n, _STOPPED, _where(done, _DONE, _GOING))
         return dict(s, **new, status=status, root=_where(nan_m, xm, xn)), flags
 
-    return step, dict(root=_S(0.0), xa=a, xb=b, fa=fa, fb=fb, tol=xtol + rtol * _py_min(abs(a), abs(b)))
+    return step, dict(root=_S(0.0), xa=a, xb=b, fa=fa, fb=fb, tol=xtol + rtol * _c_min(abs(a), abs(b)))
 
 
 def _brent_root_step(evaluate, a, b, fa, fb, options):
@@ -976,7 +986,7 @@ def _brent_root_step(evaluate, a, b, fa, fb, options):
             extrapolate = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre))
         stry = _where(xpre.eq(xblk), interpolate, extrapolate)
         tried = (abs(spre) > delta) & (abs(fcur) < abs(fpre))
-        short = tried & (2 * abs(stry) < _py_min(abs(spre), 3 * abs(sbis) - delta))
+        short = tried & (2 * abs(stry) < _c_min(abs(spre), 3 * abs(sbis) - delta))
         spre, scur = _where(short, scur, sbis), _where(short, stry, sbis)
         xnew = xcur + _where(abs(scur) > delta, scur, _where(sbis > 0.0, delta, -delta))
         fnew, flags, nan = _evaluated(evaluate, xnew, flags, ~done)
@@ -1217,7 +1227,6 @@ def _brent(evaluate, bracket: dict, options: dict, flags):
 # differences, which the exact Jacobian replaces.
 _HYBR_DEFAULTS = {"xtol": 1.49012e-08, "maxfev": 0, "factor": 100.0, "col_deriv": False}
 _HYBR_IGNORED = {"band", "eps"}
-_EPSMCH = float(np.finfo(np.float64).eps)
 _TINY, _HUGE = 1e-150, 1e150  # the entries whose squares _enorm sums unscaled
 
 
@@ -1547,7 +1556,8 @@ def _rank_one_update(r: _S, u: _S, v: _S, qt: _S, qtf: _S, index: _S):
         vj, vn = _entry(v, j), _entry(v, end)
         cos, sin, tau = _givens(vn, vj)
         row, below = _entry(r, j), index >= _S(j)
-        moved = dict(r=_put(r, j, _where(below, cos * row - sin * w, row)), v=_put(_put(v, end, sin * vj + cos * vn), j, tau),
+        moved = dict(r=_put(r, j, _where(below, cos * row - sin * w, row)),
+                     v=_put(_put(v, end, sin * vj + cos * vn), j, tau),
                      w=_where(below, sin * row + cos * w, w), q=turn(q, j, tau, 1.0))
         kept = dict(r=r, v=v, w=w, q=q)
         return [_where(vj.ne(0.0), moved[k], kept[k]).v for k in ("r", "v", "w", "q")]
