@@ -354,7 +354,7 @@ def _bfgs_update(h, s, y):
     ys = _dot(y, s)
     rho = select(compare(ys, _f64(0.0), "EQ"), _f64(1000.0), divide(_f64(1.0), ys))
     hy, yh = dot_general(h, y, ([1], [0])), dot_general(y, h, ([0], [0]))
-    outer = lambda a, b: dot_general(reshape(a, [*shape_of(a), 1]), reshape(b, [1, *shape_of(b)]), ([1], [0]))  # noqa: E731
+    outer = lambda a, b: _outer(_S(a), _S(b)).v  # noqa: E731
     scale = hlo.add(hlo.multiply(hlo.multiply(rho, rho), _dot(y, hy)), rho)
     correction = hlo.add(outer(s, yh), outer(hy, s))
     return hlo.add(hlo.subtract(h, hlo.multiply(splat(rho, h), correction)), hlo.multiply(splat(scale, h), outer(s, s)))
@@ -1378,6 +1378,8 @@ def _hybrj(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differe
         v = (qt_f1 - predicted) / pnorm
         u = diag * ((diag * p) / pnorm)
         stale = ncfail.eq(2.0)
+        # (computed on every step, kept where it goes on: skipped in an `if` where a step
+        # stops or asks for a new Jacobian, steady-state-20's median call was the same)
         r1, qt1, qtf1 = _rank_one_update(r, u, v, s["qt"], _where(accept, qt_f1, qtf), index)
         keep = stale | ~status.eq(_GOING)
         new = dict(status=status, x=x, f=f, fnorm=fnorm, xnorm=xnorm, delta=delta, iter=iteration, ncsuc=ncsuc,
