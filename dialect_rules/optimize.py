@@ -1,7 +1,7 @@
 """pytensor.tensor.optimize: MinimizeOp (scipy's BFGS and Newton-CG), MinimizeScalarOp
 (Brent's method, the golden section search, the bounded method), RootScalarOp (secant,
 Newton and Halley iterations; bisection, Ridder's and Brent's methods from a bracket) and
-RootOp (MINPACK's hybrj, scipy's hybr), as loops around the inner graph.
+RootOp (MINPACK's hybrj and lmder, scipy's hybr and lm), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the
@@ -38,6 +38,7 @@ from lowering.builders import (
     broadcast_in_dim,
     compare,
     convert,
+    diagonal,
     dim_add,
     dim_max,
     dim_product,
@@ -45,6 +46,7 @@ from lowering.builders import (
     dim_value,
     divide,
     dot_general,
+    dynamic_index,
     identity_matrix,
     iota,
     is_nan,
@@ -57,6 +59,7 @@ from lowering.builders import (
     signbit,
     slice_axis,
     splat,
+    take_along_axis,
     transpose,
     write_entry,
 )
@@ -906,6 +909,18 @@ def _isnan(x: _S) -> _S:
     return _S(is_nan(x.v))
 
 
+def _fmax(a, b) -> _S:
+    """C's fmax: the larger, NaN only where both are."""
+    a, b = _S.of(a), _S.of(b)
+    return _where(_isnan(b) | (a > b), a, b)
+
+
+def _fmin(a, b) -> _S:
+    """C's fmin: the smaller, NaN only where both are."""
+    a, b = _S.of(a), _S.of(b)
+    return _where(_isnan(b) | (a < b), a, b)
+
+
 def _c_min(a, b) -> _S:
     """C's MIN macro, a < b ? a : b (b where either is NaN; Python's min keeps a)."""
     return _where(_S.of(a) < b, a, b)
@@ -1225,18 +1240,31 @@ def _brent(evaluate, bracket: dict, options: dict, flags):
 
 # hybr's options we follow (`tol` sets xtol); band and eps only shape hybrd's finite
 # differences, which the exact Jacobian replaces.
-_HYBR_DEFAULTS = {"xtol": 1.49012e-08, "maxfev": 0, "factor": 100.0, "col_deriv": False}
-_HYBR_IGNORED = {"band", "eps"}
+# scipy.optimize.root's methods lowered: each one's options (`tol` sets xtol), those that
+# change nothing here (the differences' band and step: the Jacobian is exact), and the
+# MINPACK routine that runs it
+_ROOT_SOLVERS = {
+    "hybr": ({"xtol": 1.49012e-08, "maxfev": 0, "factor": 100.0, "col_deriv": False}, {"band", "eps"}),
+    "lm": ({"xtol": 1.49012e-08, "ftol": 1.49012e-08, "gtol": 0.0, "maxiter": 0, "factor": 100.0,
+            "col_deriv": False}, {"eps"}),
+}
 _TINY, _HUGE = 1e-150, 1e150  # the entries whose squares _enorm sums unscaled
 
 
 @register_lowering(RootOp)
 def lower_root(ctx, node, x0, *args):
-    """scipy.optimize.root(method="hybr"): MINPACK's hybrj, Powell's hybrid method. A
+    """scipy.optimize.root with method "hybr", MINPACK's hybrj (Powell's hybrid method: a
     dogleg step in a trust region from the QR factors of the Jacobian, which Broyden's
-    rank-one updates keep current (its factors updated by Givens rotations) until two
-    steps fail, when the Jacobian is evaluated again; success is hybrj's info 1."""
-    options = _method_options(node, "hybr", "xtol", _HYBR_DEFAULTS, _HYBR_IGNORED, "hybr", "no callback or diag")
+    rank-one updates keep current until two steps fail), or "lm", MINPACK's lmder
+    (Levenberg-Marquardt: the Jacobian's pivoted QR factors at each iterate, and the step
+    that minimizes the linear model in a trust region, its parameter found by lmpar). Both
+    run as scipy calls them: success is hybrj's info 1, lmder's 1 to 4."""
+    method = node.op.method.lower()
+    if method not in _ROOT_SOLVERS:
+        raise UnsupportedParameterError(node, f"method {node.op.method!r}",
+                                        "root is lowered with scipy's 'hybr' (the default) and 'lm'")
+    defaults, ignored = _ROOT_SOLVERS[method]
+    options = _method_options(node, method, "xtol", defaults, ignored, method, "no callback or diag")
     x_type = node.inputs[0].type
     if np.dtype(x_type.dtype).kind != "f":
         raise UnsupportedParameterError(node, f"x of dtype {x_type.dtype}", "x must be real floats")
@@ -1249,7 +1277,7 @@ def lower_root(ctx, node, x0, *args):
     checks = [*ctx.checks_of(f_fn), *ctx.checks_of(j_fn)]
     n = dim_product(shape_of(x0))
     # the loops run on vectors of at least one entry, so that their reads stay valid
-    # where x is empty (hybrj then returns x at once)
+    # where x is empty (MINPACK then returns x at once)
     work = n if isinstance(n, int) and n > 0 else dim_max(n, 1)
 
     def variables(x: _S) -> ir.Value:
@@ -1263,46 +1291,84 @@ def lower_root(ctx, node, x0, *args):
         merged = [hlo.or_(a, b) for a, b in zip(flags[start:start + len(own)], own, strict=True)]
         return results, [*flags[:start], *merged, *flags[start + len(own):]]
 
+    x = _S(at_least_one(convert(reshape(x0, [n]), "float64"), [0]))
+    results, flags = call(f_fn, x, [ir_constant(False)] * len(checks), 0)
+    m = dim_product(shape_of(results[0]))
+    if method == "hybr":  # scipy's _check_func: as many equations as variables
+        mismatch = "fsolve: there is a mismatch between the input and output shape of the 'func' argument"
+        _check_sizes(ctx, node, m != n if _static(m, n) else compare(dim_value(m), dim_value(n), "NE"),
+                     f"{mismatch}: Shape should be ({n},) but it is ({m},)",
+                     f"{mismatch}: the equations are not as many as the variables")
+        rows = work  # hybrj's loops read n equations (cut or padded where they are not, which raises)
+    else:  # leastsq's checks: no fewer equations than variables; a Jacobian read by columns is square
+        _check_sizes(ctx, node, n > m if _static(m, n) else compare(dim_value(n), dim_value(m), "GT"),
+                     f"Improper input: func input vector length N={n} must not exceed func output vector length M={m}",
+                     "Improper input: func input vector length N must not exceed func output vector length M")
+        if options["col_deriv"]:
+            mismatch = "leastsq: there is a mismatch between the input and output shape of the 'Dfun' argument 'derivative'."
+            _check_sizes(ctx, node, m != n and n != 1 if _static(m, n) else hlo.and_(
+                compare(dim_value(m), dim_value(n), "NE"), compare(dim_value(n), dim_value(1), "NE")),
+                f"{mismatch}Shape should be ({n}, {m}) but it is ({m}, {n}).",
+                f"{mismatch} The Jacobian read by columns (col_deriv) must be square")
+        rows = dim_max(m, work)  # lmder's loops read all m equations (padded to n where they are fewer)
+
     def as_vector(equations_value) -> _S:
-        """The equations as a float64 vector sized as x (cut or padded where they are not
-        as many, which the check below raises)."""
         f = reshape(equations_value, [dim_product(shape_of(equations_value))])
-        return _S(convert(pad_end(f, [dim_sub(work, shape_of(f)[0])]), "float64"))
+        return _S(convert(pad_end(f, [dim_sub(rows, shape_of(f)[0])]), "float64"))
 
     def equations(x: _S, flags):
         results, flags = call(f_fn, x, flags, 0)
         return as_vector(results[0]), flags
 
     def jacobian_t(x: _S, flags):
-        """The Jacobian's columns as rows (A' in MINPACK's column-major terms); scipy
-        reads the Jacobian as its transpose where col_deriv is set."""
+        """The Jacobian's columns as rows (A' in MINPACK's column-major terms). With
+        col_deriv scipy hands MINPACK the (m, n) array's memory as that of A': its
+        reshape to (n, m), the transpose where it is square."""
         results, flags = call(j_fn, x, flags, len(ctx.checks_of(f_fn)))
-        jac = results[1]  # (equations, variables): padded or cut where they are not as many
-        jac = convert(pad_end(jac, [dim_sub(work, d) for d in shape_of(jac)]), "float64")
-        return _S(jac if options["col_deriv"] else transpose(jac, [1, 0])), flags
+        jac = results[1]  # (equations, variables)
+        shape = shape_of(jac)
+        at = reshape(jac, shape[::-1]) if options["col_deriv"] else transpose(jac, [1, 0])
+        return _S(convert(pad_end(at, [dim_sub(work, shape[1]), dim_sub(rows, shape[0])]), "float64")), flags
 
-    x = _S(at_least_one(convert(reshape(x0, [n]), "float64"), [0]))
-    results, flags = call(f_fn, x, [ir_constant(False)] * len(checks), 0)
-    f = as_vector(results[0])
-    # scipy's _check_func: as many equations as variables
-    m = dim_product(shape_of(results[0]))
-    mismatch = "fsolve: there is a mismatch between the input and output shape of the 'func' argument"
-    if isinstance(m, int) and isinstance(n, int):
-        if m != n:
-            raise TypeError(f"{mismatch}: Shape should be ({n},) but it is ({m},) (node: {node_label(node)})")
-    else:
-        ctx.runtime_check(compare(dim_value(m), dim_value(n), "NE"), TypeError,
-                          f"{mismatch}: the equations are not as many as the variables")
+    solve = _hybrj if method == "hybr" else _lmder
     size = _S(convert(dim_value(n), "float64"))
-    root, status, flags = _hybrj(equations, jacobian_t, x, f, size, options, not node.op.jac, flags)
+    root, success, flags = solve(equations, jacobian_t, x, as_vector(results[0]), size, options, not node.op.jac, flags)
     for flag, check in zip(flags, checks, strict=True):
         ctx.runtime_check(flag, check.error, check.message)
-    return reshape(convert(variables(root), x_type.dtype), shape_of(x0)), status.eq(_DONE).v
+    return reshape(convert(variables(root), x_type.dtype), shape_of(x0)), success.v
+
+
+def _static(*dims) -> bool:
+    return all(isinstance(d, int) for d in dims)
+
+
+def _check_sizes(ctx, node, wrong, static_message: str, runtime_message: str):
+    """scipy's TypeError where the equations' and variables' sizes do not fit: raised when
+    lowering where both are static (`wrong` a bool), else checked at call time."""
+    if isinstance(wrong, bool):
+        if wrong:
+            raise TypeError(f"{static_message} (node: {node_label(node)})")
+    else:
+        ctx.runtime_check(wrong, TypeError, runtime_message)
+
+
+def _refreshed(s: dict, flags: list, refresh) -> tuple[dict, list]:
+    """The state and check flags after `refresh(s, flags)` where s["stale"], else as they
+    are: MINPACK's outer-loop head (a new Jacobian, its factors) in a `stablehlo.if`."""
+    names = list(s)
+    types = [s[k].v.type for k in names] + [v.type for v in flags]
+
+    def refreshing():
+        new, new_flags = refresh(s, flags)
+        return [new[k].v for k in names] + new_flags
+
+    out = if_else(s["stale"].v, types, refreshing, lambda: [s[k].v for k in names] + flags)
+    return dict(zip(names, map(_S, out[:len(names)]))), out[len(names):]
 
 
 def _hybrj(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differences: bool, flags):
-    """MINPACK's hybrj from x (f its equations' values): the root, the status (_DONE for
-    its info 1) and the check flags. `equations(x, flags)` and `jacobian_t(x, flags)`
+    """MINPACK's hybrj from x (f its equations' values): the root, success (its info 1)
+    and the check flags. `equations(x, flags)` and `jacobian_t(x, flags)`
     evaluate the system and its Jacobian's transpose. `size`: the number of variables
     (x has one entry more where they are none); `differences`: count a Jacobian as
     `size` evaluations and allow hybrd's default, where scipy would difference."""
@@ -1320,7 +1386,7 @@ def _hybrj(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differe
         """The outer loop's head: the Jacobian at x, its QR factors, Q' f; at the first
         iterate the scales and the trust region's radius."""
         at, flags = jacobian_t(s["x"], flags)
-        at, rdiag, acnorm = _householder_qr(at, index, rows, cols)
+        at, rdiag, acnorm = _householder_qr(at)
         first = s["iter"].eq(1.0)
         scales = _where(acnorm.eq(0.0), 1.0, acnorm)
         xnorm = _enorm(scales * s["x"])
@@ -1330,22 +1396,17 @@ def _hybrj(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differe
             broadcast_in_dim(rdiag.v, [n, n], [1])), 0.0))
         qt = _form_q(at, index, rows, cols)
         return dict(s, qt=qt, r=r, qtf=_S(dot_general(qt.v, s["f"].v, ([1], [0]))),
-                    diag=_where(diag > acnorm, diag, acnorm), xnorm=_where(first, xnorm, s["xnorm"]),
+                    diag=_fmax(diag, acnorm), xnorm=_where(first, xnorm, s["xnorm"]),
                     delta=_where(first, delta, s["delta"]), nfev=s["nfev"] + cost, jeval=_S(True),
                     stale=_S(False)), flags
 
     def step(s, flags):
-        names = list(s)
-        types = [s[k].v.type for k in names] + [v.type for v in flags]
-        out = if_else(s["stale"].v, types,
-                      lambda: (lambda t, fl: [t[k].v for k in names] + fl)(*refresh(s, flags)),
-                      lambda: [s[k].v for k in names] + flags)
-        s, flags = dict(zip(names, map(_S, out[:len(names)]))), out[len(names):]
+        s, flags = _refreshed(s, flags, refresh)
         x, fnorm, diag, r, qtf, delta = s["x"], s["fnorm"], s["diag"], s["r"], s["qtf"], s["delta"]
         p = -_dogleg(r, diag, qtf, delta, index, n)
         x1 = x + p
         pnorm = _enorm(diag * p)
-        delta = _where(s["iter"].eq(1.0), _py_min(delta, pnorm), delta)
+        delta = _where(s["iter"].eq(1.0), _fmin(delta, pnorm), delta)
         f1, flags = equations(x1, flags)
         nfev = s["nfev"] + 1.0
         fnorm1 = _enorm(f1)
@@ -1358,7 +1419,7 @@ def _hybrj(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differe
         poor = ratio < 0.1
         ncsuc = _where(poor, 0.0, s["ncsuc"] + 1.0)
         ncfail = _where(poor, s["ncfail"] + 1.0, 0.0)
-        grown = _where((ratio >= 0.5) | (ncsuc > 1.0), _py_max(delta, pnorm / 0.5), delta)
+        grown = _where((ratio >= 0.5) | (ncsuc > 1.0), _fmax(delta, pnorm / 0.5), delta)
         grown = _where(abs(ratio - 1.0) <= 0.1, pnorm / 0.5, grown)
         delta = _where(poor, 0.5 * delta, grown)
         accept = ratio >= 1e-4
@@ -1370,7 +1431,7 @@ def _hybrj(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differe
         nslow2 = _where(actred >= 0.1, 0.0, _where(s["jeval"], s["nslow2"] + 1.0, s["nslow2"]))
         # hybrj's tests, in its order (the last that holds sets info)
         converged = (delta <= xtol * xnorm) | fnorm.eq(0.0)
-        stopped = ((nfev >= maxfev) | (0.1 * _py_max(0.1 * delta, pnorm) <= _EPSMCH * xnorm)
+        stopped = ((nfev >= maxfev) | (0.1 * _fmax(0.1 * delta, pnorm) <= _EPSMCH * xnorm)
                    | nslow2.eq(5.0) | nslow1.eq(10.0))
         status = _where(converged, _DONE, _where(stopped, _STOPPED, _GOING))
         # Broyden's update of the factors, unless two steps failed (then a new Jacobian)
@@ -1392,7 +1453,238 @@ def _hybrj(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differe
                 iter=1.0, ncsuc=0.0, ncfail=0.0, nslow1=0.0, nslow2=0.0, nfev=1.0, diag=zeros + 1.0,
                 r=_outer(zeros, zeros), qt=_outer(zeros, zeros), qtf=zeros, jeval=True, stale=True)
     state, flags = _iterate(init, flags, maxfev if isinstance(maxfev, _S) else int(maxfev), step)
-    return state["x"], state["status"], flags
+    return state["x"], state["status"].eq(_DONE), flags
+
+
+_DWARF = float(np.finfo(np.float64).tiny)  # MINPACK's dpmpar(2), the smallest normal number
+
+
+def _lmder(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differences: bool, flags):
+    """MINPACK's lmder from x (f its m equations' values, m >= the n variables): the
+    solution, success (its info 1 to 4, as scipy's leastsq counts it) and the check
+    flags. Each iteration of lmder's outer loop factors the Jacobian (`_householder_qr`,
+    pivoted) and forms Q'f; each of its inner loop's steps solves for the
+    Levenberg-Marquardt step in the trust region (`_lmpar`) and evaluates the equations
+    there, until one reduces the sum of squares enough to be taken. One `_iterate` step
+    is one inner step, the outer loop's head first where the last step was taken."""
+    n = shape_of(x.v)[0]
+    maxfev = int(options["maxiter"]) if options["maxiter"] > 0 else None
+    if maxfev is None:  # scipy's default: 100 (lmder) or 200 (lmdif) evaluations per variable and one
+        maxfev = (size + 1.0) * (200.0 if differences else 100.0)
+    cost = size if differences else 0.0
+    ftol, xtol, gtol, factor = (float(options[k]) for k in ("ftol", "xtol", "gtol", "factor"))
+    index = _S(iota([n], 0, "int64"))
+    rows, cols = _S(iota([n, n], 0, "int64")), _S(iota([n, n], 1, "int64"))
+    improper = size.eq(0.0) | (ftol < 0.0) | (xtol < 0.0) | (gtol < 0.0) | (factor <= 0.0)  # info 0
+
+    def refresh(s, flags):
+        """The outer loop's head: the Jacobian's pivoted QR factors at x, Q'f, the scaled
+        gradient's largest cosine with f (its test, info 4), the scales; at the first
+        iterate the trust region's radius."""
+        at, flags = jacobian_t(s["x"], flags)
+        at, rdiag, acnorm, ipvt = _householder_qr(at, pivot=True)
+        qtf = _S(slice_axis(_apply_reflections(at, s["f"]).v, 0, 0, n))
+        square = _S(slice_axis(at.v, 1, 0, n))
+        rt = _where(cols < rows, square, _where(cols.eq(rows), _S(broadcast_in_dim(rdiag.v, [n, n], [0])), 0.0))
+        fnorm = s["fnorm"]
+        scaled = _S(dot_general(rt.v, (qtf / fnorm).v, ([1], [0]))) / _gather(acnorm, ipvt)
+        cosines = _where(_gather(acnorm, ipvt).ne(0.0) & ~_isnan(scaled), abs(scaled), 0.0)
+        gnorm = _where(fnorm.ne(0.0), _S(fold(cosines.v, [0], hlo.maximum, 0.0)), 0.0)
+        first = s["iter"].eq(1.0)
+        scales = _where(acnorm.eq(0.0), 1.0, acnorm)
+        xnorm = _enorm(scales * s["x"])
+        delta = _where((factor * xnorm).eq(0.0), factor, factor * xnorm)
+        diag = _fmax(_where(first, scales, s["diag"]), acnorm)
+        return dict(s, rt=rt, ipvt=ipvt, qtf=qtf, gnorm=gnorm, diag=diag, xnorm=_where(first, xnorm, s["xnorm"]),
+                    delta=_where(first, delta, s["delta"]), nfev=s["nfev"] + cost, stale=_S(False),
+                    status=_where(gnorm <= gtol, _DONE, _GOING)), flags
+
+    def step(s, flags):
+        s, flags = _refreshed(s, flags, refresh)
+        x, fnorm, diag, rt, ipvt, delta = s["x"], s["fnorm"], s["diag"], s["rt"], s["ipvt"], s["delta"]
+        p, par = _lmpar(rt, ipvt, diag, s["qtf"], delta, s["par"])
+        p = -p
+        x1 = x + p
+        pnorm = _enorm(diag * p)
+        delta = _where(s["iter"].eq(1.0), _fmin(delta, pnorm), delta)
+        f1, new_flags = equations(x1, flags)
+        nfev = s["nfev"] + 1.0
+        fnorm1 = _enorm(f1)
+        actred = _where(0.1 * fnorm1 < fnorm, 1.0 - (fnorm1 / fnorm) * (fnorm1 / fnorm), -1.0)
+        temp1 = _enorm(_S(dot_general(rt.v, _gather(p, ipvt).v, ([0], [0])))) / fnorm
+        temp2 = (_sqrt(par) * pnorm) / fnorm
+        prered = temp1 * temp1 + temp2 * temp2 / 0.5
+        dirder = -(temp1 * temp1 + temp2 * temp2)
+        ratio = _where(prered.ne(0.0), actred / prered, 0.0)
+        # the trust region: shrunk after a poor step (and the parameter raised), grown after
+        # a good one
+        poor = ratio <= 0.25
+        temp = _where(actred < 0.0, (0.5 * dirder) / (dirder + 0.5 * actred), 0.5)
+        temp = _where((0.1 * fnorm1 >= fnorm) | (temp < 0.1), 0.1, temp)
+        good = par.eq(0.0) | (ratio >= 0.75)
+        delta = _where(poor, temp * _fmin(delta, pnorm / 0.1), _where(good, pnorm / 0.5, delta))
+        par = _where(poor, par / temp, _where(good, par * 0.5, par))
+        accept = ratio >= 1e-4
+        x = _where(accept, x1, x)
+        xnorm = _where(accept, _enorm(diag * x1), s["xnorm"])
+        # lmder's tests, in its order (the last that holds sets info)
+        reduced = (abs(actred) <= ftol) & (prered <= ftol) & (0.5 * ratio <= 1.0)
+        converged = reduced | (delta <= xtol * xnorm)
+        stopped = ((nfev >= maxfev) | ((abs(actred) <= _EPSMCH) & (prered <= _EPSMCH) & (0.5 * ratio <= 1.0))
+                   | (delta <= _EPSMCH * xnorm) | (s["gnorm"] <= _EPSMCH))
+        new = dict(s, status=_where(converged, _DONE, _where(stopped, _STOPPED, _GOING)), x=x,
+                   f=_where(accept, f1, s["f"]), fnorm=_where(accept, fnorm1, fnorm), xnorm=xnorm, delta=delta,
+                   par=par, iter=_where(accept, s["iter"] + 1.0, s["iter"]), nfev=nfev, stale=accept)
+        going = s["status"].eq(_GOING)  # not where the head found the gradient flat (info 4)
+        return _where_all(going, new, s), _gate(going, new_flags, flags)
+
+    zeros = _S(splat(_f64(0.0), x.v))
+    init = dict(status=_where(improper, _STOPPED, _GOING), x=x, f=f, fnorm=_enorm(f), xnorm=0.0, delta=0.0,
+                par=0.0, gnorm=0.0, iter=1.0, nfev=1.0, diag=zeros + 1.0, rt=_outer(zeros, zeros),
+                ipvt=index, qtf=zeros, stale=True)
+    state, flags = _iterate(init, flags, maxfev + 1.0 if isinstance(maxfev, _S) else maxfev + 1, step)
+    return state["x"], state["status"].eq(_DONE), flags
+
+
+def _gather(v: _S, order: _S) -> _S:
+    """v[order] for an index vector `order`."""
+    return _S(take_along_axis(v.v, order.v, 0))
+
+
+def _apply_reflections(at: _S, f: _S) -> _S:
+    """Q'f from qrfac's Householder vectors (the rows of `at`, from their diagonal on)."""
+    index = _S(iota([shape_of(f.v)[0]], 0, "int64"))
+
+    def body(j, values):
+        (f,) = map(_S, values)
+        below = index >= _S(j)
+        v = _where(below, _entry(at, j), 0.0)
+        vj = _entry(v, j)
+        reflected = _where(below, f + v * (-_S(_dot(v.v, f.v)) / vj), f)
+        return [_where(vj.ne(0.0), reflected, f).v]
+
+    return _S(_for(shape_of(at.v)[0], [f.v], body)[0])
+
+
+def _lmpar(rt: _S, ipvt: _S, diag: _S, qtb: _S, delta: _S, par: _S):
+    """MINPACK's lmpar: the step x solving R z = Q'f, sqrt(par) D x = 0 in the least
+    squares sense (x = P z) whose scaled length is within a tenth of the trust region's
+    radius `delta`, or the Gauss-Newton step where that is shorter; `par` refined from
+    its last value by Newton's iteration on the length, in at most ten solves
+    (`_qrsolv`). `rt` holds R's columns as rows. Returns x and par."""
+    n = shape_of(qtb.v)[0]
+    index = _S(iota([n], 0, "int64"))
+    inverse = _inverse_permutation(ipvt)
+    r = _S(transpose(rt.v, [1, 0]))
+    rdiag = _S(diagonal(rt.v))
+    scale = _gather(diag, ipvt)
+    singular = _S(fold(_where(rdiag.eq(0.0), index, _S(dim_value(n))).v, [0], hlo.minimum, np.iinfo(np.int64).max))
+
+    def back(j, values):  # the Gauss-Newton step, by columns; a rank-deficient R's least squares one
+        (w,) = map(_S, values)
+        wj = _entry(w, j) / _entry(rdiag, j)
+        solved = _where(index < _S(j), w - _entry(rt, j) * wj, _put(w, j, wj))
+        return [_where(_S(j) < singular, solved, w).v]
+
+    gauss_newton = _S(_for(n, [_where(index < singular, qtb, 0.0).v], back, reverse=True)[0])
+    x = _gather(gauss_newton, inverse)
+    dxnorm = _enorm(diag * x)
+    fp = dxnorm - delta
+
+    def forward(j, values):  # R' w = v by rows
+        (w,) = map(_S, values)
+        total = _S(_dot(_where(index < _S(j), _entry(rt, j), 0.0).v, w.v))
+        return [_put(w, j, (_entry(w, j) - total) / _entry(rdiag, j)).v]
+
+    # bounds on the parameter: the Newton step's (where R is not singular) and the gradient's
+    newton = _S(_for(n, [(scale * (_gather(diag * x, ipvt) / dxnorm)).v], forward)[0])
+    temp = _enorm(newton)
+    parl = _where(singular.eq(_S(dim_value(n))), ((fp / delta) / temp) / temp, 0.0)
+    gnorm = _enorm(_S(dot_general(rt.v, qtb.v, ([1], [0]))) / scale)
+    paru = gnorm / delta
+    paru = _where(paru.eq(0.0), _DWARF / _fmin(delta, 0.1), paru)
+    par = _fmin(_fmax(par, parl), paru)
+    par = _where(par.eq(0.0), gnorm / dxnorm, par)
+
+    def step(s, _):
+        par = _where(s["par"].eq(0.0), _fmax(_DWARF, s["paru"] * 0.001), s["par"])
+        x, sdiag, s_upper = _qrsolv(r, ipvt, inverse, _sqrt(par) * diag, qtb)
+        dxnorm = _enorm(diag * x)
+        fp = dxnorm - delta
+        done = ((abs(fp) <= 0.1 * delta) | (s["parl"].eq(0.0) & (fp <= s["fp"]) & (s["fp"] < 0.0))
+                | s["iterations"].eq(9.0))
+
+        def correct(j, values):  # the Newton correction: S' w = v by columns
+            (w,) = map(_S, values)
+            wj = _entry(w, j) / _entry(sdiag, j)
+            return [_put(_where(index > _S(j), w - _entry(s_upper, j) * wj, w), j, wj).v]
+
+        w = _S(_for(n, [(scale * (_gather(diag * x, ipvt) / dxnorm)).v], correct)[0])
+        temp = _enorm(w)
+        parc = ((fp / delta) / temp) / temp
+        parl = _where(fp > 0.0, _fmax(s["parl"], par), s["parl"])
+        paru = _where(fp < 0.0, _fmin(s["paru"], par), s["paru"])
+        going = dict(s, par=_fmax(parl, par + parc), parl=parl, paru=paru, fp=fp, x=x)
+        return dict(_where_all(done, dict(going, par=par, parl=s["parl"], paru=s["paru"]), going),
+                    status=_where(done, _DONE, _GOING)), []
+
+    init = dict(status=_where(fp <= 0.1 * delta, _DONE, _GOING), par=par, parl=parl, paru=paru, fp=fp, x=x)
+    state, _ = _iterate(init, [], 10, step)
+    return state["x"], _where(fp <= 0.1 * delta, 0.0, state["par"])
+
+
+def _inverse_permutation(order: _S) -> _S:
+    """The positions that undo `order`: v[order][inverse] is v."""
+    n = shape_of(order.v)[0]
+    positions = _S(iota([n, n], 0, "int64"))
+    hits = _S(broadcast_in_dim(order.v, [n, n], [0])).eq(_S(iota([n, n], 1, "int64")))
+    return _S(fold(_where(hits, positions, _S(ir_constant(np.int64(0)))).v, [0], hlo.add, 0))
+
+
+def _qrsolv(r: _S, ipvt: _S, inverse: _S, d: _S, qtb: _S):
+    """MINPACK's qrsolv: x solving A x = b, D x = 0 in the least squares sense, from
+    R (upper triangular, `r`'s rows), P (`ipvt`, undone by `inverse`) and Q'b: Givens
+    rotations eliminate P'DP from below R, giving S with S'S = P'(A'A + DD)P, and x = P z
+    from S z = the rotated Q'b (a least squares z where S is singular). Returns x, S's
+    diagonal and S (its rows, upper triangular; the diagonal aside)."""
+    n = shape_of(qtb.v)[0]
+    index = _S(iota([n], 0, "int64"))
+    scale = _gather(d, ipvt)
+
+    def eliminate(j, values):  # row j of P'DP, one rotation against each row of S from j on
+        w, wa, sdiag = map(_S, values)
+        dj = _entry(scale, j)
+        spike = _where(index.eq(_S(j)), dj, 0.0)
+
+        def rotate(t, values):
+            w, wa, spike, qtbpj = map(_S, values)
+            k = hlo.add(j, t)
+            row, sk = _entry(w, k), _entry(spike, k)
+            cos, sin, _ = _givens(_entry(row, k), sk)
+            after = index > _S(k)
+            wak = _entry(wa, k)
+            rotated = _put(_where(after, cos * row + sin * spike, row), k, cos * _entry(row, k) + sin * sk)
+            moved = dict(w=_put(w, k, rotated), wa=_put(wa, k, cos * wak + sin * qtbpj),
+                         spike=_where(after, -sin * row + cos * spike, spike), qtbpj=-sin * wak + cos * qtbpj)
+            kept = dict(w=w, wa=wa, spike=spike, qtbpj=qtbpj)
+            return [_where(sk.ne(0.0), moved[key], kept[key]).v for key in ("w", "wa", "spike", "qtbpj")]
+
+        rotated = _for(hlo.subtract(dim_value(n), j), [w.v, wa.v, spike.v, _f64(0.0)], rotate)
+        w, wa = (_where(dj.ne(0.0), _S(new), old) for new, old in zip(rotated[:2], (w, wa)))
+        return [w.v, wa.v, _put(sdiag, j, _entry(_entry(w, j), j)).v]
+
+    w, wa, sdiag = map(_S, _for(n, [r.v, qtb.v, splat(_f64(0.0), qtb.v)], eliminate))
+    singular = _S(fold(_where(sdiag.eq(0.0), index, _S(dim_value(n))).v, [0], hlo.minimum, np.iinfo(np.int64).max))
+    solvable = index < singular
+
+    def back(j, values):  # S z = wa, by rows, up to the first zero pivot
+        (z,) = map(_S, values)
+        total = _S(_dot(_where((index > _S(j)) & solvable, _entry(w, j), 0.0).v, z.v))
+        solved = _put(z, j, (_entry(z, j) - total) / _entry(sdiag, j))
+        return [_where(_S(j) < singular, solved, z).v]
+
+    z = _S(_for(n, [_where(solvable, wa, 0.0).v], back, reverse=True)[0])
+    return _gather(z, inverse), sdiag, w
 
 
 def _for(count, values: list, body, reverse: bool = False) -> list:
@@ -1441,14 +1733,45 @@ def _enorm(v: _S, axis: int | None = None) -> _S:
     return _where((largest > _TINY) & (largest < _HUGE), plain, _where(largest.eq(0.0), 0.0, scaled))
 
 
-def _householder_qr(at: _S, index: _S, rows: _S, cols: _S):
-    """MINPACK's qrfac without pivoting, on A's columns (the rows of `at`): Householder
-    vectors in A's lower triangle and diagonal, R above the diagonal and its diagonal
-    `rdiag`; `acnorm`, the columns' norms."""
+def _householder_qr(at: _S, pivot: bool = False):
+    """MINPACK's qrfac on A's columns (the n rows of `at`, each of m >= n entries):
+    Householder vectors in A's lower trapezoid, R above the diagonal and its diagonal
+    `rdiag`; `acnorm`, the columns' norms. With `pivot`, before each reflection the
+    column of largest remaining norm (the first of them) is swapped into place, the norms
+    downdated after it (and recomputed where they lost most of their digits); `ipvt`,
+    the columns' order, is returned too."""
+    n, m = shape_of(at.v)
+    index, rows, cols = _S(iota([m], 0, "int64")), _S(iota([n, m], 0, "int64")), _S(iota([n, m], 1, "int64"))
+    order = _S(iota([n], 0, "int64"))
     acnorm = _enorm(at, axis=1)
 
+    def swap(at: _S, rdiag: _S, wa: _S, ipvt: _S, j):
+        # the first of the largest norms from j on (qrfac's strict comparisons: NaN is
+        # never taken, and nothing replaces a NaN at j)
+        candidate = (order >= _S(j)) & ~_isnan(rdiag)
+        largest = _S(fold(_where(candidate, rdiag, -np.inf).v, [0], hlo.maximum, -np.inf))
+        first = _S(fold(_where(candidate & rdiag.eq(largest), order, _S(dim_value(n))).v, [0], hlo.minimum,
+                        np.iinfo(np.int64).max))
+        k = _where(_isnan(_entry(rdiag, j)), _S(j), first).v
+        moved = _put(_put(at, k, _entry(at, j)), j, _entry(at, k))
+        ipvt = _put(_put(ipvt, k, _entry(ipvt, j)), j, _entry(ipvt, k))
+        return moved, _put(rdiag, k, _entry(rdiag, j)), _put(wa, k, _entry(wa, j)), ipvt
+
+    def downdate(reflected: _S, rdiag: _S, wa: _S, j):
+        """The norms of the columns after j, less their entry in row j."""
+        after = order > _S(j)
+        temp = _S(reshape(dynamic_index(reflected.v, [1], [j]), [n])) / rdiag
+        shrunk = rdiag * _sqrt(_fmax(0.0, 1.0 - temp * temp))
+        ratio = shrunk / wa
+        lost = 0.05 * (ratio * ratio) <= _EPSMCH
+        rest = _enorm(_where(cols > _S(j), reflected, 0.0), axis=1)
+        update = after & rdiag.ne(0.0)
+        return _where(update, _where(lost, rest, shrunk), rdiag), _where(update & lost, rest, wa)
+
     def body(j, values):
-        at, rdiag = map(_S, values)
+        at, rdiag, *pivoting = map(_S, values)  # pivoting: wa (the norms last computed), ipvt
+        if pivot:
+            at, rdiag, wa, ipvt = swap(at, rdiag, *pivoting, j)
         column = _entry(at, j)
         below = index >= _S(j)
         v = _where(below, column, 0.0)
@@ -1458,10 +1781,17 @@ def _householder_qr(at: _S, index: _S, rows: _S, cols: _S):
         temp = _S(dot_general(at.v, v.v, ([1], [0]))) / _entry(v, j)
         reflected = _where((rows > _S(j)) & (cols >= _S(j)), at - _outer(temp, v), at)
         reflected = _put(reflected, j, _where(below, v, column))
-        return [_where(ajnorm.eq(0.0), at, reflected).v, _put(rdiag, j, -ajnorm).v]
+        zero = ajnorm.eq(0.0)
+        if pivot:
+            downdated = downdate(reflected, rdiag, wa, j)
+            rdiag, pivoting = _where(zero, rdiag, downdated[0]), [_where(zero, wa, downdated[1]), ipvt]
+        return [_where(zero, at, reflected).v, _put(rdiag, j, -ajnorm).v, *(value.v for value in pivoting)]
 
-    at, rdiag = _for(shape_of(at.v)[0], [at.v, splat(_f64(0.0), acnorm.v)], body)
-    return _S(at), _S(rdiag), acnorm
+    if not pivot:
+        at, rdiag = map(_S, _for(n, [at.v, splat(_f64(0.0), acnorm.v)], body))
+        return at, rdiag, acnorm
+    at, rdiag, _, ipvt = map(_S, _for(n, [at.v, acnorm.v, acnorm.v, order.v], body))
+    return at, rdiag, acnorm, ipvt
 
 
 def _form_q(at: _S, index: _S, rows: _S, cols: _S) -> _S:
@@ -1483,7 +1813,7 @@ def _dogleg(r: _S, diag: _S, qtb: _S, delta: _S, index: _S, n) -> _S:
     """MINPACK's dogleg: the Gauss-Newton step (R x = Q'f, a zero pivot replaced by
     eps times its column's largest entry) where it is inside the trust region, else
     the point of the dogleg path from the scaled gradient's minimizer to it that is."""
-    column_max = _S(fold(abs(r).v, [0], hlo.maximum, 0.0))
+    column_max = _S(fold(_where(_isnan(r), 0.0, abs(r)).v, [0], hlo.maximum, 0.0))  # C's fmax skips NaN
 
     def back(j, values):
         (x,) = map(_S, values)
@@ -1511,7 +1841,7 @@ def _dogleg(r: _S, diag: _S, qtb: _S, delta: _S, index: _S, n) -> _S:
     alpha = _where(flat, delta / qnorm, alpha)
     sgnorm = _where(flat, 0.0, sgnorm)
     direction = _where(flat, gradient, direction)
-    scale = (1.0 - alpha) * _py_min(sgnorm, delta)
+    scale = (1.0 - alpha) * _fmin(sgnorm, delta)
     return _where(qnorm <= delta, x, scale * direction + alpha * x)
 
 

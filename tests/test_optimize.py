@@ -1,6 +1,7 @@
-"""pytensor.tensor.optimize: MinimizeOp (BFGS), MinimizeScalarOp (Brent), RootScalarOp
-(secant, Newton, Halley) and RootOp (hybr) against their performs (scipy.optimize's
-minimize, minimize_scalar, root_scalar, root).
+"""pytensor.tensor.optimize: MinimizeOp (BFGS, Newton-CG), MinimizeScalarOp (Brent,
+golden, bounded), RootScalarOp (secant, Newton, Halley; bisect, ridder, brentq, brenth) and
+RootOp (hybr, lm) against their performs (scipy.optimize's minimize, minimize_scalar,
+root_scalar, root).
 
 The Python mode's perform compiles the objective with the default mode (its rewrites, and
 with no C compiler in the test session, Op.perform). Our BFGS takes scipy's steps (its line
@@ -471,9 +472,119 @@ def test_root_errors_are_scipys_or_name_what_is_refused():
         pytensor.function([xs, a], root(pt.concatenate([xs**2 - a, xs[:1]]), xs)[0], mode="STABLEHLO")
     m = pt.matrix("m")
     for equations, variables, kwargs, refused in [
-        (x**2 - a, x, {"method": "lm"}, "method 'lm'"),
+        (x**2 - a, x, {"method": "krylov"}, "method 'krylov'"),
         (x**2 - a, x, {"optimizer_kwargs": {"options": {"diag": [1.0, 2.0]}}}, r"optimizer_kwargs \['diag'\]"),
         (m**2 - a, m, {}, "x of 2 dimensions"),
     ]:
         with pytest.raises(UnsupportedParameterError, match=refused):
             pytensor.function([variables, a], root(equations, variables, **kwargs)[0], mode="STABLEHLO")
+
+
+# --- root(method="lm") (RootOp): MINPACK's lmder ---------------------------------------
+
+
+def _overdetermined(x, a):  # three equations in two variables: their least squares solution
+    return pt.stack([x[0] ** 2 + x[1] ** 2 - a, x[0] * x[1] - 1, x[0] - x[1] - 0.5]), np.array([2.0, 0.3])
+
+
+def _one_variable_three_equations(x, a):
+    return pt.stack([x[0] ** 2 - a, x[0] - 2.1, pt.sin(x[0])]), np.array([1.0])
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_circle_and_hyperbola, None),
+    (_overdetermined, None),
+    (_rosenbrock_system, None),
+    (_coupled_exponentials, None),
+    (_no_root, None),  # the least squares solution x0 = 0, converged
+    (_log_domain, None),  # NaN at x0: lmder's gradient test skips NaN (C's fmax), info 4
+    (_one_variable_three_equations, None),
+    (_one_variable_three_equations, {"options": {"col_deriv": True}}),  # (3, 1) read as (1, 3): the same
+    (_overdetermined, {"options": {"maxiter": 3}}),  # stopped (info 5): success False, lmder's iterate
+    (_overdetermined, {"tol": 1e-3}),
+    (_coupled_exponentials, {"options": {"ftol": 1e-3, "gtol": 1e-2, "factor": 0.5}}),
+    (_rosenbrock_system, {"options": {"factor": 0.5, "col_deriv": True}}),  # the Jacobian read transposed
+    (_circle_and_hyperbola, {"options": {"gtol": -1.0}}),  # improper input (info 0): x0, success False
+], ids=["circle", "overdetermined", "rosenbrock", "exponentials", "no_root", "log_domain", "one_variable",
+        "one_variable_col_deriv", "maxiter", "tol", "ftol_gtol_factor", "factor_col_deriv", "improper"])
+def test_root_lm_takes_lmders_steps(problem, optimizer_kwargs):
+    x, a = pt.vector("x"), pt.scalar("a")
+    equations, x0 = problem(x, a)
+    solution, success = root(equations, x, method="lm", optimizer_kwargs=optimizer_kwargs)
+    compare_with_py([x, a], [solution, success], [x0, np.array(1.0 if problem is _no_root else 4.0)], **CLOSE)
+
+
+def test_root_lm_of_random_systems_of_every_size():
+    """Systems of 1 to 9 variables in as many or more equations (a full-rank Jacobian:
+    where it is singular the iterates follow the roundings, README), one function called
+    with each: converged or stopped, the iterates agree."""
+    x, m1, m2, c, e = pt.vector("x"), pt.matrix("m1"), pt.matrix("m2"), pt.vector("c"), pt.matrix("e")
+    solution, success = root(m1 @ pt.tanh(x) + m2 @ x**3 / 10 + e @ x - c, x, method="lm")
+    value_sets = []
+    for seed, (n, extra) in enumerate([(1, 0), (2, 2), (3, 0), (4, 3), (5, 1), (6, 0), (8, 2), (9, 0)]):
+        rng = np.random.default_rng(seed)
+        m = n + extra
+        value_sets.append([rng.normal(size=n) * 2, rng.normal(size=(m, n)), rng.normal(size=(m, n)) * (seed % 3),
+                           rng.normal(size=m) * 3, np.eye(m, n)])
+    compare_each_with_py([x, m1, m2, c, e], [solution, success], value_sets, **CLOSE)
+
+
+def test_root_lm_of_a_scalar_float32_and_empty_x():
+    s, a = pt.scalar("s"), pt.scalar("a")  # PyTensor's test_root_simple
+    solution, success = root(s + 2 * a * pt.cos(s), s, method="lm", optimizer_kwargs={"tol": 1e-8})
+    got = compare_with_py([s, a], [solution, success], [np.array(0.0), np.array(1.0)], **CLOSE)
+    np.testing.assert_allclose(got[0], -1.02986653, rtol=1e-8)
+    xf = pt.fvector("xf")
+    got = compare_with_py([xf], list(root(xf**2 - 4, xf, method="lm")), [np.ones(2, "float32")])
+    assert got[0].dtype == np.float32
+    x = pt.vector("x")
+    compare_with_py([x], list(root(x**2 - 4, x, method="lm")), [np.zeros(0)])  # lmder's info 0: success False
+
+
+def test_root_lm_gradient_and_checks():
+    x, a, b = pt.vector("x"), pt.scalar("a"), pt.scalar("b")
+    equations = pt.stack([x[0] ** 2 + x[1] ** 2 - a, x[0] * x[1] - b])
+    solution, _ = root(equations, x, method="lm")
+    x0 = np.array([2.0, 0.3])
+    compare_with_py([x, a, b], pytensor.grad((solution**3).sum(), [a, b]), [x0, np.array(4.0), np.array(1.0)],
+                    **CLOSE)
+    solution, _ = root(Assert("a must be positive")(equations, pt.gt(a, 0)), x, method="lm")
+    f = pytensor.function([x, a, b], solution, mode="STABLEHLO")
+    with pytest.raises(AssertionError, match="a must be positive"):
+        f(x0, -4.0, 1.0)
+
+
+def test_root_lm_without_jac_uses_the_exact_jacobian():
+    """scipy's lmdif differences the equations where PyTensor gives no Jacobian (PyTensor
+    2.38.3's Python mode fails there, as for hybr); ours takes lmder's steps with the exact
+    one, against lmdif's budget of evaluations: the solution scipy's differences find."""
+    from scipy.optimize import root as scipy_root
+
+    x, a = pt.vector("x"), pt.scalar("a")
+    equations, x0 = _overdetermined(x, a)
+    got, success = pytensor.function([x, a], list(root(equations, x, method="lm", jac=False)), mode="STABLEHLO")(x0, 4.0)
+    residual = pytensor.function([x, a], equations)
+    expected = scipy_root(lambda v: residual(v, 4.0), x0, method="lm")
+    assert success and expected.success
+    np.testing.assert_allclose(got, expected.x, rtol=1e-7)
+
+
+def test_root_lm_errors_are_scipys():
+    x, a = pt.vector("x"), pt.scalar("a")
+    few = root(x[:1] ** 2 - a, x, method="lm")[0]  # fewer equations than variables
+    with pytest.raises(TypeError, match="Improper input: func input vector length N must not exceed"):
+        pytensor.function([x, a], few, mode="STABLEHLO")(np.ones(2), 4.0)
+    xs = pt.vector("xs", shape=(2,))
+    with pytest.raises(TypeError, match=r"N=2 must not exceed func output vector length M=1 \(node: RootOp"):
+        pytensor.function([xs, a], root(xs[:1] ** 2 - a, xs, method="lm")[0], mode="STABLEHLO")
+    by_columns = {"options": {"col_deriv": True}}
+    equations, x0 = _overdetermined(x, a)
+    with pytest.raises(TypeError, match="argument 'derivative'. The Jacobian read by columns"):
+        pytensor.function([x, a], root(equations, x, method="lm", optimizer_kwargs=by_columns)[0],
+                          mode="STABLEHLO")(x0, 4.0)
+    equations, _ = _overdetermined(xs, a)
+    with pytest.raises(TypeError, match=r"Shape should be \(2, 3\) but it is \(3, 2\)"):
+        pytensor.function([xs, a], root(equations, xs, method="lm", optimizer_kwargs=by_columns)[0], mode="STABLEHLO")
+    with pytest.raises(UnsupportedParameterError, match=r"optimizer_kwargs \['diag'\]"):
+        pytensor.function([x, a], root(x**2 - a, x, method="lm", optimizer_kwargs={"options": {"diag": [1.0, 2.0]}})[0],
+                          mode="STABLEHLO")

@@ -110,3 +110,26 @@ from pytensor.tensor.optimize import root  # noqa: E402
 
 v = pt.vector("v", shape=(2,))
 print_ir("root", [v, a], list(root(pt.stack([v[0] ** 2 + v[1] ** 2 - a, v[0] * v[1] - 1]), v)), raw=True)
+
+# root (lm, MINPACK's lmder): three equations in two variables, at x0 before the loop;
+# each iteration after a step was taken evaluates the Jacobian in an `if` and factors it
+# by the pivoted Householder loop (A' 2x3, the column norms, the columns' order), then
+# applies the reflections to f (3 entries); lmpar's loop of at most ten solves holds
+# qrsolv's Givens rotations, a loop in a loop over the 2x2 R; then the equations at the
+# step.
+# CHECK-LABEL: TEST: root_lm raw
+# CHECK: call @root_equations(%arg0, %arg1) : (tensor<2xf64>, tensor<f64>) -> tensor<3xf64>
+# CHECK: stablehlo.while
+# CHECK: "stablehlo.if"
+# CHECK: func.call @root_jacobian
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<2x3xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xi64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<3xf64>
+# CHECK: stablehlo.while
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<2x2xf64>, tensor<2xf64>, tensor<2xf64>
+# CHECK-NEXT: cond
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<2x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<f64>
+# CHECK: func.call @root_equations({{.*}}) : (tensor<2xf64>, tensor<f64>) -> tensor<3xf64>
+# CHECK: func.func private @root_equations
+# CHECK: func.func private @root_jacobian
+print_ir("root_lm", [v, a], list(root(pt.stack([v[0] ** 2 + v[1] ** 2 - a, v[0] * v[1] - 1, v[0] - v[1]]), v,
+                                      method="lm")), raw=True)
