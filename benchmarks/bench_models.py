@@ -318,10 +318,11 @@ def dare_batched(batch: int = 8, m: int = 4, n: int = 2):
     return Graph(f"dare-batched-{batch}", [a, b, q, r], [solve_discrete_are(a, b, q, r)], values)
 
 
-def latent_mode(n: int = 50):
+def latent_mode(n: int = 50, method: str = "BFGS", optimizer_kwargs: dict | None = None, name: str = "latent-mode"):
     """pymc-extras' INLA inner step: the mode of a latent Gaussian field under Poisson
-    counts (`pytensor.tensor.optimize.minimize`, BFGS), and that mode's gradient in the
-    field's parameters (the implicit function theorem's graph)."""
+    counts (`pytensor.tensor.optimize.minimize`, BFGS; or L-BFGS-B with tol 1e-8, the
+    default of pymc-extras' marginal Laplace approximation), and that mode's gradient in
+    the field's parameters (the implicit function theorem's graph)."""
     import pymc as pm
     from pytensor.tensor.optimize import minimize
 
@@ -329,13 +330,13 @@ def latent_mode(n: int = 50):
     y = rng.poisson(np.exp(rng.normal(0.5, 0.8, size=n)))
     x, mu, log_sigma = pt.dvector("x"), pt.dscalar("mu"), pt.dscalar("log_sigma")
     logp = pm.logp(pm.Normal.dist(mu, pt.exp(log_sigma)), x).sum() + pm.logp(pm.Poisson.dist(pt.exp(x)), y).sum()
-    mode, _ = minimize(-logp, x, use_vectorized_jac=True)
+    mode, _ = minimize(-logp, x, method=method, optimizer_kwargs=optimizer_kwargs, use_vectorized_jac=True)
     outputs = [mode, *pytensor.grad(mode.sum(), [mu, log_sigma])]
-    return Graph(f"latent-mode-{n}", [x, mu, log_sigma], outputs, [np.zeros(n), 0.5, np.log(0.8)])
+    return Graph(f"{name}-{n}", [x, mu, log_sigma], outputs, [np.zeros(n), 0.5, np.log(0.8)])
 
 
-def steady_state(n: int = 20):
-    """A multisector steady state (`pytensor.tensor.optimize.root`, hybr): each sector's
+def steady_state(n: int = 20, method: str = "hybr", name: str = "steady-state"):
+    """A multisector steady state (`pytensor.tensor.optimize.root`, hybr or lm): each sector's
     marginal product of capital, which its suppliers' capital raises through an
     input-output matrix, equals the user cost of capital; x is log capital. With the
     steady state's gradient in the discount factor and depreciation (the implicit
@@ -348,9 +349,9 @@ def steady_state(n: int = 20):
     weights *= 0.3 / weights.sum(axis=1, keepdims=True)
     x, beta, delta = pt.dvector("x"), pt.dscalar("beta"), pt.dscalar("delta")
     marginal_product = alpha * pt.exp((alpha - 1) * x + weights @ x)
-    steady, _ = root(pt.log(marginal_product) - pt.log(1 / beta - 1 + delta), x)
+    steady, _ = root(pt.log(marginal_product) - pt.log(1 / beta - 1 + delta), x, method=method)
     outputs = [steady, *pytensor.grad(steady.sum(), [beta, delta])]
-    return Graph(f"steady-state-{n}", [x, beta, delta], outputs, [np.zeros(n), 0.99, 0.025])
+    return Graph(f"{name}-{n}", [x, beta, delta], outputs, [np.zeros(n), 0.99, 0.025])
 
 
 MODELS = {
@@ -378,7 +379,9 @@ MODELS = {
     "dirichlet-multinomial": dirichlet_multinomial,
     "random-walk": random_walk,
     "latent-mode-50": latent_mode,
+    "latent-mode-lbfgsb-50": lambda: latent_mode(50, "L-BFGS-B", {"tol": 1e-8}, "latent-mode-lbfgsb"),
     "steady-state-20": steady_state,
+    "steady-state-lm-20": lambda: steady_state(20, "lm", "steady-state-lm"),
 }
 
 

@@ -1,7 +1,8 @@
-"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS and Newton-CG), MinimizeScalarOp
-(Brent's method, the golden section search, the bounded method), RootScalarOp (secant,
-Newton and Halley iterations; bisection, Ridder's and Brent's methods from a bracket) and
-RootOp (MINPACK's hybrj and lmder, scipy's hybr and lm), as loops around the inner graph.
+"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS, Newton-CG, and L-BFGS-B without
+bounds), MinimizeScalarOp (Brent's method, the golden section search, the bounded method),
+RootScalarOp (secant, Newton and Halley iterations; bisection, Ridder's and Brent's
+methods from a bracket) and RootOp (MINPACK's hybrj and lmder, scipy's hybr and lm), as
+loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the
@@ -83,10 +84,10 @@ def _lt(a, b):
     return compare(a, b, "LT")
 
 
-def _split_options(node, method: str, tol_name: str) -> tuple[dict, dict]:
+def _split_options(node, method: str, tol_name: str | tuple) -> tuple[dict, dict]:
     """The Op's `optimizer_kwargs` as scipy's minimize(_scalar) reads them: its own
-    keywords, and its `options` with `tol` set as `tol_name` where not given; another
-    method than `method` is refused by name."""
+    keywords, and its `options` with `tol` set as `tol_name` (or each of several) where
+    not given; another method than `method` is refused by name."""
     op = node.op
     if op.method.lower() != method:
         raise UnsupportedParameterError(node, f"method {op.method!r}", f"only scipy's {method!r} (the default) is lowered")
@@ -94,16 +95,17 @@ def _split_options(node, method: str, tol_name: str) -> tuple[dict, dict]:
     options = dict(kwargs.pop("options", None) or {})
     tol = kwargs.pop("tol", None)
     if tol is not None:
-        options.setdefault(tol_name, tol)
+        for name in tol_name if isinstance(tol_name, tuple) else (tol_name,):
+            options.setdefault(name, tol)
     return kwargs, options
 
 
-def _method_options(node, method: str, tol_name: str, defaults: dict, ignored: set, label: str, missing: str):
-    """`method`'s options (`_split_options`) over their `defaults`; a keyword, or an option
+def _method_options(node, method: str, tol_name: str | tuple, defaults: dict, ignored: set, label: str, missing: str):
+    """`method`'s options (`_split_options`) over their `defaults`; a keyword (other than None), or an option
     neither in `defaults` nor `ignored` (those that change nothing here), is refused by
     name, saying what `label` is lowered with and without (`missing`)."""
     kwargs, given = _split_options(node, method, tol_name)
-    unknown = sorted(kwargs) + sorted(set(given) - set(defaults) - ignored)
+    unknown = sorted(k for k, v in kwargs.items() if v is not None) + sorted(set(given) - set(defaults) - ignored)
     if unknown:
         raise UnsupportedParameterError(
             node, f"optimizer_kwargs {unknown}",
@@ -200,7 +202,7 @@ def _objective(ctx, node, x0, args, count: int, name: str):
     return evaluate, ctx.checks_of(fn)
 
 
-_MINIMIZE_METHODS = ("bfgs", "newton-cg")
+_MINIMIZE_METHODS = ("bfgs", "newton-cg", "l-bfgs-b")
 
 
 @register_lowering(MinimizeOp)
@@ -208,9 +210,12 @@ def lower_minimize(ctx, node, x0, *args):
     method = node.op.method.lower()
     if method not in _MINIMIZE_METHODS:
         raise UnsupportedParameterError(node, f"method {node.op.method!r}",
-                                        "minimize is lowered with scipy's 'BFGS' (the default) and 'Newton-CG'")
+                                        "minimize is lowered with scipy's 'BFGS' (the default), 'Newton-CG' and "
+                                        "'L-BFGS-B'")
     if method == "newton-cg":
         return _lower_newton_cg(ctx, node, x0, args)
+    if method == "l-bfgs-b":
+        return _lower_lbfgsb(ctx, node, x0, args)
     options = _options(node)
     evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
     x_type = node.inputs[0].type
@@ -315,6 +320,126 @@ def _lower_newton_cg(ctx, node, x0, args):
     # success: converged (not stopped, not at maxiter), and neither f nor the step NaN
     success = state["status"].eq(_DONE) & ~_isnan(state["f"]) & ~_isnan(state["l1"])
     return reshape(convert(state["x"].v, x_type.dtype), shape_of(x0)), success.v
+
+
+# scipy's L-BFGS-B options, tol setting ftol and gtol; eps and the others change nothing here
+_LBFGSB_DEFAULTS = {"maxcor": 10, "ftol": 2.2204460492503131e-09, "gtol": 1e-5, "maxfun": 15000, "maxiter": 15000,
+                    "maxls": 20}
+_STPMX = 1e10  # lnsrlb's largest step where no variable is bounded
+
+
+def _lower_lbfgsb(ctx, node, x0, args):
+    """minimize(method="L-BFGS-B") without bounds: scipy's `_minimize_lbfgsb` driving the
+    C L-BFGS-B (setulb, mainlb). Where no variable is bounded, each iteration steps from
+    the Cauchy point x - g (while no correction pairs are stored) or along the limited-
+    memory quasi-Newton step -H g (the two-loop recursion on the last `maxcor` pairs,
+    H0 = I / theta: the inverse of the compact matrix subsm solves with), then lnsrlb's
+    line search (dcsrch, ftol 1e-3, gtol 0.9, xtol 0.1, `maxls` evaluations). A failed
+    search drops the pairs and tries again, or ends the run where there were none. It stops
+    at a projected gradient within `gtol`, a relative reduction of f within `ftol`, or
+    scipy's driver's `maxiter` and `maxfun`; success is "CONVERGENCE"."""
+    if node.op.optimizer_kwargs.get("bounds") is not None:
+        raise UnsupportedParameterError(node, "bounds", "L-BFGS-B is lowered without bounds (no variable bounded)")
+    options = _method_options(node, "l-bfgs-b", ("ftol", "gtol"), _LBFGSB_DEFAULTS, _IGNORED | {"iprint"},
+                              "L-BFGS-B", "no callback or bounds")
+    if not options["maxls"] > 0:
+        raise ValueError(f"maxls must be positive. (node: {node_label(node)})")
+    evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
+    x_type = node.inputs[0].type
+    n = dim_product(shape_of(x0))
+    m, maxls = int(options["maxcor"]), int(options["maxls"])
+    maxiter, maxfun, pgtol = int(options["maxiter"]), int(options["maxfun"]), float(options["gtol"])
+    tol = float(options["ftol"]) / _EPSMCH * _EPSMCH  # mainlb's factr * epsmch
+    slots = max(m, 1)
+    x = _S(convert(reshape(x0, [n]), "float64"))
+    f, g, flags = evaluate(x.v, [ir_constant(False)] * len(checks))
+    f, g = _S(f), _S(g)
+    zeros = _S(splat(_f64(0.0), x.v))
+    memory = _S(broadcast_in_dim(zeros.v, [slots, n], [1]))
+
+    def step(s, flags):
+        x, g, col, theta = s["x"], s["g"], s["col"], s["theta"]
+        # the Cauchy point while no pairs are stored (B = I: x - g, cauchy's arithmetic),
+        # else the quasi-Newton step from x (subsm, all variables free)
+        slope = -_S(fold((g * g).v, [0], hlo.add, 0.0))  # cauchy's f1 and f2 = -theta f1 along -g
+        dtm = -slope / (-theta * slope)
+        cauchy = _where(s["sbgnrm"] <= 0.0, x, x + _where(dtm <= 0.0, 0.0, dtm) * -g)
+        z = _where(col.eq(0.0), cauchy, x + _two_loop(s["S"], s["Y"], s["sy"], col, theta, -g))
+        d = z - x
+        dnorm = _enorm(d)
+        first = _where(s["iter"].eq(0.0), _fmin(1.0 / dnorm, _STPMX), 1.0)
+        gdold = _S(_dot(g.v, d.v))
+        lnsrlb = dict(stpmax=_STPMX, evaluations=maxls, point=lambda stp: _where(stp.eq(1.0), z, stp * d + x))
+        search = _dcsrch(evaluate, x.v, d.v, s["f"], gdold, first, _S(1e-3), _S(0.9), g.v, flags, lnsrlb)
+        found, stp, f1, g1 = search["status"].eq(_DONE), search["alpha"], search["f"], _S(search["g"])
+        nfev = s["nfev"] + search["iterations"]
+        x1 = lnsrlb["point"](stp)
+        # a new iterate: scipy's driver counts it and may stop there; else mainlb's tests
+        nit = s["nit"] + 1.0
+        sbgnrm = _S(fold(abs(g1).v, [0], hlo.maximum, 0.0))  # projgr: NaN where any entry is
+        reduced = (s["f"] - f1) <= tol * _fmax(_fmax(abs(s["f"]), abs(f1)), 1.0)
+        status = _where((nit >= float(maxiter)) | (nfev > float(maxfun)), _STOPPED, _where(
+            (sbgnrm <= pgtol) | reduced, _DONE, _GOING))
+        # the pair (s, y) stored unless its curvature is not positive enough
+        gd = _S(_dot(g1.v, d.v))
+        one = stp.eq(1.0)
+        dr = _where(one, gd - gdold, (gd - gdold) * stp)
+        stored = ~(dr <= _EPSMCH * _where(one, -gdold, -gdold * stp))
+        y = g1 - g
+        rr = _enorm(y) * _enorm(y)
+        S, Y, sy, col1 = _push(s["S"], s["Y"], s["sy"], col, _where(one, d, stp * d), y, dr, m)
+        taken = dict(s, status=status, x=x1, f=f1, g=g1, sbgnrm=sbgnrm, iter=s["iter"] + 1.0, nit=nit, nfev=nfev,
+                     S=_where(stored, S, s["S"]), Y=_where(stored, Y, s["Y"]), sy=_where(stored, sy, s["sy"]),
+                     col=_where(stored, col1, col), theta=_where(stored, rr / dr, theta))
+        # a failed search: back to x; without pairs the run ends (abnormally), else they
+        # are dropped and the iteration starts again
+        failed = dict(s, status=_where(col.eq(0.0), _STOPPED, _GOING), nfev=nfev, col=0.0, theta=1.0)
+        return _where_all(found, taken, failed), search["flags"]
+
+    improper = (m <= 0) | (float(options["ftol"]) < 0.0)  # errclb's errors (and x empty): x0, unconverged
+    sbgnrm = _S(fold(abs(g).v, [0], hlo.maximum, 0.0))
+    status = _where(_S(compare(dim_value(n), dim_value(0), "EQ")) | improper, _STOPPED,
+                    _where(sbgnrm <= pgtol, _DONE, _GOING))
+    init = dict(status=status, x=x, f=f, g=g, sbgnrm=sbgnrm, iter=0.0, nit=0.0, nfev=1.0, col=0.0, theta=1.0,
+                S=memory, Y=memory, sy=_S(broadcast_in_dim(_f64(0.0), [slots], [])))
+    state, flags = _iterate(init, flags, 2 * maxiter + 2, step)
+    for flag, check in zip(flags, checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    return reshape(convert(state["x"].v, x_type.dtype), shape_of(x0)), state["status"].eq(_DONE).v
+
+
+def _two_loop(s_mem: _S, y_mem: _S, sy: _S, count: _S, theta: _S, r: _S) -> _S:
+    """H r for the limited-memory inverse Hessian of the first `count` pairs (rows of
+    `s_mem`, `y_mem`, oldest first; `sy` their curvatures s'y), H0 = I / theta."""
+    count = convert(count.v, "int64")
+
+    def newest_first(j, values):
+        q, alphas = map(_S, values)
+        alpha = _S(_dot(_entry(s_mem, j).v, q.v)) / _entry(sy, j)
+        return [(q - alpha * _entry(y_mem, j)).v, _put(alphas, j, alpha).v]
+
+    q, alphas = map(_S, _for(count, [r.v, splat(_f64(0.0), sy.v)], newest_first, reverse=True))
+
+    def oldest_first(j, values):
+        (z,) = map(_S, values)
+        beta = _S(_dot(_entry(y_mem, j).v, z.v)) / _entry(sy, j)
+        return [(z + (_entry(alphas, j) - beta) * _entry(s_mem, j)).v]
+
+    return _S(_for(count, [(q / theta).v], oldest_first)[0])
+
+
+def _push(s_mem: _S, y_mem: _S, sy: _S, count: _S, s: _S, y: _S, curvature: _S, m: int):
+    """The memory with the pair (s, y) added as the newest (the oldest dropped where all
+    m slots are used) and its count."""
+    slots = shape_of(sy.v)[0]
+    full = count.eq(float(m))
+    slot = convert(_where(full, float(m - 1), count).v, "int64")
+
+    def added(memory: _S, value: _S) -> _S:
+        rolled = _S(hlo.concatenate([slice_axis(memory.v, 0, 1, slots), slice_axis(memory.v, 0, 0, 1)], 0))
+        return _put(_where(full, rolled, memory), slot, value)
+
+    return added(s_mem, s), added(y_mem, y), added(sy, curvature), _where(full, count, count + 1.0)
 
 
 def _l1(v: _S) -> _S:
@@ -474,15 +599,15 @@ def _iterate(init: dict, carried: list, maxiter, step) -> tuple[dict, list]:
     return dict(zip(names, map(_S, out[:count]))), list(out[count:])
 
 
-def _search(evaluate, x, p, fields: dict, g0, flags, step, max_evaluations: int) -> dict:
-    """A line search: `_iterate` evaluating the objective at x + trial p once an
-    iteration (`state["iterations"]` evaluations before this one); `step(state, f, d)`
-    gets the value and slope there. The final fields, with the last evaluated point's
-    gradient ("g") and the check flags ("flags")."""
+def _search(evaluate, x, p, fields: dict, g0, flags, step, max_evaluations: int, point=None) -> dict:
+    """A line search: `_iterate` evaluating the objective at x + trial p (or at
+    `point(trial)`) once an iteration (`state["iterations"]` evaluations before this
+    one); `step(state, f, d)` gets the value and slope there. The final fields, with the
+    last evaluated point's gradient ("g") and the check flags ("flags")."""
 
     def each(state, carried):
-        point = hlo.add(x, hlo.multiply(splat(state["trial"].v, p), p))
-        f, g, new_flags = evaluate(point, carried[1:])
+        at = hlo.add(x, hlo.multiply(splat(state["trial"].v, p), p)) if point is None else point(state["trial"]).v
+        f, g, new_flags = evaluate(at, carried[1:])
         return step(state, _S(f), _S(_dot(g, p))), [g, *new_flags]
 
     state, carried = _iterate(fields, [g0, *flags], max_evaluations, each)
@@ -523,12 +648,17 @@ def _line_search(evaluate, x, p, f0, g0, f_before, c1, c2, flags):
     return out[0], out[1], out[2], out[3], out[4:]
 
 
-def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
+def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags, lnsrlb: dict | None = None) -> dict:
     """scipy's DCSRCH (MINPACK-2's dcsrch, ftol c1, gtol c2) from the trial alpha1, as
-    `scalar_search_wolfe1` runs it: at most 100 evaluations, the last untested."""
-    start_error = (alpha1 < _STPMIN) | (alpha1 > _STPMAX) | (d0 >= 0.0)
+    `scalar_search_wolfe1` runs it: at most 100 evaluations, the last untested. With
+    `lnsrlb` (its "stpmax", "evaluations" and the trial's "point"), the C dcsrch as
+    L-BFGS-B's lnsrlb runs it: xtol 0.1, stpmin 0, every evaluation tested, a warning
+    ending the search at its step as convergence does, C's fmin/fmax."""
+    xtol, stpmin, stpmax = (0.1, 0.0, lnsrlb["stpmax"]) if lnsrlb else (_XTOL, _STPMIN, _STPMAX)
+    lower, upper = (_fmin, _fmax) if lnsrlb else (_py_min, _py_max)
+    start_error = (alpha1 < stpmin) | (alpha1 > stpmax) | (d0 >= 0.0)
     gtest = c1 * d0
-    width = _STPMAX - _STPMIN
+    width = stpmax - stpmin
     fields = dict(
         status=_where(start_error, _STOPPED, _GOING), trial=alpha1, alpha=alpha1,
         f=f0, brackt=False, stage=1.0, stx=0.0, fx=f0, gx=d0, sty=0.0, fy=f0, gy=d0,
@@ -541,9 +671,9 @@ def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
         stage = _where((s["stage"].eq(1.0)) & (f <= ftest) & (g >= 0.0), 2.0, s["stage"])
         brackt = s["brackt"]
         warn = ((brackt & ((stp <= s["stmin"]) | (stp >= s["stmax"])))
-                | (brackt & (s["stmax"] - s["stmin"] <= _XTOL * s["stmax"]))
-                | ((stp.eq(_STPMAX)) & (f <= ftest) & (g <= gtest))
-                | ((stp.eq(_STPMIN)) & ((f > ftest) | (g >= gtest))))
+                | (brackt & (s["stmax"] - s["stmin"] <= xtol * s["stmax"]))
+                | ((stp.eq(stpmax)) & (f <= ftest) & (g <= gtest))
+                | ((stp.eq(stpmin)) & ((f > ftest) | (g >= gtest))))
         converged = (f <= ftest) & (abs(g) <= c2 * -d0)
         # a modified function (f - stp gtest) while the first stage finds no better point
         modified = (stage.eq(1.0)) & (f <= s["fx"]) & (f > ftest)
@@ -556,15 +686,18 @@ def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
         new_stp = _where(bisect, stx + 0.5 * (sty - stx), new_stp)
         width1 = _where(brackt, s["width"], s["width1"])
         width = _where(brackt, abs(sty - stx), s["width"])
-        stmin = _where(brackt, _py_min(stx, sty), new_stp + 1.1 * (new_stp - stx))
-        stmax = _where(brackt, _py_max(stx, sty), new_stp + 4.0 * (new_stp - stx))
-        new_stp = _clip(new_stp, _STPMIN, _STPMAX)
-        stuck = brackt & (((new_stp <= stmin) | (new_stp >= stmax)) | (stmax - stmin <= _XTOL * stmax))
+        stmin = _where(brackt, lower(stx, sty), new_stp + 1.1 * (new_stp - stx))
+        stmax = _where(brackt, upper(stx, sty), new_stp + 4.0 * (new_stp - stx))
+        new_stp = _fmin(_fmax(new_stp, stpmin), stpmax) if lnsrlb else _clip(new_stp, stpmin, stpmax)
+        stuck = brackt & (((new_stp <= stmin) | (new_stp >= stmax)) | (stmax - stmin <= xtol * stmax))
         new_stp = _where(stuck, stx, new_stp)
-        # the last evaluation (100th) is not tested; a trial that is not finite fails
-        last = s["iterations"] >= 99.0
-        status = _where(last, _STOPPED, _where(converged, _DONE, _where(warn, _STOPPED, _where(
-            _finite(new_stp), _GOING, _STOPPED))))
+        if lnsrlb:  # lnsrlb's caller gives up where the search asks for one evaluation too many
+            last = s["iterations"] >= lnsrlb["evaluations"] - 1.0
+            status = _where(converged | warn, _DONE, _where(last, _STOPPED, _GOING))
+        else:  # the last evaluation (100th) is not tested; a trial that is not finite fails
+            last = s["iterations"] >= 99.0
+            status = _where(last, _STOPPED, _where(converged, _DONE, _where(warn, _STOPPED, _where(
+                _finite(new_stp), _GOING, _STOPPED))))
         searching = status.eq(_GOING)
         keep = lambda new, old: _where(searching, new, old)  # noqa: E731
         return dict(
@@ -575,7 +708,8 @@ def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
             width1=keep(width1, s["width1"]),
         )
 
-    return _search(evaluate, x, p, fields, g0, flags, step, 100)
+    return _search(evaluate, x, p, fields, g0, flags, step, lnsrlb["evaluations"] if lnsrlb else 100,
+                   lnsrlb["point"] if lnsrlb else None)
 
 
 def _dcstep(stx, fx, dx, sty, fy, dy, stp, fp, dp, brackt, stpmin, stpmax):

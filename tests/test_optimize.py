@@ -125,6 +125,55 @@ def test_newton_cg_without_hess_uses_the_exact_hessian():
         pytensor.function(inputs, minimize(objective, x, method="Newton-CG", jac=False)[0], mode="STABLEHLO")
 
 
+def _convex_quadratic_field():
+    """A convex objective of 12 variables (a random positive definite quadratic plus
+    cosh), where L-BFGS-B takes many steps with a full memory."""
+    x, a, b = pt.vector("x"), pt.matrix("a"), pt.vector("b")
+    rng = np.random.default_rng(4)
+    m = rng.normal(size=(12, 12))
+    return [x, a, b], 0.5 * (x @ a @ x) - b @ x + 0.1 * pt.cosh(x).sum(), x, [
+        rng.normal(size=12), m @ m.T / 12 + 0.2 * np.eye(12), rng.normal(size=12) * 3]
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_quartic, None),
+    (_rosenbrock, None),
+    (_scalar, None),
+    (_poisson_latent, {"tol": 1e-8}),  # pymc-extras' marginal Laplace approximation's setting
+    (_convex_quadratic_field, None),
+    (_unbounded, None),  # f falls without bound until its relative reduction is within ftol: "converged"
+    (_log_barrier, None),  # trial steps into log's NaN
+    (_rosenbrock, {"options": {"maxiter": 5}}),  # scipy's driver stops it: success False
+    (_rosenbrock, {"options": {"maxfun": 8}}),
+    (_rosenbrock, {"tol": 1e-14}),  # ftol and gtol
+    (_convex_quadratic_field, {"options": {"maxcor": 3, "maxls": 2, "ftol": 1e-12, "eps": 1e-6}}),
+    (_rosenbrock, {"options": {"gtol": -1.0}}),  # the gradient's test never passes: converged by ftol
+    (_rosenbrock, {"options": {"maxls": 1}}),  # searches fail: the pairs dropped, then abnormal (success False)
+    (_rosenbrock, {"options": {"ftol": -1.0}}),  # errclb's error: x0, success False
+    (_rosenbrock, {"bounds": None}),
+], ids=["quartic", "rosenbrock", "scalar", "poisson_latent", "convex_field", "unbounded", "log_barrier", "maxiter",
+        "maxfun", "tol", "memory_maxls", "negative_gtol", "abnormal", "negative_ftol", "bounds_none"])
+def test_lbfgsb_takes_scipys_steps(problem, optimizer_kwargs):
+    inputs, objective, x, values = problem()
+    solution, success = minimize(objective, x, method="L-BFGS-B", optimizer_kwargs=optimizer_kwargs)
+    compare_with_py(inputs, [solution, success], values, **CLOSE)
+
+
+def test_lbfgsb_as_pytensors_own_test_and_its_errors():
+    """PyTensor's test_minimize_vector_x[L-BFGS-B]: a shifted Rosenbrock function to
+    1e-16; empty x (setulb's error: x0, success False); scipy's maxls error."""
+    x, a, b = pt.vector("x"), pt.scalar("a"), pt.scalar("b")
+    objective = (a * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum() + b
+    solution, success = minimize(objective, x, method="L-BFGS-B", optimizer_kwargs={"tol": 1e-16},
+                                 use_vectorized_jac=True)
+    got = compare_with_py([x, a, b], [solution, success], [np.zeros(5), np.array(0.5), np.array(1.0)], **CLOSE)
+    np.testing.assert_allclose(got[0], np.ones(5), rtol=1e-8)
+    compare_with_py([x], list(minimize((x**2).sum(), x, method="L-BFGS-B")), [np.zeros(0)])
+    with pytest.raises(ValueError, match="maxls must be positive"):
+        pytensor.function([x], minimize((x**2).sum(), x, method="L-BFGS-B",
+                                        optimizer_kwargs={"options": {"maxls": 0}})[0], mode="STABLEHLO")
+
+
 def test_the_solutions_gradient_by_the_implicit_function_theorem():
     x, mu, sigma = pt.vector("x"), pt.scalar("mu"), pt.scalar("sigma")
     solution, _ = minimize(((x - mu) ** 2).sum() / sigma + pt.exp(x).sum(), x)
@@ -165,7 +214,9 @@ def test_the_objectives_checks_raise_after_the_loop():
 
 
 @pytest.mark.parametrize("kwargs, refused", [
-    ({"method": "L-BFGS-B"}, "method 'L-BFGS-B'"),
+    ({"method": "Powell"}, "method 'Powell'"),
+    ({"method": "L-BFGS-B", "optimizer_kwargs": {"bounds": [(0.0, 1.0)] * 2}}, "bounds"),
+    ({"method": "L-BFGS-B", "optimizer_kwargs": {"options": {"callback": print}}}, r"optimizer_kwargs \['callback'\]"),
     ({"optimizer_kwargs": {"callback": print}}, r"optimizer_kwargs \['callback'\]"),
     ({"optimizer_kwargs": {"options": {"hess_inv0": np.eye(2)}}}, r"optimizer_kwargs \['hess_inv0'\]"),
     ({"optimizer_kwargs": {"options": {"norm": 0}}}, "norm 0"),

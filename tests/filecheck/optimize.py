@@ -32,6 +32,18 @@ print_ir("minimize", [x, a], list(minimize(objective, x)), raw=True)
 print_ir("minimize_newton_cg", [x, a], list(minimize(objective, x, method="Newton-CG", hess=True, use_vectorized_jac=True)),
          raw=True)
 
+# L-BFGS-B: the loop carries the last 10 pairs (s, y) and their curvatures; the two-loop
+# recursion runs over the pairs stored, newest first then oldest first; then lnsrlb's
+# dcsrch loop evaluates the objective.
+# CHECK-LABEL: TEST: minimize_lbfgsb raw
+# CHECK: stablehlo.while({{.*}}) : {{.*}}tensor<10x3xf64>, tensor<10x3xf64>, tensor<10xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<3xf64>, tensor<10xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<3xf64>
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_objective
+print_ir("minimize_lbfgsb", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="L-BFGS-B")),
+         raw=True)
+
 # Optimized: the calls inlined; the result and the success flag come out of the loop.
 # CHECK-LABEL: TEST: minimize opt
 # CHECK-NOT: func.call
