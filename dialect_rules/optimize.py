@@ -202,7 +202,7 @@ def _objective(ctx, node, x0, args, count: int, name: str):
     return evaluate, ctx.checks_of(fn)
 
 
-_MINIMIZE_METHODS = ("bfgs", "newton-cg", "l-bfgs-b")
+_MINIMIZE_METHODS = ("bfgs", "newton-cg", "l-bfgs-b", "trust-ncg")
 
 
 @register_lowering(MinimizeOp)
@@ -210,12 +210,14 @@ def lower_minimize(ctx, node, x0, *args):
     method = node.op.method.lower()
     if method not in _MINIMIZE_METHODS:
         raise UnsupportedParameterError(node, f"method {node.op.method!r}",
-                                        "minimize is lowered with scipy's 'BFGS' (the default), 'Newton-CG' and "
-                                        "'L-BFGS-B'")
+                                        "minimize is lowered with scipy's 'BFGS' (the default), 'Newton-CG', "
+                                        "'L-BFGS-B' and 'trust-ncg'")
     if method == "newton-cg":
         return _lower_newton_cg(ctx, node, x0, args)
     if method == "l-bfgs-b":
         return _lower_lbfgsb(ctx, node, x0, args)
+    if method == "trust-ncg":
+        return _lower_trust_ncg(ctx, node, x0, args)
     options = _options(node)
     evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
     x_type = node.inputs[0].type
@@ -440,6 +442,133 @@ def _push(s_mem: _S, y_mem: _S, sy: _S, count: _S, s: _S, y: _S, curvature: _S, 
         return _put(_where(full, rolled, memory), slot, value)
 
     return added(s_mem, s), added(y_mem, y), added(sy, curvature), _where(full, count, count + 1.0)
+
+
+_TRUST_NCG_DEFAULTS = {"initial_trust_radius": 1.0, "max_trust_radius": 1000.0, "eta": 0.15, "gtol": 1e-4,
+                       "maxiter": None}
+_TRUST_IGNORED = {"disp", "return_all", "inexact", "workers", "subproblem_maxiter"}
+
+
+def _lower_trust_ncg(ctx, node, x0, args):
+    """minimize(method="trust-ncg"): scipy's `_minimize_trust_region` with its
+    CG-Steihaug subproblem (`_steihaug`). Each iteration solves the quadratic model in the
+    trust region, evaluates the objective at that step, and takes it where the actual
+    reduction is more than `eta` of the predicted one; the radius shrinks or grows by
+    their ratio. It ends at a gradient norm below `gtol`, at `maxiter`, or where the
+    model predicts no reduction; scipy.linalg.norm's ValueError on a gradient or a CG
+    iterate that is not finite is raised after the loop, which stops there."""
+    label = node_label(node)
+    if not node.op.jac:
+        raise ValueError(f"Jacobian is required for Newton-CG trust-region minimization (node: {label})")
+    if not node.op.hess:
+        raise ValueError("Either the Hessian or the Hessian-vector product is required for Newton-CG trust-region "
+                         f"minimization (node: {label})")
+    options = _method_options(node, "trust-ncg", "gtol", _TRUST_NCG_DEFAULTS, _TRUST_IGNORED, "trust-ncg",
+                              "no callback")
+    initial, largest, eta = (float(options[k]) for k in ("initial_trust_radius", "max_trust_radius", "eta"))
+    if not 0 <= eta < 0.25:
+        raise Exception(f"invalid acceptance stringency (node: {label})")
+    if largest <= 0:
+        raise Exception(f"the max trust radius must be positive (node: {label})")
+    if initial <= 0:
+        raise ValueError(f"the initial trust radius must be positive (node: {label})")
+    if initial >= largest:
+        raise ValueError(f"the initial trust radius must be less than the max trust radius (node: {label})")
+    evaluate, checks = _objective(ctx, node, x0, args, 2, "minimize_hessian")
+    x_type = node.inputs[0].type
+    n = dim_product(shape_of(x0))
+    size = _S(convert(dim_value(n), "float64"))
+    maxiter = size * 200.0 if options["maxiter"] is None else int(options["maxiter"])
+    gtol = float(options["gtol"])
+    x = _S(convert(reshape(x0, [n]), "float64"))
+    f, g, hess, flags = evaluate(x.v, [ir_constant(False)] * len(checks))
+    f, g, hess = _S(f), _S(g), _S(hess)
+
+    def step(s, flags):
+        x, f, g, hess, radius = s["x"], s["f"], s["g"], s["hess"], s["radius"]
+        p, hits, wild = _steihaug(f, g, hess, s["jac_mag"], radius, size)
+        predicted = f - _model(f, g, hess, p)
+        proposed = x + p
+        f1, g1, hess1, new_flags = evaluate(proposed.v, flags)
+        f1, g1, hess1 = _S(f1), _S(g1), _S(hess1)
+        rho = (f - f1) / predicted
+        accept = rho > eta
+        jac_mag = _where(accept, _sqrt(_S(_dot(g1.v, g1.v))), s["jac_mag"])
+        k = s["k"] + 1.0
+        status = _where(jac_mag < gtol, _DONE, _where(k >= maxiter, _STOPPED, _GOING))
+        wild_gradient = accept & ~_all_finite(g1)
+        moved = dict(s, status=_where(wild_gradient, _STOPPED, status), x=_where(accept, proposed, x),
+                     f=_where(accept, f1, f), g=_where(accept, g1, g), hess=_where(accept, hess1, hess),
+                     radius=_where(rho < 0.25, radius * 0.25, _where((rho > 0.75) & hits,
+                                                                   _py_min(2.0 * radius, largest), radius)),
+                     jac_mag=jac_mag, k=k, wild=wild_gradient)
+        # a CG iterate not finite (scipy raised before evaluating), or no predicted
+        # reduction (its warnflag 2): x stays, the loop ends
+        halted = dict(s, status=_S(_STOPPED), wild=wild)
+        return _where_all(wild | (predicted <= 0.0), halted, moved), _gate(~wild, new_flags, flags)
+
+    wild = ~_all_finite(g)  # the first gradient norm's ValueError
+    jac_mag = _sqrt(_S(_dot(g.v, g.v)))
+    init = dict(status=_where(wild, _STOPPED, _where(jac_mag >= gtol, _GOING, _DONE)), x=x, f=f, g=g, hess=hess,
+                radius=initial, jac_mag=jac_mag, k=0.0, wild=wild)
+    state, flags = _iterate(init, flags, maxiter, step)
+    for flag, check in zip(flags, checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    ctx.runtime_check(state["wild"].v, ValueError, "array must not contain infs or NaNs")
+    return reshape(convert(state["x"].v, x_type.dtype), shape_of(x0)), state["status"].eq(_DONE).v
+
+
+def _model(f: _S, g: _S, hess: _S, p: _S) -> _S:
+    """The quadratic model's value at the step p: f + g'p + p'Hp / 2."""
+    return f + _S(_dot(g.v, p.v)) + 0.5 * _S(_dot(p.v, dot_general(hess.v, p.v, ([1], [0]))))
+
+
+def _all_finite(v: _S) -> _S:
+    return _S(fold(_finite(v).v, [0], hlo.and_, True))
+
+
+def _steihaug(f: _S, g: _S, hess: _S, jac_mag: _S, radius: _S, size: _S):
+    """scipy's CGSteihaugSubproblem.solve: conjugate gradients on the model from 0 until
+    a step leaves the trust region (its boundary point taken), the curvature is not
+    positive (the better of the boundary points along that direction), or the residual is
+    below min(0.5, sqrt|g|) |g|. Returns the step, whether it is on the boundary, and
+    whether an iterate was not finite (scipy.linalg.norm's ValueError). scipy's loop has
+    no limit; this one stops after 20 n + 20 steps at the last iterate."""
+    tolerance = _py_min(0.5, _sqrt(jac_mag)) * jac_mag
+
+    def boundary(z: _S, d: _S):
+        """The two t with |z + t d| = radius, smaller first (get_boundaries_intersections)."""
+        a, b = _S(_dot(d.v, d.v)), 2.0 * _S(_dot(z.v, d.v))
+        c = _S(_dot(z.v, z.v)) - radius * radius
+        root = _sqrt(b * b - 4.0 * a * c)
+        aux = b + _where(_S(signbit(b.v)), -root, root)
+        ta, tb = -aux / (2.0 * a), -2.0 * c / aux
+        return _where(tb < ta, tb, ta), _where(tb < ta, ta, tb)
+
+    def step(s, _):
+        z, r, d = s["z"], s["r"], s["d"]
+        bd = _S(dot_general(hess.v, d.v, ([1], [0])))
+        dbd = _S(_dot(d.v, bd.v))
+        lo, hi = boundary(z, d)
+        pa, pb = z + lo * d, z + hi * d
+        r2 = _S(_dot(r.v, r.v))
+        alpha = r2 / dbd
+        z1 = z + alpha * d
+        r1 = r + alpha * bd
+        r1_2 = _S(_dot(r1.v, r1.v))
+        curved, wild = dbd <= 0.0, ~_all_finite(z1)
+        outside = _sqrt(_S(_dot(z1.v, z1.v))) >= radius
+        small = _sqrt(r1_2) < tolerance
+        going = dict(s, z=z1, r=r1, d=-r1 + (r1_2 / r2) * d)
+        ended = dict(s, status=_S(_DONE), z=_where(curved, _where(_model(f, g, hess, pa) < _model(f, g, hess, pb), pa, pb),
+                                                 _where(outside, pb, z1)),
+                     hits=curved | outside, wild=~curved & wild)
+        return _where_all(curved | wild | outside | small, ended, going), []
+
+    zeros = _S(splat(_f64(0.0), g.v))
+    init = dict(status=_where(jac_mag < tolerance, _DONE, _GOING), z=zeros, r=g, d=-g, hits=False, wild=False)
+    state, _ = _iterate(init, [], size * 20.0 + 20.0, step)
+    return state["z"], state["hits"], state["wild"]
 
 
 def _l1(v: _S) -> _S:

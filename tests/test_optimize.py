@@ -174,6 +174,51 @@ def test_lbfgsb_as_pytensors_own_test_and_its_errors():
                                         optimizer_kwargs={"options": {"maxls": 0}})[0], mode="STABLEHLO")
 
 
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_quartic, None),
+    (_rosenbrock, None),
+    (_scalar, None),
+    (_poisson_latent, None),
+    (_convex_quadratic_field, None),
+    (_saddle, None),  # negative curvature: the better boundary point
+    (_unbounded, None),  # the radius grows to its largest: maxiter, success False
+    (_log_barrier, None),  # proposals into log's NaN are rejected
+    (_rosenbrock, {"options": {"maxiter": 3}}),
+    (_rosenbrock, {"tol": 1e-10, "options": {"initial_trust_radius": 0.1, "max_trust_radius": 2.0, "eta": 0.2,
+                                             "inexact": False}}),
+], ids=["quartic", "rosenbrock", "scalar", "poisson_latent", "convex_field", "saddle", "unbounded", "log_barrier",
+        "maxiter", "tol_radii_eta"])
+def test_trust_ncg_takes_scipys_steps(problem, optimizer_kwargs):
+    inputs, objective, x, values = problem()
+    solution, success = minimize(objective, x, method="trust-ncg", hess=True, use_vectorized_jac=True,
+                                 optimizer_kwargs=optimizer_kwargs)
+    compare_with_py(inputs, [solution, success], values, **CLOSE)
+
+
+def test_trust_ncg_errors_are_scipys():
+    """Its argument errors when the function is built; scipy.linalg.norm's ValueError on a
+    gradient that is not finite, at the call."""
+    x = pt.vector("x")
+    for kwargs, error, message in [
+        ({"jac": False}, ValueError, "Jacobian is required for Newton-CG trust-region minimization"),
+        ({"hess": False}, ValueError, "Either the Hessian or the Hessian-vector product is required"),
+        ({"optimizer_kwargs": {"options": {"eta": 0.3}}}, Exception, "invalid acceptance stringency"),
+        ({"optimizer_kwargs": {"options": {"max_trust_radius": 0.0}}}, Exception, "the max trust radius must be positive"),
+        ({"optimizer_kwargs": {"options": {"initial_trust_radius": 0.0}}}, ValueError,
+         "the initial trust radius must be positive"),
+        ({"optimizer_kwargs": {"options": {"initial_trust_radius": 5e3}}}, ValueError,
+         "the initial trust radius must be less than the max trust radius"),
+    ]:
+        kwargs = {"hess": True, **kwargs}
+        with pytest.raises(error, match=message):
+            pytensor.function([x], minimize((x**2).sum(), x, method="trust-ncg", **kwargs)[0], mode="STABLEHLO")
+    solution, _ = minimize(0.1 * x.sum() - pt.sqrt(x).sum(), x, method="trust-ncg", hess=True)
+    f = pytensor.function([x], solution, mode="STABLEHLO")
+    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):
+        f(np.array([-1.0, 2.0]))
+    compare_with_py([x], [solution], [np.array([0.01, 2.0])], **CLOSE)
+
+
 def test_the_solutions_gradient_by_the_implicit_function_theorem():
     x, mu, sigma = pt.vector("x"), pt.scalar("mu"), pt.scalar("sigma")
     solution, _ = minimize(((x - mu) ** 2).sum() / sigma + pt.exp(x).sum(), x)

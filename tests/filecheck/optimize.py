@@ -44,6 +44,17 @@ print_ir("minimize_newton_cg", [x, a], list(minimize(objective, x, method="Newto
 print_ir("minimize_lbfgsb", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="L-BFGS-B")),
          raw=True)
 
+# trust-ncg: the objective, gradient and Hessian at x0; the loop carries them with the
+# radius; CG-Steihaug's loop (z, r, d, whether on the boundary, whether not finite), then
+# one evaluation at the proposed step.
+# CHECK-LABEL: TEST: minimize_trust_ncg raw
+# CHECK: call @minimize_hessian(%arg0, {{.*}}) -> (tensor<f64>, tensor<3xf64>, tensor<3x3xf64>)
+# CHECK: stablehlo.while({{.*}}) : tensor<f64>, tensor<3xf64>, tensor<f64>, tensor<3xf64>, tensor<3x3xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<f64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<i1>, tensor<i1>
+# CHECK: func.call @minimize_hessian
+print_ir("minimize_trust_ncg", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="trust-ncg",
+                                                     hess=True, use_vectorized_jac=True)), raw=True)
+
 # Optimized: the calls inlined; the result and the success flag come out of the loop.
 # CHECK-LABEL: TEST: minimize opt
 # CHECK-NOT: func.call
