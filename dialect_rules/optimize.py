@@ -202,7 +202,7 @@ def _objective(ctx, node, x0, args, count: int, name: str):
     return evaluate, ctx.checks_of(fn)
 
 
-_MINIMIZE_METHODS = ("bfgs", "newton-cg", "l-bfgs-b", "trust-ncg")
+_MINIMIZE_METHODS = ("bfgs", "newton-cg", "l-bfgs-b", "trust-ncg", "powell")
 
 
 @register_lowering(MinimizeOp)
@@ -211,13 +211,15 @@ def lower_minimize(ctx, node, x0, *args):
     if method not in _MINIMIZE_METHODS:
         raise UnsupportedParameterError(node, f"method {node.op.method!r}",
                                         "minimize is lowered with scipy's 'BFGS' (the default), 'Newton-CG', "
-                                        "'L-BFGS-B' and 'trust-ncg'")
+                                        "'L-BFGS-B', 'trust-ncg' and 'Powell'")
     if method == "newton-cg":
         return _lower_newton_cg(ctx, node, x0, args)
     if method == "l-bfgs-b":
         return _lower_lbfgsb(ctx, node, x0, args)
     if method == "trust-ncg":
         return _lower_trust_ncg(ctx, node, x0, args)
+    if method == "powell":
+        return _lower_powell(ctx, node, x0, args)
     options = _options(node)
     evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
     x_type = node.inputs[0].type
@@ -569,6 +571,148 @@ def _steihaug(f: _S, g: _S, hess: _S, jac_mag: _S, radius: _S, size: _S):
     init = dict(status=_where(jac_mag < tolerance, _DONE, _GOING), z=zeros, r=g, d=-g, hits=False, wild=False)
     state, _ = _iterate(init, [], size * 20.0 + 20.0, step)
     return state["z"], state["hits"], state["wild"]
+
+
+_POWELL_DEFAULTS = {"xtol": 1e-4, "ftol": 1e-4, "maxiter": None, "maxfev": None}
+
+
+def _lower_powell(ctx, node, x0, args):
+    """minimize(method="Powell"): scipy's `_minimize_powell` without bounds. Each
+    iteration minimizes along each of N directions in turn (`_linesearch_powell`: Brent's
+    method from scipy's bracket, with its recovery), then along the iteration's overall
+    step where the extrapolated point passes Powell's test, which replaces the direction of
+    largest decrease. It stops where f decreased by less than `ftol` relatively, or at
+    `maxiter`, at `maxfev` evaluations (scipy's wrapper raises before one more, which ends
+    the run where it is), or where f is NaN at both ends of an iteration; success where
+    none of the limits was reached and neither f nor x is NaN."""
+    if node.op.optimizer_kwargs.get("bounds") is not None:
+        raise UnsupportedParameterError(node, "bounds", "Powell is lowered without bounds")
+    options = _method_options(node, "powell", ("xtol", "ftol"), _POWELL_DEFAULTS, {"disp", "return_all"}, "Powell",
+                              "no callback, bounds or direc")
+    xtol, ftol = float(options["xtol"]), float(options["ftol"])
+    if xtol * 100 < 0:
+        raise ValueError(f"tolerance should be >= 0, got {xtol * 100!r} (node: {node_label(node)})")
+    evaluate, checks = _objective(ctx, node, x0, args, 0, "minimize_objective")
+    x_type = node.inputs[0].type
+    n = dim_product(shape_of(x0))
+    size = _S(convert(dim_value(n), "float64"))
+    maxiter, maxfun = options["maxiter"], options["maxfev"]
+    if maxiter is None and maxfun is None:
+        maxiter = maxfun = size * 1000.0
+    elif maxiter is None:
+        maxiter = size * 1000.0 if maxfun == np.inf else np.inf
+    elif maxfun is None:
+        maxfun = size * 1000.0 if maxiter == np.inf else np.inf
+    if maxiter == np.inf and maxfun == np.inf:
+        raise UnsupportedParameterError(node, "maxiter and maxfev both infinite", "the iterations would have no limit")
+    maxiter, maxfun = _S.of(maxiter), _S.of(maxfun)
+    # every iteration evaluates f at least once (the extrapolated point) or ends
+    limit = _where(maxiter < maxfun + 1.0, maxiter, maxfun + 1.0)
+    work = n if isinstance(n, int) and n > 0 else dim_max(n, 1)  # the vectors' reads stay valid where x is empty
+
+    def budgeted(x: _S, flags):
+        """f(x) through scipy's `_wrap_scalar_function_maxfun_validation`: not evaluated
+        (NaN) once `maxfun` evaluations were made, and the run marked as ended."""
+        *own, count, spent = flags
+        over = _S(count) >= maxfun
+
+        def evaluated():
+            point = x.v if work is n else slice_axis(x.v, 0, 0, n)
+            f, new_flags = evaluate(point, own)
+            return [f, *new_flags]
+
+        out = if_else(over.v, [_f64(0.0).type] + [v.type for v in own],
+                      lambda: [_f64(float("nan")), *own], evaluated)
+        return _S(out[0]), [*out[1:], _where(over, count, _S(count) + 1.0).v, (_S(spent) | over).v]
+
+    def line_search(x: _S, fval: _S, xi: _S, flags, active=True):
+        """`_linesearch_powell`: Brent's minimum along xi from x (nothing where xi is 0, or
+        where the run has ended): f there, the point, the step, whether `bracket` ran out
+        of iterations, the flags."""
+        def searched():
+            alpha, fret, _, runaway, new_flags = _scalar_minimum(
+                lambda u, fl: budgeted(x + u * xi, fl), {"xtol": xtol * 100, "maxiter": 500}, _brent, (0.0, 1.0),
+                flags)
+            return [fret.v, (x + alpha * xi).v, (alpha * xi).v, runaway.v, *new_flags]
+
+        types = [fval.v.type, x.v.type, xi.v.type, ir_constant(False).type] + [v.type for v in flags]
+        moving = _S(fold(xi.ne(0.0).v, [0], hlo.or_, False)) & active
+        out = if_else(moving.v, types, searched, lambda: [fval.v, x.v, xi.v, _S(False).v, *flags])
+        return _S(out[0]), _S(out[1]), _S(out[2]), _S(out[3]), out[4:]
+
+    def ended(flags) -> _S:
+        return _S(flags[-1])
+
+    def step(s, flags):
+        fx = s["fval"]
+
+        def each(i, values):
+            x, fval, delta, bigind, runaway, *flags = values
+            x, fval, delta, bigind, runaway = map(_S, (x, fval, delta, bigind, runaway))
+            new_fval, new_x, _, new_runaway, new_flags = line_search(x, fval, _entry(s["direc"], i), flags,
+                                                                     ~(ended(flags) | runaway))
+            # an evaluation refused by the wrapper, or bracket's error: the run ends where it was
+            halted = ended(new_flags) | new_runaway | runaway
+            better = (fval - new_fval) > delta
+            kept = lambda new, old: _where(halted, old, new)  # noqa: E731
+            return [kept(new_x, x).v, kept(new_fval, fval).v, kept(_where(better, fval - new_fval, delta), delta).v,
+                    kept(_where(better, _S(i), bigind), bigind).v, (runaway | new_runaway).v, *new_flags]
+
+        x, fval, delta, bigind, runaway, *flags = _for(
+            n, [s["x"].v, fx.v, _f64(0.0), ir_constant(np.int64(0)), ir_constant(False), *flags], each)
+        x, fval, delta, bigind, runaway = map(_S, (x, fval, delta, bigind, runaway))
+        iteration = s["iter"] + 1.0
+        halted = ended(flags) | runaway
+        stop = (halted | (2.0 * (fx - fval) <= ftol * (abs(fx) + abs(fval)) + 1e-20) | (_S(flags[-2]) >= maxfun)
+                | (iteration >= maxiter) | (_isnan(fx) & _isnan(fval)))
+        state = dict(s, status=_where(stop, _STOPPED, _GOING), x=x, fval=fval, iter=iteration, runaway=runaway)
+
+        def extrapolate():
+            direc1 = x - s["x1"]
+            fx2, new_flags = budgeted(x + direc1, flags)
+            t = 2.0 * (fx + fx2 - 2.0 * fval)
+            temp = fx - fval - delta
+            t = t * (temp * temp)
+            temp = fx - fx2
+            t = t - delta * (temp * temp)
+
+            def replace():
+                new_fval, new_x, step, new_runaway, search_flags = line_search(x, fval, direc1, new_flags)
+                halted = ended(search_flags) | new_runaway
+                last = dim_value(dim_sub(n, 1))
+                direc = _put(_put(s["direc"], bigind.v, _entry(s["direc"], last)), last, step)
+                direc = _where(_S(fold(step.ne(0.0).v, [0], hlo.or_, False)), direc, s["direc"])
+                return [_where(halted, fval, new_fval).v, _where(halted, x, new_x).v, _where(halted, s["direc"], direc).v,
+                        new_runaway.v, *search_flags]
+
+            types = [fval.v.type, x.v.type, s["direc"].v.type, ir_constant(False).type] + [v.type for v in new_flags]
+            out = if_else(((fx > fx2) & (t < 0.0) & ~ended(new_flags)).v, types, replace,
+                          lambda: [fval.v, x.v, s["direc"].v, _S(False).v, *new_flags])
+            new_runaway = _S(out[3])
+            return [*out[:3], (ended(out[4:]) | new_runaway).v, new_runaway.v, *out[4:]]
+
+        types = [fval.v.type, x.v.type, s["direc"].v.type, ir_constant(False).type, ir_constant(False).type]
+        types += [v.type for v in flags]
+        out = if_else(stop.v, types, lambda: [fval.v, x.v, s["direc"].v, _S(False).v, _S(False).v, *flags], extrapolate)
+        going = ~stop & ~_S(out[3])
+        return dict(state, status=_where(going, _GOING, _STOPPED), fval=_S(out[0]), x=_where(stop, x, _S(out[1])),
+                    x1=_where(stop, s["x1"], x), direc=_S(out[2]), runaway=runaway | _S(out[4])), out[5:]
+
+    x = _S(at_least_one(convert(reshape(x0, [n]), "float64"), [0]))
+    init_flags = [ir_constant(False)] * len(checks) + [_f64(0.0), ir_constant(False)]
+    ctx.runtime_check((maxfun <= 0.0).v, RuntimeError, "Too many function calls")  # the first evaluation's
+    fval, flags = budgeted(x, init_flags)
+    direc = _S(identity_matrix([work, work], "float64"))
+    init = dict(status=_where(maxfun <= 0.0, _STOPPED, _GOING), x=x, fval=fval, x1=x, direc=direc, iter=0.0,
+                runaway=False)
+    state, flags = _iterate(init, flags, limit, step)
+    for flag, check in zip(flags[:len(checks)], checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    ctx.runtime_check(state["runaway"].v, RuntimeError, _BRACKET_MESSAGE)
+    x = state["x"]
+    nan = _isnan(state["fval"]) | _S(fold(_isnan(x).v, [0], hlo.or_, False))
+    success = ~(_S(flags[-2]) >= maxfun) & ~(state["iter"] >= maxiter) & ~nan
+    return reshape(convert(x.v if work is n else slice_axis(x.v, 0, 0, n), x_type.dtype), shape_of(x0)), success.v
 
 
 def _l1(v: _S) -> _S:
@@ -1353,35 +1497,46 @@ def lower_minimize_scalar(ctx, node, x0, *args):
         for flag, check in zip(flags, checks, strict=True):
             ctx.runtime_check(flag, check.error, check.message)
         return convert(x.v, dtype), success.v
-    bracket, flags = _bracket(evaluate, *options["bracket"], [ir_constant(False)] * len(checks))
-    ctx.runtime_check(bracket["status"].eq(_STOPPED).v, RuntimeError, _BRACKET_MESSAGE)
-    xs, fs = [bracket[k] for k in ("xa", "xb", "xc")], [bracket[k] for k in ("fa", "fb", "fc")]
+    search = _brent if options["method"] == "brent" else _golden
+    x, _, success, runaway, flags = _scalar_minimum(evaluate, options, search, options["bracket"],
+                                                    [ir_constant(False)] * len(checks))
+    ctx.runtime_check(runaway.v, RuntimeError, _BRACKET_MESSAGE)
+    for flag, check in zip(flags, checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    return convert(x.v, dtype), success.v
+
+
+def _scalar_minimum(evaluate, options: dict, search, bracket: tuple, flags):
+    """scipy's `_recover_from_bracket_error` around minimize_scalar's `search` (`_brent`
+    or `_golden`, with `options`) from `bracket(func, *bracket)`: where no valid bracket
+    is found, the lowest of the three points and its value (NaN if any is NaN),
+    unconverged. Returns x, f(x), success, whether `bracket` ran out of iterations (scipy's
+    RuntimeError, which nothing recovers) and the flags."""
+    found, flags = _bracket(evaluate, *bracket, flags)
+    xs, fs = [found[k] for k in ("xa", "xb", "xc")], [found[k] for k in ("fa", "fb", "fc")]
     xa, xb, xc = xs
     fa, fb, fc = fs
     valid = ((((fb < fc) & (fb <= fa)) | ((fb < fa) & (fb <= fc)))
              & (((xa < xb) & (xb < xc)) | ((xc < xb) & (xb < xa)))
              & _finite(xa) & _finite(xb) & _finite(xc))
 
-    def search():
-        x, fx, nit, search_flags = (_brent if options["method"] == "brent" else _golden)(
-            evaluate, bracket, options, flags)
+    def searched():
+        x, fx, nit, search_flags = search(evaluate, found, options, flags)
         success = (nit < float(options["maxiter"])) & x.eq(x) & fx.eq(fx)
-        return [x.v, success.v, *search_flags]
+        return [x.v, fx.v, success.v, *search_flags]
 
-    def recovered():  # scipy's BracketError: the lowest of the three, NaN if any is NaN
+    def recovered():  # np.argmin: the first of the lowest
         best, low = xa, fa
         for x, f in ((xb, fb), (xc, fc)):
             best, low = _where(f < low, x, best), _where(f < low, f, low)
         nan = _S(False)
         for v in (*xs, *fs):
             nan = nan | v.ne(v)
-        return [_where(nan, float("nan"), best).v, _S(False).v, *flags]
+        return [_where(nan, float("nan"), best).v, _where(nan, float("nan"), low).v, _S(False).v, *flags]
 
-    types = [_f64(0.0).type, ir_constant(False).type] + [f.type for f in flags]
-    out = if_else(valid.v, types, search, recovered)
-    for flag, check in zip(out[2:], checks, strict=True):
-        ctx.runtime_check(flag, check.error, check.message)
-    return convert(out[0], dtype), out[1]
+    types = [_f64(0.0).type, _f64(0.0).type, ir_constant(False).type] + [f.type for f in flags]
+    out = if_else(valid.v, types, searched, recovered)
+    return _S(out[0]), _S(out[1]), _S(out[2]), found["status"].eq(_STOPPED), out[3:]
 
 
 def _bracket(evaluate, xa: float, xb: float, flags):

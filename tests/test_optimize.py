@@ -219,6 +219,55 @@ def test_trust_ncg_errors_are_scipys():
     compare_with_py([x], [solution], [np.array([0.01, 2.0])], **CLOSE)
 
 
+def _shifted_rosenbrock():  # PyTensor's test_minimize_vector_x
+    x, a = pt.vector("x"), pt.scalar("a")
+    return [x, a], (a * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum() + 1.0, x, [np.zeros(5), np.array(0.5)]
+
+
+def _exponentials():
+    x, a = pt.vector("x"), pt.scalar("a")
+    return [x, a], pt.exp(x).sum() - a * x.sum() + 0.1 * (x[0] - x[1]) ** 2, x, [np.array([5.0, 4.0, 3.0]),
+                                                                             np.array(2.0)]
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_shifted_rosenbrock, None),
+    (_shifted_rosenbrock, {"tol": 1e-16}),  # PyTensor's own setting: 1,711 evaluations
+    (_rosenbrock, None),
+    (_exponentials, None),
+    (_scalar, None),
+    (_poisson_latent, None),
+    (_unbounded, None),  # x runs off to 1e154: converged, as scipy says
+    (_log_barrier, None),  # steps into log's NaN
+    (_rosenbrock, {"options": {"maxiter": 3}}),  # success False
+    (_rosenbrock, {"options": {"maxfev": 50}}),  # the wrapper refuses the 51st evaluation mid-search
+    (_exponentials, {"options": {"xtol": 1e-2, "ftol": 1e-6, "maxiter": 40, "disp": False}}),
+], ids=["shifted_rosenbrock", "pytensors_tol", "rosenbrock", "exponentials", "scalar", "poisson_latent", "unbounded",
+        "log_barrier", "maxiter", "maxfev", "xtol_ftol"])
+def test_powell_takes_scipys_steps(problem, optimizer_kwargs):
+    inputs, objective, x, values = problem()
+    solution, success = minimize(objective, x, method="Powell", optimizer_kwargs=optimizer_kwargs)
+    compare_with_py(inputs, [solution, success], values, **CLOSE)
+
+
+def test_powell_errors_are_scipys():
+    x = pt.vector("x")
+    solution, success = minimize((x**2).sum(), x, method="Powell")
+    f = pytensor.function([x], [solution, success], mode="STABLEHLO")
+    with pytest.raises(RuntimeError, match="Too many function calls"):  # maxfev N * 1000 = 0 for an empty x
+        f(np.zeros(0))
+    compare_with_py([x], list(minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"options": {"maxfev": 10}})),
+                    [np.zeros(0)])  # converged at once
+    with pytest.raises(ValueError, match="tolerance should be >= 0"):
+        pytensor.function([x], minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"options": {"xtol": -1.0}})[0],
+                          mode="STABLEHLO")
+    for options, refused in [({"direc": np.eye(2)}, r"optimizer_kwargs \['direc'\]"),
+                             ({"maxiter": np.inf, "maxfev": np.inf}, "maxiter and maxfev both infinite")]:
+        with pytest.raises(UnsupportedParameterError, match=refused):
+            pytensor.function([x], minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"options": options})[0],
+                              mode="STABLEHLO")
+
+
 def test_the_solutions_gradient_by_the_implicit_function_theorem():
     x, mu, sigma = pt.vector("x"), pt.scalar("mu"), pt.scalar("sigma")
     solution, _ = minimize(((x - mu) ** 2).sum() / sigma + pt.exp(x).sum(), x)
@@ -259,7 +308,7 @@ def test_the_objectives_checks_raise_after_the_loop():
 
 
 @pytest.mark.parametrize("kwargs, refused", [
-    ({"method": "Powell"}, "method 'Powell'"),
+    ({"method": "Nelder-Mead"}, "method 'Nelder-Mead'"),
     ({"method": "L-BFGS-B", "optimizer_kwargs": {"bounds": [(0.0, 1.0)] * 2}}, "bounds"),
     ({"method": "L-BFGS-B", "optimizer_kwargs": {"options": {"callback": print}}}, r"optimizer_kwargs \['callback'\]"),
     ({"optimizer_kwargs": {"callback": print}}, r"optimizer_kwargs \['callback'\]"),

@@ -55,6 +55,24 @@ print_ir("minimize_lbfgsb", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(
 print_ir("minimize_trust_ncg", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="trust-ncg",
                                                      hess=True, use_vectorized_jac=True)), raw=True)
 
+# Powell: each evaluation sits in an `if` (scipy's wrapper refuses one past maxfev); the
+# loop carries x, f, the last iteration's x and the 3x3 directions; a loop over the
+# directions (its f decrease, the index of the largest, the evaluation count) holds each
+# line search in an `if`: bracket's loop, then Brent's in an `if` on the bracket.
+# CHECK-LABEL: TEST: minimize_powell raw
+# CHECK: "stablehlo.if"
+# CHECK: func.call @minimize_objective(%arg0, {{.*}}) -> tensor<f64>
+# CHECK: stablehlo.while({{.*}}) : tensor<f64>, tensor<3xf64>, tensor<f64>, tensor<3xf64>, tensor<3x3xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<3xf64>, tensor<f64>, tensor<f64>, tensor<i64>, tensor<i1>, tensor<f64>, tensor<i1>
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_objective
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_objective
+print_ir("minimize_powell", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="Powell")),
+         raw=True)
+
 # Optimized: the calls inlined; the result and the success flag come out of the loop.
 # CHECK-LABEL: TEST: minimize opt
 # CHECK-NOT: func.call
