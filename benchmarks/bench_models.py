@@ -335,6 +335,20 @@ def latent_mode(n: int = 50, method: str = "BFGS", optimizer_kwargs: dict | None
     return Graph(f"{name}-{n}", [x, mu, log_sigma], outputs, [np.zeros(n), 0.5, np.log(0.8)])
 
 
+def shifted_rosenbrock(method: str, n: int = 5):
+    """PyTensor's own `test_minimize_vector_x` problem, a shifted Rosenbrock function of 5
+    variables minimized from 0 (Powell at tol 1e-16, as the test runs it; trust-ncg with
+    the exact Hessian at tol 1e-10), the minimizer and the success flag."""
+    from pytensor.tensor.optimize import minimize
+
+    x, a = pt.dvector("x"), pt.dscalar("a")
+    objective = (a * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum() + 1.0
+    kwargs = {"optimizer_kwargs": {"tol": 1e-16}} if method == "Powell" else {
+        "hess": True, "use_vectorized_jac": True, "optimizer_kwargs": {"tol": 1e-10}}
+    solution, success = minimize(objective, x, method=method, **kwargs)
+    return Graph(f"{method.lower()}-rosenbrock-{n}", [x, a], [solution, success], [np.zeros(n), 0.5])
+
+
 def steady_state(n: int = 20, method: str = "hybr", name: str = "steady-state"):
     """A multisector steady state (`pytensor.tensor.optimize.root`, hybr or lm): each sector's
     marginal product of capital, which its suppliers' capital raises through an
@@ -382,6 +396,8 @@ MODELS = {
     "latent-mode-lbfgsb-50": lambda: latent_mode(50, "L-BFGS-B", {"tol": 1e-8}, "latent-mode-lbfgsb"),
     "steady-state-20": steady_state,
     "steady-state-lm-20": lambda: steady_state(20, "lm", "steady-state-lm"),
+    "powell-rosenbrock-5": lambda: shifted_rosenbrock("Powell"),
+    "trust-ncg-rosenbrock-5": lambda: shifted_rosenbrock("trust-ncg"),
 }
 
 

@@ -1,8 +1,8 @@
-"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS, Newton-CG, and L-BFGS-B without
-bounds), MinimizeScalarOp (Brent's method, the golden section search, the bounded method),
-RootScalarOp (secant, Newton and Halley iterations; bisection, Ridder's and Brent's
-methods from a bracket) and RootOp (MINPACK's hybrj and lmder, scipy's hybr and lm), as
-loops around the inner graph.
+"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS, Newton-CG, trust-ncg, and L-BFGS-B
+and Powell without bounds), MinimizeScalarOp (Brent's method, the golden section search,
+the bounded method), RootScalarOp (secant, Newton and Halley iterations; bisection,
+Ridder's and Brent's methods from a bracket) and RootOp (MINPACK's hybrj and lmder, scipy's
+hybr and lm), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the
@@ -101,9 +101,10 @@ def _split_options(node, method: str, tol_name: str | tuple) -> tuple[dict, dict
 
 
 def _method_options(node, method: str, tol_name: str | tuple, defaults: dict, ignored: set, label: str, missing: str):
-    """`method`'s options (`_split_options`) over their `defaults`; a keyword (other than None), or an option
-    neither in `defaults` nor `ignored` (those that change nothing here), is refused by
-    name, saying what `label` is lowered with and without (`missing`)."""
+    """`method`'s options (`_split_options`) over their `defaults`; a keyword (other than
+    None), or an option neither in `defaults` nor `ignored` (those that change nothing
+    here), is refused by name, saying what `label` is lowered with and without
+    (`missing`)."""
     kwargs, given = _split_options(node, method, tol_name)
     unknown = sorted(k for k, v in kwargs.items() if v is not None) + sorted(set(given) - set(defaults) - ignored)
     if unknown:
@@ -562,9 +563,9 @@ def _steihaug(f: _S, g: _S, hess: _S, jac_mag: _S, radius: _S, size: _S):
         outside = _sqrt(_S(_dot(z1.v, z1.v))) >= radius
         small = _sqrt(r1_2) < tolerance
         going = dict(s, z=z1, r=r1, d=-r1 + (r1_2 / r2) * d)
-        ended = dict(s, status=_S(_DONE), z=_where(curved, _where(_model(f, g, hess, pa) < _model(f, g, hess, pb), pa, pb),
-                                                 _where(outside, pb, z1)),
-                     hits=curved | outside, wild=~curved & wild)
+        better = _where(_model(f, g, hess, pa) < _model(f, g, hess, pb), pa, pb)
+        ended = dict(s, status=_S(_DONE), z=_where(curved, better, _where(outside, pb, z1)), hits=curved | outside,
+                     wild=~curved & wild)
         return _where_all(curved | wild | outside | small, ended, going), []
 
     zeros = _S(splat(_f64(0.0), g.v))
@@ -682,8 +683,8 @@ def _lower_powell(ctx, node, x0, args):
                 last = dim_value(dim_sub(n, 1))
                 direc = _put(_put(s["direc"], bigind.v, _entry(s["direc"], last)), last, step)
                 direc = _where(_S(fold(step.ne(0.0).v, [0], hlo.or_, False)), direc, s["direc"])
-                return [_where(halted, fval, new_fval).v, _where(halted, x, new_x).v, _where(halted, s["direc"], direc).v,
-                        new_runaway.v, *search_flags]
+                kept = [_where(halted, old, new) for old, new in ((fval, new_fval), (x, new_x), (s["direc"], direc))]
+                return [*(v.v for v in kept), new_runaway.v, *search_flags]
 
             types = [fval.v.type, x.v.type, s["direc"].v.type, ir_constant(False).type] + [v.type for v in new_flags]
             out = if_else(((fx > fx2) & (t < 0.0) & ~ended(new_flags)).v, types, replace,
@@ -1723,7 +1724,8 @@ def lower_root(ctx, node, x0, *args):
                      f"Improper input: func input vector length N={n} must not exceed func output vector length M={m}",
                      "Improper input: func input vector length N must not exceed func output vector length M")
         if options["col_deriv"]:
-            mismatch = "leastsq: there is a mismatch between the input and output shape of the 'Dfun' argument 'derivative'."
+            mismatch = ("leastsq: there is a mismatch between the input and output shape of the 'Dfun' argument "
+                        "'derivative'.")
             _check_sizes(ctx, node, m != n and n != 1 if _static(m, n) else hlo.and_(
                 compare(dim_value(m), dim_value(n), "NE"), compare(dim_value(n), dim_value(1), "NE")),
                 f"{mismatch}Shape should be ({n}, {m}) but it is ({m}, {n}).",

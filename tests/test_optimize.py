@@ -203,7 +203,8 @@ def test_trust_ncg_errors_are_scipys():
         ({"jac": False}, ValueError, "Jacobian is required for Newton-CG trust-region minimization"),
         ({"hess": False}, ValueError, "Either the Hessian or the Hessian-vector product is required"),
         ({"optimizer_kwargs": {"options": {"eta": 0.3}}}, Exception, "invalid acceptance stringency"),
-        ({"optimizer_kwargs": {"options": {"max_trust_radius": 0.0}}}, Exception, "the max trust radius must be positive"),
+        ({"optimizer_kwargs": {"options": {"max_trust_radius": 0.0}}}, Exception,
+         "the max trust radius must be positive"),
         ({"optimizer_kwargs": {"options": {"initial_trust_radius": 0.0}}}, ValueError,
          "the initial trust radius must be positive"),
         ({"optimizer_kwargs": {"options": {"initial_trust_radius": 5e3}}}, ValueError,
@@ -259,7 +260,8 @@ def test_powell_errors_are_scipys():
     compare_with_py([x], list(minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"options": {"maxfev": 10}})),
                     [np.zeros(0)])  # converged at once
     with pytest.raises(ValueError, match="tolerance should be >= 0"):
-        pytensor.function([x], minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"options": {"xtol": -1.0}})[0],
+        negative = {"options": {"xtol": -1.0}}
+        pytensor.function([x], minimize((x**2).sum(), x, method="Powell", optimizer_kwargs=negative)[0],
                           mode="STABLEHLO")
     for options, refused in [({"direc": np.eye(2)}, r"optimizer_kwargs \['direc'\]"),
                              ({"maxiter": np.inf, "maxfev": np.inf}, "maxiter and maxfev both infinite")]:
@@ -707,7 +709,8 @@ def test_root_lm_without_jac_uses_the_exact_jacobian():
 
     x, a = pt.vector("x"), pt.scalar("a")
     equations, x0 = _overdetermined(x, a)
-    got, success = pytensor.function([x, a], list(root(equations, x, method="lm", jac=False)), mode="STABLEHLO")(x0, 4.0)
+    solved = pytensor.function([x, a], list(root(equations, x, method="lm", jac=False)), mode="STABLEHLO")
+    got, success = solved(x0, 4.0)
     residual = pytensor.function([x, a], equations)
     expected = scipy_root(lambda v: residual(v, 4.0), x0, method="lm")
     assert success and expected.success
