@@ -609,7 +609,7 @@ def _lower_powell(ctx, node, x0, args):
     maxiter, maxfun = _S.of(maxiter), _S.of(maxfun)
     # every iteration evaluates f at least once (the extrapolated point) or ends
     limit = _where(maxiter < maxfun + 1.0, maxiter, maxfun + 1.0)
-    work = n if isinstance(n, int) and n > 0 else dim_max(n, 1)  # the vectors' reads stay valid where x is empty
+    work, entries = _entries(n)
 
     def budgeted(x: _S, flags):
         """f(x) through scipy's `_wrap_scalar_function_maxfun_validation`: not evaluated
@@ -618,7 +618,7 @@ def _lower_powell(ctx, node, x0, args):
         over = _S(count) >= maxfun
 
         def evaluated():
-            point = x.v if work is n else slice_axis(x.v, 0, 0, n)
+            point = entries(x)
             f, new_flags = evaluate(point, own)
             return [f, *new_flags]
 
@@ -713,7 +713,16 @@ def _lower_powell(ctx, node, x0, args):
     x = state["x"]
     nan = _isnan(state["fval"]) | _S(fold(_isnan(x).v, [0], hlo.or_, False))
     success = ~(_S(flags[-2]) >= maxfun) & ~(state["iter"] >= maxiter) & ~nan
-    return reshape(convert(x.v if work is n else slice_axis(x.v, 0, 0, n), x_type.dtype), shape_of(x0)), success.v
+    return reshape(convert(entries(x), x_type.dtype), shape_of(x0)), success.v
+
+
+def _entries(n):
+    """The size the loops' vectors have for n variables, at least one entry (padded, as
+    `at_least_one` pads x, so that their reads stay valid where x may be empty), and the
+    function that cuts such a vector back to its n entries."""
+    if isinstance(n, int) and n > 0:
+        return n, lambda x: x.v
+    return dim_max(n, 1), lambda x: slice_axis(x.v, 0, 0, n)
 
 
 def _l1(v: _S) -> _S:
@@ -1695,12 +1704,7 @@ def lower_root(ctx, node, x0, *args):
     args = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
     checks = [*ctx.checks_of(f_fn), *ctx.checks_of(j_fn)]
     n = dim_product(shape_of(x0))
-    # the loops run on vectors of at least one entry, so that their reads stay valid
-    # where x is empty (MINPACK then returns x at once)
-    work = n if isinstance(n, int) and n > 0 else dim_max(n, 1)
-
-    def variables(x: _S) -> ir.Value:
-        return x.v if work is n else slice_axis(x.v, 0, 0, n)
+    work, variables = _entries(n)  # MINPACK returns an empty x at once
 
     def call(fn, x: _S, flags, start: int):
         """fn's results at the float64 vector x, its check flags or-ed into flags[start:]."""

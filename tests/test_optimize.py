@@ -76,8 +76,14 @@ def _log_barrier():
 ], ids=["quartic", "rosenbrock", "scalar", "poisson_latent", "unbounded", "log_barrier", "maxiter", "tol_norm",
         "wolfe_constants"])
 def test_bfgs_takes_scipys_steps(problem, optimizer_kwargs):
+    _takes_scipys_steps(problem, method="BFGS", optimizer_kwargs=optimizer_kwargs)
+
+
+def _takes_scipys_steps(problem, **kwargs):
+    """minimize's solution and success flag for `problem` with `kwargs`, against the
+    Python mode's."""
     inputs, objective, x, values = problem()
-    solution, success = minimize(objective, x, optimizer_kwargs=optimizer_kwargs)
+    solution, success = minimize(objective, x, **kwargs)
     compare_with_py(inputs, [solution, success], values, **CLOSE)
 
 
@@ -99,10 +105,8 @@ def _saddle():  # negative curvature at the first CG step: steepest descent
 ], ids=["quartic", "rosenbrock", "scalar", "poisson_latent", "unbounded", "log_barrier", "saddle", "maxiter",
         "tol_wolfe_constants"])
 def test_newton_cg_takes_scipys_steps(problem, optimizer_kwargs):
-    inputs, objective, x, values = problem()
-    solution, success = minimize(objective, x, method="Newton-CG", hess=True, use_vectorized_jac=True,
-                                 optimizer_kwargs=optimizer_kwargs)
-    compare_with_py(inputs, [solution, success], values, **CLOSE)
+    _takes_scipys_steps(problem, method="Newton-CG", hess=True, use_vectorized_jac=True,
+                        optimizer_kwargs=optimizer_kwargs)
 
 
 def test_newton_cg_over_several_variables():
@@ -154,9 +158,7 @@ def _convex_quadratic_field():
 ], ids=["quartic", "rosenbrock", "scalar", "poisson_latent", "convex_field", "unbounded", "log_barrier", "maxiter",
         "maxfun", "tol", "memory_maxls", "negative_gtol", "abnormal", "negative_ftol", "bounds_none"])
 def test_lbfgsb_takes_scipys_steps(problem, optimizer_kwargs):
-    inputs, objective, x, values = problem()
-    solution, success = minimize(objective, x, method="L-BFGS-B", optimizer_kwargs=optimizer_kwargs)
-    compare_with_py(inputs, [solution, success], values, **CLOSE)
+    _takes_scipys_steps(problem, method="L-BFGS-B", optimizer_kwargs=optimizer_kwargs)
 
 
 def test_lbfgsb_as_pytensors_own_test_and_its_errors():
@@ -191,10 +193,8 @@ def test_lbfgsb_as_pytensors_own_test_and_its_errors():
 ], ids=["quartic", "rosenbrock", "scalar", "poisson_latent", "convex_field", "saddle", "unbounded", "log_barrier",
         "maxiter", "tol_radii_eta"])
 def test_trust_ncg_takes_scipys_steps(problem, optimizer_kwargs):
-    inputs, objective, x, values = problem()
-    solution, success = minimize(objective, x, method="trust-ncg", hess=True, use_vectorized_jac=True,
-                                 optimizer_kwargs=optimizer_kwargs)
-    compare_with_py(inputs, [solution, success], values, **CLOSE)
+    _takes_scipys_steps(problem, method="trust-ncg", hess=True, use_vectorized_jac=True,
+                        optimizer_kwargs=optimizer_kwargs)
 
 
 def test_trust_ncg_errors_are_scipys():
@@ -248,9 +248,7 @@ def _exponentials():
 ], ids=["shifted_rosenbrock", "pytensors_tol", "rosenbrock", "exponentials", "scalar", "poisson_latent", "unbounded",
         "log_barrier", "maxiter", "maxfev", "xtol_ftol"])
 def test_powell_takes_scipys_steps(problem, optimizer_kwargs):
-    inputs, objective, x, values = problem()
-    solution, success = minimize(objective, x, method="Powell", optimizer_kwargs=optimizer_kwargs)
-    compare_with_py(inputs, [solution, success], values, **CLOSE)
+    _takes_scipys_steps(problem, method="Powell", optimizer_kwargs=optimizer_kwargs)
 
 
 def test_powell_errors_are_scipys():
@@ -595,22 +593,6 @@ def test_root_gradient_checks_and_batches():
         f(x0, -4.0, 1.0)
 
 
-def test_root_without_jac_uses_the_exact_jacobian():
-    """scipy's hybrd differences the equations where PyTensor gives it no Jacobian (and
-    PyTensor 2.38.3's Python mode fails there: the equations come back as a (1, n)
-    array); ours uses the exact Jacobian, with hybrd's budget of evaluations: the root
-    scipy's finite differences find, to their precision (README)."""
-    from scipy.optimize import root as scipy_root
-
-    x, a = pt.vector("x"), pt.scalar("a")
-    equations, x0 = _coupled_exponentials(x, a)
-    got, success = pytensor.function([x, a], list(root(equations, x, jac=False)), mode="STABLEHLO")(x0, 4.0)
-    residual = pytensor.function([x, a], equations)
-    expected = scipy_root(lambda v: residual(v, 4.0), x0, method="hybr")
-    assert success and expected.success
-    np.testing.assert_allclose(got, expected.x, rtol=1e-7)
-
-
 def test_root_errors_are_scipys_or_name_what_is_refused():
     x, a = pt.vector("x"), pt.scalar("a")
     solution, _ = root(pt.concatenate([x**2 - a, x[:1]]), x)
@@ -706,18 +688,21 @@ def test_root_lm_gradient_and_checks():
         f(x0, -4.0, 1.0)
 
 
-def test_root_lm_without_jac_uses_the_exact_jacobian():
-    """scipy's lmdif differences the equations where PyTensor gives no Jacobian (PyTensor
-    2.38.3's Python mode fails there, as for hybr); ours takes lmder's steps with the exact
-    one, against lmdif's budget of evaluations: the solution scipy's differences find."""
+@pytest.mark.parametrize("method, problem", [("hybr", _coupled_exponentials), ("lm", _overdetermined)])
+def test_root_without_jac_uses_the_exact_jacobian(method, problem):
+    """scipy's hybrd or lmdif differences the equations where PyTensor gives it no
+    Jacobian (and PyTensor 2.38.3's Python mode fails there: the equations come back as a
+    (1, n) array); ours takes hybrj's or lmder's steps with the exact Jacobian, against the
+    differencing routine's budget of evaluations: the root scipy's differences find, to
+    their precision (README)."""
     from scipy.optimize import root as scipy_root
 
     x, a = pt.vector("x"), pt.scalar("a")
-    equations, x0 = _overdetermined(x, a)
-    solved = pytensor.function([x, a], list(root(equations, x, method="lm", jac=False)), mode="STABLEHLO")
+    equations, x0 = problem(x, a)
+    solved = pytensor.function([x, a], list(root(equations, x, method=method, jac=False)), mode="STABLEHLO")
     got, success = solved(x0, 4.0)
     residual = pytensor.function([x, a], equations)
-    expected = scipy_root(lambda v: residual(v, 4.0), x0, method="lm")
+    expected = scipy_root(lambda v: residual(v, 4.0), x0, method=method)
     assert success and expected.success
     np.testing.assert_allclose(got, expected.x, rtol=1e-7)
 
