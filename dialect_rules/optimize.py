@@ -391,7 +391,8 @@ def _lower_lbfgsb(ctx, node, x0, args):
         dr = _where(one, gd - gdold, (gd - gdold) * stp)
         stored = ~(dr <= _EPSMCH * _where(one, -gdold, -gdold * stp))
         y = g1 - g
-        rr = _enorm(y) * _enorm(y)
+        ynorm = _enorm(y)
+        rr = ynorm * ynorm
         S, Y, sy, col1 = _push(s["S"], s["Y"], s["sy"], col, _where(one, d, stp * d), y, dr, m)
         taken = dict(s, status=status, x=x1, f=f1, g=g1, sbgnrm=sbgnrm, iter=s["iter"] + 1.0, nit=nit, nfev=nfev,
                      S=_where(stored, S, s["S"]), Y=_where(stored, Y, s["Y"]), sy=_where(stored, sy, s["sy"]),
@@ -1919,14 +1920,15 @@ def _lmder(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differe
         xnorm = _enorm(scales * s["x"])
         delta = _where((factor * xnorm).eq(0.0), factor, factor * xnorm)
         diag = _fmax(_where(first, scales, s["diag"]), acnorm)
-        return dict(s, rt=rt, ipvt=ipvt, qtf=qtf, gnorm=gnorm, diag=diag, xnorm=_where(first, xnorm, s["xnorm"]),
+        return dict(s, rt=rt, ipvt=ipvt, inverse=_inverse_permutation(ipvt), qtf=qtf, gnorm=gnorm, diag=diag,
+                    xnorm=_where(first, xnorm, s["xnorm"]),
                     delta=_where(first, delta, s["delta"]), nfev=s["nfev"] + cost, stale=_S(False),
                     status=_where(gnorm <= gtol, _DONE, _GOING)), flags
 
     def step(s, flags):
         s, flags = _refreshed(s, flags, refresh)
         x, fnorm, diag, rt, ipvt, delta = s["x"], s["fnorm"], s["diag"], s["rt"], s["ipvt"], s["delta"]
-        p, par = _lmpar(rt, ipvt, diag, s["qtf"], delta, s["par"])
+        p, par = _lmpar(rt, ipvt, s["inverse"], diag, s["qtf"], delta, s["par"])
         p = -p
         x1 = x + p
         pnorm = _enorm(diag * p)
@@ -1965,7 +1967,7 @@ def _lmder(equations, jacobian_t, x: _S, f: _S, size: _S, options: dict, differe
     zeros = _S(splat(_f64(0.0), x.v))
     init = dict(status=_where(improper, _STOPPED, _GOING), x=x, f=f, fnorm=_enorm(f), xnorm=0.0, delta=0.0,
                 par=0.0, gnorm=0.0, iter=1.0, nfev=1.0, diag=zeros + 1.0, rt=_outer(zeros, zeros),
-                ipvt=index, qtf=zeros, stale=True)
+                ipvt=index, inverse=index, qtf=zeros, stale=True)
     state, flags = _iterate(init, flags, maxfev + 1.0 if isinstance(maxfev, _S) else maxfev + 1, step)
     return state["x"], state["status"].eq(_DONE), flags
 
@@ -1990,15 +1992,15 @@ def _apply_reflections(at: _S, f: _S) -> _S:
     return _S(_for(shape_of(at.v)[0], [f.v], body)[0])
 
 
-def _lmpar(rt: _S, ipvt: _S, diag: _S, qtb: _S, delta: _S, par: _S):
+def _lmpar(rt: _S, ipvt: _S, inverse: _S, diag: _S, qtb: _S, delta: _S, par: _S):
     """MINPACK's lmpar: the step x solving R z = Q'f, sqrt(par) D x = 0 in the least
     squares sense (x = P z) whose scaled length is within a tenth of the trust region's
     radius `delta`, or the Gauss-Newton step where that is shorter; `par` refined from
     its last value by Newton's iteration on the length, in at most ten solves
-    (`_qrsolv`). `rt` holds R's columns as rows. Returns x and par."""
+    (`_qrsolv`). `rt` holds R's columns as rows; `inverse` undoes the order `ipvt`.
+    Returns x and par."""
     n = shape_of(qtb.v)[0]
     index = _S(iota([n], 0, "int64"))
-    inverse = _inverse_permutation(ipvt)
     r = _S(transpose(rt.v, [1, 0]))
     rdiag = _S(diagonal(rt.v))
     scale = _gather(diag, ipvt)
