@@ -62,12 +62,15 @@ from lowering.builders import (
     splat,
     take_along_axis,
     transpose,
+    value_dtype,
     write_entry,
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import lower_function, node_label
 from lowering.regions import fold, if_else, while_loop
 from lowering.registry import register_lowering
+
+from dialect_rules.sort import numpy_less
 
 # scipy's BFGS options (`optimizer_kwargs={"options": {...}}`, `tol` for gtol) we follow;
 # the others change nothing here: output (disp, return_all), and the finite differences'
@@ -115,14 +118,23 @@ def _method_options(node, method: str, tol_name: str | tuple, defaults: dict, ig
     return {**defaults, **{k: v for k, v in given.items() if k in defaults and v is not None}}
 
 
-def _options(node) -> dict:
-    """scipy.minimize's BFGS options (`tol` sets gtol); what cannot be honoured is
-    refused by name."""
-    options = _method_options(node, "bfgs", "gtol", _BFGS_DEFAULTS, _IGNORED, "BFGS",
-                              "no callback, bounds or hess_inv0")
+def _options(node, method: str = "bfgs", defaults: dict = _BFGS_DEFAULTS, label: str = "BFGS",
+             missing: str = "no callback, bounds or hess_inv0") -> dict:
+    """scipy.minimize's BFGS (or CG) options (`tol` sets gtol); what cannot be honoured
+    is refused by name."""
+    options = _method_options(node, method, "gtol", defaults, _IGNORED, label, missing)
     if not (options["norm"] in (np.inf, -np.inf) or options["norm"] > 0):
         raise UnsupportedParameterError(node, f"norm {options['norm']!r}", "the gradient's norm must be ±inf or positive")
     return options
+
+
+def _check_norm_of_nothing(ctx, n, order):
+    """scipy's vecnorm of an empty gradient (x empty) in the max or min norm: numpy's
+    ValueError, at the call where n may be 0."""
+    if order in (np.inf, -np.inf) and not (isinstance(n, int) and n > 0):
+        reduction = "maximum" if order > 0 else "minimum"
+        ctx.runtime_check(compare(dim_value(n), dim_value(0), "EQ"), ValueError,
+                          f"zero-size array to reduction operation {reduction} which has no identity")
 
 
 def _derivatives(op, count: int) -> list:
@@ -203,7 +215,7 @@ def _objective(ctx, node, x0, args, count: int, name: str):
     return evaluate, ctx.checks_of(fn)
 
 
-_MINIMIZE_METHODS = ("bfgs", "newton-cg", "l-bfgs-b", "trust-ncg", "powell")
+_MINIMIZE_METHODS = ("bfgs", "cg", "newton-cg", "l-bfgs-b", "trust-ncg", "powell", "nelder-mead")
 
 
 @register_lowering(MinimizeOp)
@@ -211,8 +223,10 @@ def lower_minimize(ctx, node, x0, *args):
     method = node.op.method.lower()
     if method not in _MINIMIZE_METHODS:
         raise UnsupportedParameterError(node, f"method {node.op.method!r}",
-                                        "minimize is lowered with scipy's 'BFGS' (the default), 'Newton-CG', "
-                                        "'L-BFGS-B', 'trust-ncg' and 'Powell'")
+                                        "minimize is lowered with scipy's 'BFGS' (the default), 'CG', "
+                                        "'Newton-CG', 'L-BFGS-B', 'trust-ncg', 'Powell' and 'Nelder-Mead'")
+    if method == "cg":
+        return _lower_cg(ctx, node, x0, args)
     if method == "newton-cg":
         return _lower_newton_cg(ctx, node, x0, args)
     if method == "l-bfgs-b":
@@ -221,6 +235,8 @@ def lower_minimize(ctx, node, x0, *args):
         return _lower_trust_ncg(ctx, node, x0, args)
     if method == "powell":
         return _lower_powell(ctx, node, x0, args)
+    if method == "nelder-mead":
+        return _lower_nelder_mead(ctx, node, x0, args)
     options = _options(node)
     evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
     x_type = node.inputs[0].type
@@ -229,10 +245,7 @@ def lower_minimize(ctx, node, x0, *args):
                else dim_value(int(options["maxiter"])))  # scipy's default: 200 per variable
     gtol, c1, c2 = _f64(options["gtol"]), _f64(options["c1"]), _f64(options["c2"])
     false = ir_constant(False)
-    if options["norm"] in (np.inf, -np.inf) and not (isinstance(n, int) and n > 0):  # the norm of no variables
-        reduction = "maximum" if options["norm"] > 0 else "minimum"
-        ctx.runtime_check(compare(dim_value(n), dim_value(0), "EQ"), ValueError,
-                          f"zero-size array to reduction operation {reduction} which has no identity")
+    _check_norm_of_nothing(ctx, n, options["norm"])
 
     x = convert(reshape(x0, [n]), "float64")
     f, g, flags = evaluate(x, [false] * len(checks))
@@ -274,6 +287,64 @@ def lower_minimize(ctx, node, x0, *args):
                   fold(compare(x, x, "NE"), [0], hlo.or_, False))
     failed = hlo.or_(hlo.or_(compare(status, ir_constant(np.int64(_STOPPED)), "EQ"), hlo.not_(_lt(k, maxiter))), nan)
     return reshape(convert(x, x_type.dtype), shape_of(x0)), hlo.not_(failed)
+
+
+# scipy's CG options: BFGS's without xrtol, a looser curvature condition (c2)
+_CG_DEFAULTS = {"gtol": 1e-5, "norm": np.inf, "maxiter": None, "c1": 1e-4, "c2": 0.4}
+_SIGMA_3 = 0.01  # the sufficient descent a Polak-Ribiere+ step must give
+
+
+def _lower_cg(ctx, node, x0, args):
+    """minimize(method="CG"): scipy's `_minimize_cg`, nonlinear conjugate gradients
+    (Polak-Ribiere+: beta = max(0, y'g1 / g'g), the direction -g1 + beta p). BFGS's line
+    search, whose steps must also leave the next direction one of sufficient descent
+    (p1'g1 <= -0.01 g1'g1) or the gradient within `gtol` (scipy's extra_condition). It
+    stops where the gradient's norm is within `gtol`, at `maxiter` (200 per variable), or
+    where the line search fails; success where it converged and nothing is NaN."""
+    options = _options(node, "cg", _CG_DEFAULTS, "CG", "no callback or bounds")
+    evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
+    x_type = node.inputs[0].type
+    n = dim_product(shape_of(x0))
+    _check_norm_of_nothing(ctx, n, options["norm"])
+    maxiter = (_S(convert(dim_value(n), "float64")) * 200.0 if options["maxiter"] is None
+               else int(options["maxiter"]))
+    gtol, c1, c2 = float(options["gtol"]), _f64(options["c1"]), _f64(options["c2"])
+
+    def norm(g: _S) -> _S:
+        return _S(_norm(g.v, options["norm"]))
+
+    def polak_ribiere(s, alpha, g1):
+        """The iterate, the next direction and the gradient's norm after the step alpha."""
+        beta = _py_max(0.0, _S(_dot((g1 - s["g"]).v, g1.v)) / _S(_dot(s["g"].v, s["g"].v)))
+        return s["x"] + alpha * s["p"], -g1 + beta * s["p"], norm(g1)
+
+    def step(s, flags):
+        def descent(alpha, _f, g1):
+            _, p1, gnorm1 = polak_ribiere(s, alpha, _S(g1))
+            return (gnorm1 <= gtol) | (_S(_dot(p1.v, g1)) <= -_SIGMA_3 * _S(_dot(g1, g1)))
+
+        found, alpha, f1, g1, flags = _line_search(evaluate, s["x"].v, s["p"].v, s["f"].v, s["g"].v,
+                                                   s["f_before"].v, c1, c2, flags, descent)
+        found, g1 = _S(found), _S(g1)
+        x1, p1, gnorm1 = polak_ribiere(s, _S(alpha), g1)
+        moved = dict(s, status=_where(gnorm1 > gtol, _GOING, _DONE), x=x1, f=_S(f1), g=g1, p=p1, f_before=s["f"],
+                     gnorm=gnorm1)
+        return _where_all(found, moved, dict(s, status=_STOPPED)), flags
+
+    x = _S(convert(reshape(x0, [n]), "float64"))
+    f, g, flags = evaluate(x.v, [ir_constant(False)] * len(checks))
+    f, g = _S(f), _S(g)
+    gnorm = norm(g)
+    # the first step's length as if the previous value were f + |g| / 2 (dx ~ 1)
+    init = dict(status=_where(gnorm > gtol, _GOING, _DONE), x=x, f=f, g=g, p=-g, f_before=f + _S(_norm(g.v, 2)) * 0.5,
+                gnorm=gnorm)
+    state, flags = _iterate(init, flags, maxiter, step)
+    for flag, check in zip(flags, checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    # scipy's status: a failed line search, the iteration limit, then NaN
+    nan = _isnan(state["gnorm"]) | _isnan(state["f"]) | _S(fold(_isnan(state["x"]).v, [0], hlo.or_, False))
+    success = ~state["status"].eq(_STOPPED) & (state["iterations"] < maxiter) & ~nan
+    return reshape(convert(state["x"].v, x_type.dtype), shape_of(x0)), success.v
 
 
 _NEWTON_CG_DEFAULTS = {"xtol": 1e-5, "maxiter": None, "c1": 1e-4, "c2": 0.9}
@@ -598,34 +669,9 @@ def _lower_powell(ctx, node, x0, args):
     x_type = node.inputs[0].type
     n = dim_product(shape_of(x0))
     size = _S(convert(dim_value(n), "float64"))
-    maxiter, maxfun = options["maxiter"], options["maxfev"]
-    if maxiter is None and maxfun is None:
-        maxiter = maxfun = size * 1000.0
-    elif maxiter is None:
-        maxiter = size * 1000.0 if maxfun == np.inf else np.inf
-    elif maxfun is None:
-        maxfun = size * 1000.0 if maxiter == np.inf else np.inf
-    if maxiter == np.inf and maxfun == np.inf:
-        raise UnsupportedParameterError(node, "maxiter and maxfev both infinite", "the iterations would have no limit")
-    maxiter, maxfun = _S.of(maxiter), _S.of(maxfun)
-    # every iteration evaluates f at least once (the extrapolated point) or ends
-    limit = _where(maxiter < maxfun + 1.0, maxiter, maxfun + 1.0)
+    maxiter, maxfun, limit = _evaluation_limits(node, options, size * 1000.0)
     work, entries = _entries(n)
-
-    def budgeted(x: _S, flags):
-        """f(x) through scipy's `_wrap_scalar_function_maxfun_validation`: not evaluated
-        (NaN) once `maxfun` evaluations were made, and the run marked as ended."""
-        *own, count, spent = flags
-        over = _S(count) >= maxfun
-
-        def evaluated():
-            point = entries(x)
-            f, new_flags = evaluate(point, own)
-            return [f, *new_flags]
-
-        out = if_else(over.v, [_f64(0.0).type] + [v.type for v in own],
-                      lambda: [_f64(float("nan")), *own], evaluated)
-        return _S(out[0]), [*out[1:], _where(over, count, _S(count) + 1.0).v, (_S(spent) | over).v]
+    budgeted = _budgeted(evaluate, maxfun, entries)
 
     def line_search(x: _S, fval: _S, xi: _S, flags, active=True):
         """`_linesearch_powell`: Brent's minimum along xi from x (nothing where xi is 0, or
@@ -717,6 +763,303 @@ def _lower_powell(ctx, node, x0, args):
     return reshape(convert(entries(x), x_type.dtype), shape_of(x0)), success.v
 
 
+_NELDER_MEAD_DEFAULTS = {"xatol": 1e-4, "fatol": 1e-4, "maxiter": None, "maxfev": None, "adaptive": False,
+                         "initial_simplex": None}
+
+
+def _lower_nelder_mead(ctx, node, x0, args):
+    """minimize(method="Nelder-Mead"): scipy's `_minimize_neldermead`. The simplex (x0 and
+    x0 with each coordinate in turn 5% larger, or 0.00025 where it is 0; or the
+    `initial_simplex`) is kept sorted by f; each iteration reflects the worst vertex
+    through the others' centroid, expands, contracts outside or inside, or shrinks toward
+    the best. It stops where the vertices are within `xatol` of the best and their values
+    within `fatol`, at `maxiter` iterations or `maxfev` evaluations (scipy's wrapper
+    refuses the one past it, which ends the iteration where it is); success where neither
+    limit was reached. `adaptive` takes Gao and Han's coefficients; `bounds` clip every
+    vertex. The simplex is in x's dtype as scipy keeps it (float64 where bounds are
+    given); f's values are float64.
+
+    The loop evaluates f once a step (its phase says which point: a first vertex, the
+    reflection, the expansion or contraction, a shrunk vertex), so that f has one call
+    site: one point's value is the same wherever the simplex meets it again, as scipy's is
+    (with bounds, clipped points often coincide, and their ties decide the path)."""
+    kwargs, given = _split_options(node, "nelder-mead", ("xatol", "fatol"))
+    bounds = kwargs.pop("bounds", None)
+    unknown = sorted(k for k, v in kwargs.items() if v is not None) + sorted(
+        set(given) - set(_NELDER_MEAD_DEFAULTS) - {"disp", "return_all"})
+    if unknown:
+        raise UnsupportedParameterError(node, f"optimizer_kwargs {unknown}",
+                                        f"Nelder-Mead is lowered with bounds, tol and options "
+                                        f"{sorted(_NELDER_MEAD_DEFAULTS)} (no callback)")
+    options = {**_NELDER_MEAD_DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    evaluate, checks = _objective(ctx, node, x0, args, 0, "minimize_objective")
+    x_type = node.inputs[0].type
+    n = dim_product(shape_of(x0))
+    x = reshape(x0, [n])
+    simplex = options["initial_simplex"]
+    if simplex is not None:
+        simplex = np.atleast_2d(np.array(simplex))
+        simplex = simplex.astype(simplex.dtype if np.issubdtype(simplex.dtype, np.inexact) else np.float64)
+        if simplex.ndim != 2 or simplex.shape[0] != simplex.shape[1] + 1:
+            raise ValueError(f"`initial_simplex` should be an array of shape (N+1,N) (node: {node_label(node)})")
+        mismatch = "Size of `initial_simplex` is not consistent with `x0`"
+        _check_sizes(ctx, node, n != simplex.shape[1] if _static(n) else compare(
+            dim_value(n), dim_value(simplex.shape[1]), "NE"), mismatch, mismatch, ValueError)
+    # a vertex as x's vector: the same, but for a given simplex whose size may differ from
+    # x's at a call (which raises): cut or padded to x's, so that the module stays valid
+    n, vertex_size = (n, n) if simplex is None else (simplex.shape[1], n)
+    fit = ((lambda v: v.v) if simplex is None or _static(vertex_size) else
+           (lambda v: slice_axis(pad_end(v.v, [dim_max(dim_sub(vertex_size, n), 0)]), 0, 0, vertex_size)))
+    dtype = np.dtype(x_type.dtype if simplex is None else simplex.dtype)
+    if bounds is not None:  # scipy's clip makes x0, and so the simplex, float64
+        lower, upper = _bounds(ctx, node, bounds, n)
+        dtype = np.result_type(dtype, np.float64)
+    size = _S(convert(dim_value(n), "float64"))
+    maxiter, maxfun, _ = _evaluation_limits(node, options, size * 200.0)
+    xatol, fatol = float(options["xatol"]), float(options["fatol"])
+    rows = dim_add(n, 1)
+
+    def coefficient(value):
+        """A float64 coefficient in the simplex's dtype, as numpy casts a Python float."""
+        return _S(convert(_S.of(value).v, dtype))
+
+    if options["adaptive"]:  # Gao and Han's, from the dimension
+        dim = size if simplex is None else float(simplex.shape[1])
+        rho, chi, psi, sigma = 1.0, 1.0 + 2.0 / dim, 0.75 - 1.0 / (2.0 * dim), 1.0 - 1.0 / dim
+    else:
+        rho, chi, psi, sigma = 1.0, 2.0, 0.5, 0.5
+    reflect, expand = coefficient(1.0 + rho), (coefficient(1.0 + rho * chi), coefficient(rho * chi))
+    outside, inside = (coefficient(1.0 + psi * rho), coefficient(psi * rho)), (coefficient(1.0 - psi), coefficient(psi))
+    shrink = coefficient(sigma)
+    clipped = (lambda v: _clip(v, lower, upper)) if bounds is not None else (lambda v: v)
+    budgeted = _budgeted(evaluate, maxfun, fit)
+    index = _S(iota([rows], 0, "int64"))
+
+    def row(sim: _S, j) -> _S:
+        return _entry(sim, dim_value(j))
+
+    def inserted(sim: _S, fsim: _S, vertex: _S, f: _S):
+        """The sorted simplex with the worst vertex replaced by `vertex` (value f), sorted
+        as numpy's argsort of it: f goes after every value not after it (after its ties,
+        as a stable sort keeps the last row last), the rows from there on down a row."""
+        others = _S(slice_axis(fsim.v, 0, 0, n))
+        after = _S(numpy_less("float64")(splat(f.v, others.v), others.v))
+        place = _S(fold(convert((~after).v, "int64"), [0], hlo.add, 0))
+        before, at = index < place, index.eq(place)
+
+        def placed(v: _S, new: _S) -> _S:
+            dims = shape_of(v.v)
+            lifted = lambda c: _S(broadcast_in_dim(c.v, dims, [0]))  # noqa: E731
+            down = _S(hlo.concatenate([slice_axis(v.v, 0, 0, 1), slice_axis(v.v, 0, 0, n)], 0))
+            spread = _S(broadcast_in_dim(new.v, dims, list(range(1, len(dims)))))
+            return _where(lifted(before), v, _where(lifted(at), spread, down))
+
+        return placed(sim, vertex), placed(fsim, f)
+
+    def step(s, flags):
+        sim, fsim, phase, k = s["sim"], s["fsim"], s["phase"], convert(s["k"].v, "int64")
+        best, worst = row(sim, 0), row(sim, n)
+        others = slice_axis(sim.v, 0, 1, rows)
+        spread = _S(fold(abs(_S(others) - _S(broadcast_in_dim(best.v, shape_of(others), [1]))).v, [0, 1],
+                         hlo.maximum, -np.inf))
+        gap = _S(fold(abs(_entry(fsim, dim_value(0)) - _S(slice_axis(fsim.v, 0, 1, rows))).v, [0], hlo.maximum,
+                      -np.inf))
+        converged = (spread <= xatol) & (gap <= fatol)
+        # the centroid of all but the worst: the rows added one after another, as numpy's
+        # reduce over axis 0 adds them (XLA's reduce parts from that order from about 32)
+        total = _S(_for(dim_sub(n, 1), [best.v], lambda j, v: [(_S(v[0]) + row(sim, dim_add(j, 1))).v])[0])
+        xbar = total / _opaque_splat(coefficient(size), best, s["iterations"])
+        xr = clipped(reflect * xbar - rho * worst)
+        shrunk = clipped(best + shrink * (row(sim, k) - best))
+        first, reflecting, second = phase.eq(_FIRST), phase.eq(_REFLECT), phase.eq(_SECOND)
+        point = _where(first, row(sim, k), _where(reflecting, xr, _where(second, s["second"], shrunk)))
+        f, flags = budgeted(point, flags, ~(reflecting & converged))
+        refused = _S(flags[-1])  # the iteration ends where it is
+        nit = s["nit"]
+        # a first vertex's value
+        at_first = dict(s, fsim=_where(refused, fsim, _put(fsim, k, f)), k=s["k"] + 1.0,
+                        end=refused | (s["k"] + 1.0 >= _S(convert(dim_value(rows), "float64"))))
+        # the reflection: taken where between the best and the second worst, else the
+        # expansion or a contraction next
+        f_best, f_second, f_worst = (_entry(fsim, dim_value(j)) for j in (0, dim_sub(n, 1), n))
+        expanding = f < f_best
+        taken = ~expanding & (f < f_second)
+        contracting = ~expanding & ~taken & (f < f_worst)
+        xe = clipped(expand[0] * xbar - expand[1] * worst)
+        xc = clipped(outside[0] * xbar - outside[1] * worst)
+        xcc = clipped(inside[0] * xbar + inside[1] * worst)
+        sim_r, fsim_r = inserted(sim, fsim, xr, f)
+        at_reflection = _where_all(taken & ~refused, dict(s, sim=sim_r, fsim=fsim_r, nit=nit + 1.0, end=True), dict(
+            s, phase=_where(refused, _REFLECT, _SECOND), xr=xr, fxr=f, end=refused,
+            second=_where(expanding, xe, _where(contracting, xc, xcc))))
+        # the expansion or contraction: kept (the reflection where it expanded to no
+        # better), or the simplex shrinks toward the best vertex
+        fxr, last = s["fxr"], s["second"]
+        was_expanding, was_contracting = fxr < f_best, ~(fxr < f_best) & (fxr < f_worst)
+        kept = ~refused & (was_expanding | _where(was_contracting, f <= fxr, f < f_worst))
+        own = ~was_expanding | (f < fxr)
+        sim_s, fsim_s = inserted(sim, fsim, _where(own, last, s["xr"]), _where(own, f, fxr))
+        at_second = _where_all(kept, dict(s, sim=sim_s, fsim=fsim_s, nit=nit + 1.0, end=True), dict(
+            s, phase=_where(refused, _REFLECT, _SHRINK), k=1.0, end=refused))
+        # a shrunk vertex: moved even where its evaluation is refused
+        shrunk_all = s["k"] >= size
+        at_shrink = dict(s, sim=_put(sim, k, shrunk), fsim=_where(refused, fsim, _put(fsim, k, f)), k=s["k"] + 1.0,
+                         nit=_where(shrunk_all & ~refused, nit + 1.0, nit), end=refused | shrunk_all)
+        new = _where_all(first, at_first, _where_all(reflecting, at_reflection, _where_all(
+            second, at_second, at_shrink)))
+        # an iteration's end: scipy's loop test, the simplex sorted where the first
+        # vertices' values or a shrink's came in (a reflection or contraction was sorted
+        # in, and a refused one left the simplex as it was)
+        sort_all = (first | ~(reflecting | second)) & new["end"]
+        fsim_o, sim_o = map(_S, if_else(sort_all.v, [fsim.v.type, sim.v.type],
+                                        lambda: [v.v for v in _sort_by(new["fsim"], new["sim"])],
+                                        lambda: [new["fsim"].v, new["sim"].v]))
+        going = (_S(flags[-2]) < maxfun) & (new["nit"] < maxiter)
+        ended = dict(new, sim=sim_o, fsim=fsim_o, phase=_REFLECT, status=_where(going, _GOING, _STOPPED))
+        new = _where_all(new["end"], ended, new)
+        return _where_all(reflecting & converged, dict(s, status=_DONE), new), flags
+
+    # the first simplex: x0 and x0 with each coordinate in turn moved (or the one given)
+    if simplex is None:
+        x = clipped(_S(convert(x, dtype)))
+        moved = _where(x.ne(0.0), 1.05 * x, coefficient(0.00025))
+        dims = [rows, n]
+        diagonal_below = _S(iota(dims, 0, "int64")).eq(_S(iota(dims, 1, "int64")) + 1)
+        sim = _where(diagonal_below, _S(broadcast_in_dim(moved.v, dims, [1])), _S(broadcast_in_dim(x.v, dims, [1])))
+    else:
+        sim = _S(convert(ir_constant(simplex), dtype))
+    if bounds is not None:  # vertices above an upper bound reflected into it, then clipped
+        up = _S(broadcast_in_dim(upper.v, [rows, n], [1]))
+        sim = _clip(_where(sim > up, 2.0 * up - sim, sim), _S(broadcast_in_dim(lower.v, [rows, n], [1])), up)
+    if not (_static(n) and n > 0):  # scipy's np.max of no differences, where x is empty and the loop would start
+        ctx.runtime_check((_S(compare(dim_value(n), dim_value(0), "EQ")) & (maxfun > 1.0) & (maxiter > 1.0)).v,
+                          ValueError, "zero-size array to reduction operation maximum which has no identity")
+    vertex = _S(splat(_f64(0.0), row(sim, 0).v))
+    init = dict(status=_GOING, phase=_FIRST, k=0.0, end=False, sim=sim,
+                fsim=_S(broadcast_in_dim(_f64(np.inf), [rows], [])), nit=1.0, xr=vertex, fxr=0.0, second=vertex)
+    flags = [ir_constant(False)] * len(checks) + [_f64(0.0), ir_constant(False)]
+    # each step evaluates f once, but the one that finds convergence or a refused evaluation
+    limit = _py_min(maxfun + 2.0, size + 3.0 + maxiter * (size + 2.0))
+    state, flags = _iterate(init, flags, limit, step)
+    for flag, check in zip(flags[:len(checks)], checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    success = ~(_S(flags[-2]) >= maxfun) & ~(state["nit"] >= maxiter)
+    return reshape(convert(fit(row(state["sim"], 0)), x_type.dtype), shape_of(x0)), success.v
+
+
+# Nelder-Mead's phases: which point a step evaluates
+_FIRST, _REFLECT, _SECOND, _SHRINK = 0.0, 1.0, 2.0, 3.0
+
+
+def _opaque_splat(value: _S, like: _S, finite: _S) -> _S:
+    """The 0-d `value` in every entry of a vector shaped as `like`, as value + i * (0 *
+    `finite`) (i each entry's index, `finite` a run-time value never inf or NaN): equal
+    to it, but neither a constant nor a broadcast to XLA's simplifier, which divides by
+    either as a multiplication by its reciprocal (off by an ulp from numpy's quotient)."""
+    dims, dtype = shape_of(like.v), value_dtype(value.v)
+    index = _S(convert(iota(dims, 0, "int64"), dtype))
+    zero = _S(broadcast_in_dim(convert((finite * 0.0).v, dtype), dims, []))
+    return _S(broadcast_in_dim(value.v, dims, [])) + index * zero
+
+
+def _sort_by(keys: _S, values: _S):
+    """The float64 vector `keys` sorted as numpy sorts floats (NaN last, ties kept in
+    their order) and the rows of `values` in their order, written as comparisons and
+    selects: each key's place is the count of keys before it, and each place takes the
+    one row placed there (a maximum over -inf elsewhere). O(n^2) comparisons and O(n^2)
+    row selections, for the few rows of a simplex: a `stablehlo.sort` or a gather anywhere
+    in a loop makes XLA run each of its steps several times slower."""
+    count = shape_of(keys.v)[0]
+    dims = [count, count]
+    mine, theirs = (_S(broadcast_in_dim(keys.v, dims, [d])) for d in (0, 1))
+    i, j = _S(iota(dims, 0, "int64")), _S(iota(dims, 1, "int64"))
+    less = numpy_less("float64")
+    before = _S(less(theirs.v, mine.v)) | (~_S(less(mine.v, theirs.v)) & (j < i))  # keys[j] comes before keys[i]
+    place = _S(fold(convert(before.v, "int64"), [1], hlo.add, 0))
+    placed = _S(broadcast_in_dim(place.v, dims, [1])).eq(i)  # placed[r, i]: keys[i] goes to place r
+
+    def moved(v: _S) -> _S:
+        out_dims = [count, *shape_of(v.v)]
+        chosen = _S(broadcast_in_dim(placed.v, out_dims, [0, 1]))
+        rows = _S(broadcast_in_dim(v.v, out_dims, list(range(1, len(out_dims)))))
+        lowest = _S(splat(ir_constant(np.array(-np.inf, value_dtype(v.v))), rows.v))
+        return _S(fold(_where(chosen, rows, lowest).v, [1], hlo.maximum, -np.inf))
+
+    return moved(keys), moved(values)
+
+
+def _bounds(ctx, node, bounds, n):
+    """scipy's `bounds` (a `Bounds`, or (min, max) pairs with None unbounded) as float64
+    vectors of n entries: scipy's ValueErrors where an upper bound is below its lower one,
+    or where they do not broadcast to x's length (when lowering where n is static, else
+    at the call)."""
+    if hasattr(bounds, "lb") and hasattr(bounds, "ub"):
+        lower, upper = np.asarray(bounds.lb, np.float64), np.asarray(bounds.ub, np.float64)
+    else:
+        pairs = list(bounds)
+        lower = np.array([-np.inf if b[0] is None else float(b[0]) for b in pairs], np.float64)
+        upper = np.array([np.inf if b[1] is None else float(b[1]) for b in pairs], np.float64)
+    if np.any(upper < lower):
+        raise ValueError(f"An upper bound is less than the corresponding lower bound. (node: {node_label(node)})")
+    lower, upper = np.atleast_1d(lower), np.atleast_1d(upper)
+    incompatible = "The number of bounds is not compatible with the length of `x0`."
+    if lower.ndim > 1 or upper.ndim > 1:
+        raise ValueError(f"{incompatible} (node: {node_label(node)})")
+
+    def vector(values):
+        if values.size == 1:
+            return _S(broadcast_in_dim(_f64(values[0]), [n], []))
+        if _static(n):
+            if n != values.size:
+                raise ValueError(f"{incompatible} (node: {node_label(node)})")
+            return _S(ir_constant(values))
+        ctx.runtime_check(compare(dim_value(n), dim_value(values.size), "NE"), ValueError, incompatible)
+        padded = pad_end(ir_constant(values), [dim_max(dim_sub(n, values.size), 0)])
+        return _S(slice_axis(padded, 0, 0, n))
+
+    return vector(lower), vector(upper)
+
+
+def _evaluation_limits(node, options: dict, default: _S):
+    """`maxiter` and `maxfev` (float64 `_S`, maybe inf) as scipy's Powell and Nelder-Mead
+    default them (`default` for both where neither is given, for the one not given where
+    the other is inf, else inf), and the most iterations that can run: each evaluates f
+    at least once or ends. Both infinite is refused (a loop without end)."""
+    maxiter, maxfun = options["maxiter"], options["maxfev"]
+    if maxiter is None and maxfun is None:
+        maxiter = maxfun = default
+    elif maxiter is None:
+        maxiter = default if maxfun == np.inf else np.inf
+    elif maxfun is None:
+        maxfun = default if maxiter == np.inf else np.inf
+    if maxiter == np.inf and maxfun == np.inf:
+        raise UnsupportedParameterError(node, "maxiter and maxfev both infinite", "the iterations would have no limit")
+    maxiter, maxfun = _S.of(maxiter), _S.of(maxfun)
+    return maxiter, maxfun, _where(maxiter < maxfun + 1.0, maxiter, maxfun + 1.0)
+
+
+def _budgeted(evaluate, maxfun: _S, cut=lambda x: x.v):
+    """f through scipy's `_wrap_scalar_function_maxfun_validation`: budgeted(x, flags,
+    wanted) evaluates f at `cut(x)` where `wanted` and fewer than `maxfun` evaluations
+    were made (else NaN, in a `stablehlo.if`); flags end with the count and whether a
+    wanted evaluation was refused (scipy's _MaxFuncCallError, which ends the run)."""
+
+    def budgeted(x: _S, flags, wanted=True):
+        *own, count, spent = flags
+        over = _S(count) >= maxfun
+        go = ~over & wanted
+
+        def evaluated():
+            f, new_flags = evaluate(cut(x), own)
+            return [f, *new_flags]
+
+        out = if_else(go.v, [_f64(0.0).type] + [v.type for v in own], evaluated,
+                      lambda: [_f64(float("nan")), *own])
+        return _S(out[0]), [*out[1:], _where(go, _S(count) + 1.0, count).v, (_S(spent) | (over & wanted)).v]
+
+    return budgeted
+
+
 def _entries(n):
     """The size the loops' vectors have for n variables, at least one entry (padded, as
     `at_least_one` pads x, so that their reads stay valid where x may be empty), and the
@@ -775,7 +1118,8 @@ def _bfgs_update(h, s, y):
 class _S:
     """A float64 (or i1, or i64 index) value with Python's operators, so that the searches
     read as the scipy and MINPACK code they follow. Python numbers become 0-d float64
-    constants; a 0-d operand of a vector or matrix one is broadcast to its shape."""
+    constants (in the other operand's dtype where that is another float: numpy's weak
+    scalars); a 0-d operand of a vector or matrix one is broadcast to its shape."""
 
     __slots__ = ("v",)
 
@@ -787,8 +1131,19 @@ class _S:
         return x if isinstance(x, _S) else _S(x)
 
     def _binary(self, other, op, swap=False):
-        a, b = (_S.of(other), self) if swap else (self, _S.of(other))
+        other = self._weak(other)
+        a, b = (other, self) if swap else (self, other)
         return _S(op(*_conform(a.v, b.v)))
+
+    def _weak(self, other) -> "_S":
+        """`other` as an operand of self: a Python number (not a bool) in self's dtype
+        where that is a float other than float64 or (for an int) an integer, as numpy
+        casts a weak scalar (NEP 50)."""
+        if isinstance(other, (int, float)) and not isinstance(other, bool):
+            dtype = np.dtype(value_dtype(self.v))
+            if (dtype.kind == "f" and dtype != np.float64) or (dtype.kind in "iu" and isinstance(other, int)):
+                return _S(ir_constant(dtype.type(other)))
+        return _S.of(other)
 
     def __add__(self, o): return self._binary(o, hlo.add)  # noqa: E704
     def __radd__(self, o): return self._binary(o, hlo.add, True)  # noqa: E704
@@ -886,13 +1241,14 @@ def _iterate(init: dict, carried: list, maxiter, step) -> tuple[dict, list]:
 def _search(evaluate, x, p, fields: dict, g0, flags, step, max_evaluations: int, point=None) -> dict:
     """A line search: `_iterate` evaluating the objective at x + trial p (or at
     `point(trial)`) once an iteration (`state["iterations"]` evaluations before this
-    one); `step(state, f, d)` gets the value and slope there. The final fields, with the
+    one); `step(state, f, d, g)` gets the value, the slope and the gradient there. The
+    final fields, with the
     last evaluated point's gradient ("g") and the check flags ("flags")."""
 
     def each(state, carried):
         at = hlo.add(x, hlo.multiply(splat(state["trial"].v, p), p)) if point is None else point(state["trial"]).v
         f, g, new_flags = evaluate(at, carried[1:])
-        return step(state, _S(f), _S(_dot(g, p))), [g, *new_flags]
+        return step(state, _S(f), _S(_dot(g, p)), g), [g, *new_flags]
 
     state, carried = _iterate(fields, [g0, *flags], max_evaluations, each)
     state["g"], state["flags"] = carried[0], carried[1:]
@@ -912,16 +1268,20 @@ def _first_step(f0: _S, f_before: _S, d0: _S) -> _S:
     return _where(alpha < 0.0, 1.0, alpha)
 
 
-def _line_search(evaluate, x, p, f0, g0, f_before, c1, c2, flags):
-    """scipy's `_line_search_wolfe12`: MINPACK's dcsrch, and where it fails the
-    bracketing search `scalar_search_wolfe2`. (found, alpha, f, g, flags) at the step."""
+def _line_search(evaluate, x, p, f0, g0, f_before, c1, c2, flags, extra=None):
+    """scipy's `_line_search_wolfe12`: MINPACK's dcsrch, and where it fails (or its step
+    fails `extra(alpha, f, g)`, scipy's extra_condition) the bracketing search
+    `scalar_search_wolfe2`, which takes only steps that pass `extra`. (found, alpha, f, g,
+    flags) at the step."""
     f0, d0, f_before = _S(f0), _S(_dot(g0, p)), _S(f_before)
     c1, c2 = _S(c1), _S(c2)
     first = _dcsrch(evaluate, x, p, f0, d0, _first_step(f0, f_before, d0), c1, c2, g0, flags)
     found = first["status"].eq(_DONE)
+    if extra is not None:
+        found = found & extra(first["alpha"], first["f"], first["g"])
 
     def fallback():
-        second = _wolfe2(evaluate, x, p, f0, d0, _first_step(f0, f_before, d0), c1, c2, g0, first["flags"])
+        second = _wolfe2(evaluate, x, p, f0, d0, _first_step(f0, f_before, d0), c1, c2, g0, first["flags"], extra)
         return [second["status"].eq(_DONE).v, second["alpha"].v, second["f"].v, second["g"], *second["flags"]]
 
     def keep():
@@ -949,7 +1309,7 @@ def _dcsrch(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags, lnsrlb: dict | No
         stmin=0.0, stmax=alpha1 + 4.0 * alpha1, width=width, width1=width / 0.5,
     )
 
-    def step(s, f, g):
+    def step(s, f, g, _gradient):
         stp = s["trial"]
         ftest = f0 + stp * gtest
         stage = _where((s["stage"].eq(1.0)) & (f <= ftest) & (g >= 0.0), 2.0, s["stage"])
@@ -1046,19 +1406,23 @@ def _dcstep(stx, fx, dx, sty, fy, dy, stp, fp, dp, brackt, stpmin, stpmax):
     return new_stx, new_fx, new_dx, new_sty, new_fy, new_dy, stpf, brackt
 
 
-def _wolfe2(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags) -> dict:
+def _wolfe2(evaluate, x, p, f0, d0, alpha1, c1, c2, g0, flags, extra=None) -> dict:
     """scipy's `scalar_search_wolfe2` (amax 1e100, 10 iterations doubling the step) and
-    its `_zoom` (11 evaluations): where the doubling runs out, the last step stands."""
+    its `_zoom` (11 evaluations): where the doubling runs out, the last step stands. A
+    step meeting the curvature condition is taken only where it passes `extra(alpha, f,
+    g)` too."""
     alpha1 = _py_min(alpha1, _STPMAX)
     fields = dict(
         status=_GOING, trial=alpha1, alpha=alpha1, f=f0, zooming=False, i=0.0,
         a0=0.0, phi_a0=f0, dphi_a0=d0, lo=0.0, hi=0.0, phi_lo=f0, phi_hi=f0, dphi_lo=d0, rec=0.0, phi_rec=f0,
     )
 
-    def step(s, f, d):
+    def step(s, f, d, g):
         a, i, zooming = s["trial"], s["i"], s["zooming"]
         above = f > f0 + c1 * a * d0
         flat = abs(d) <= c2 * -d0
+        if extra is not None:  # scipy's extra_condition: at the doubling loop's and zoom's acceptance
+            flat = flat & extra(a, f, g)
         # the doubling loop, at a = alpha1 (phi(alpha1) = f, derphi(alpha1) = d)
         exhausted = i >= 10.0
         broken = a.eq(0.0) | (s["a0"] > _STPMAX)
@@ -1767,14 +2131,14 @@ def _static(*dims) -> bool:
     return all(isinstance(d, int) for d in dims)
 
 
-def _check_sizes(ctx, node, wrong, static_message: str, runtime_message: str):
-    """scipy's TypeError where the equations' and variables' sizes do not fit: raised when
-    lowering where both are static (`wrong` a bool), else checked at call time."""
+def _check_sizes(ctx, node, wrong, static_message: str, runtime_message: str, error=TypeError):
+    """scipy's error (a TypeError unless told) where sizes do not fit: raised when
+    lowering where they are static (`wrong` a bool), else checked at call time."""
     if isinstance(wrong, bool):
         if wrong:
-            raise TypeError(f"{static_message} (node: {node_label(node)})")
+            raise error(f"{static_message} (node: {node_label(node)})")
     else:
-        ctx.runtime_check(wrong, TypeError, runtime_message)
+        ctx.runtime_check(wrong, error, runtime_message)
 
 
 def _refreshed(s: dict, flags: list, refresh) -> tuple[dict, list]:

@@ -1,7 +1,7 @@
-"""pytensor.tensor.optimize: MinimizeOp (BFGS, Newton-CG), MinimizeScalarOp (Brent,
-golden, bounded), RootScalarOp (secant, Newton, Halley; bisect, ridder, brentq, brenth) and
-RootOp (hybr, lm) against their performs (scipy.optimize's minimize, minimize_scalar,
-root_scalar, root).
+"""pytensor.tensor.optimize: MinimizeOp (BFGS, CG, Newton-CG, L-BFGS-B, trust-ncg, Powell,
+Nelder-Mead), MinimizeScalarOp (Brent, golden, bounded), RootScalarOp (secant, Newton,
+Halley; bisect, ridder, brentq, brenth) and RootOp (hybr, lm) against their performs
+(scipy.optimize's minimize, minimize_scalar, root_scalar, root).
 
 The Python mode's perform compiles the objective with the default mode (its rewrites, and
 with no C compiler in the test session, Op.perform). Our BFGS takes scipy's steps (its line
@@ -270,6 +270,125 @@ def test_powell_errors_are_scipys():
                               mode="STABLEHLO")
 
 
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_quartic, None),
+    (_scalar, None),
+    (_poisson_latent, None),
+    (_unbounded, None),  # the line searches fail: success False
+    (_log_barrier, None),  # trial steps into log's NaN
+    (_saddle, None),
+    (_shifted_rosenbrock, None),
+    (_exponentials, None),  # wolfe2 where dcsrch's step fails the descent condition
+    (_rosenbrock, {"options": {"maxiter": 5}}),
+    (_exponentials, {"tol": 1e-7, "options": {"norm": 2, "c1": 0.3, "c2": 0.5, "disp": False}}),
+], ids=["quartic", "scalar", "poisson_latent", "unbounded", "log_barrier", "saddle", "shifted_rosenbrock",
+        "exponentials", "maxiter", "tol_norm_wolfe_constants"])
+def test_cg_takes_scipys_steps(problem, optimizer_kwargs):
+    _takes_scipys_steps(problem, method="CG", optimizer_kwargs=optimizer_kwargs)
+
+
+def _plateau():  # a step function: no reflection or contraction is better, so the simplex shrinks
+    x, a = pt.vector("x"), pt.scalar("a")
+    return [x, a], pt.floor(((x - a) ** 2).sum()), x, [np.array([0.3, 0.2]), np.array(0.4)]
+
+
+def _outside_the_domain():  # log's NaN beyond the unit ball: NaN values sort last, the simplex shrinks
+    x, a = pt.vector("x"), pt.scalar("a")
+    return [x, a], (x - a).sum() ** 2 + pt.log(1.0 - (x**2).sum()), x, [np.array([0.1, -0.3, 0.2]), np.array(0.4)]
+
+
+_SIMPLEX = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_quartic, None),
+    (_rosenbrock, None),
+    (_scalar, None),
+    (_poisson_latent, None),  # stopped at maxfev: success False
+    (_unbounded, None),
+    (_log_barrier, None),
+    (_saddle, None),
+    (_exponentials, None),
+    (_plateau, None),
+    (_outside_the_domain, None),
+    (_rosenbrock, {"options": {"maxiter": 5}}),
+    (_rosenbrock, {"options": {"maxfev": 50}}),  # the wrapper refuses the 51st evaluation
+    (_plateau, {"options": {"maxfev": 14}}),  # ... the 15th, halfway through a shrink
+    (_rosenbrock, {"options": {"adaptive": True, "xatol": 1e-6, "fatol": 1e-8, "disp": False}}),
+    (_exponentials, {"bounds": [(None, 1.0), (0.5, 2.0), (-1, None)]}),
+    (_rosenbrock, {"bounds": [(-1, 0.5)]}),  # one pair for every variable
+    (_exponentials, {"tol": 1e-3, "options": {"initial_simplex": _SIMPLEX}}),
+], ids=["quartic", "rosenbrock", "scalar", "poisson_latent", "unbounded", "log_barrier", "saddle", "exponentials",
+        "plateau", "outside_the_domain", "maxiter", "maxfev", "refused_in_shrink", "adaptive_xatol_fatol", "bounds",
+        "one_bound_pair", "tol_initial_simplex"])
+def test_nelder_mead_takes_scipys_steps(problem, optimizer_kwargs):
+    _takes_scipys_steps(problem, method="Nelder-Mead", optimizer_kwargs=optimizer_kwargs)
+
+
+@pytest.mark.parametrize("method, rtol", [("CG", 1e-6), ("Nelder-Mead", 1e-8)])
+def test_cg_and_nelder_mead_on_random_problems(method, rtol):
+    """Convex quadratics with quartic and cosine terms, 1 to 6 variables, one function.
+    CG stops where the gradient's norm falls below 1e-5, which roundings decide to about
+    1e-7 relatively here (seeds of 30 agree to 6e-8 or better)."""
+    x, A, b = pt.vector("x"), pt.matrix("A"), pt.vector("b")
+    objective = 0.5 * (x @ (A @ x)) - b @ x + 0.05 * (x**4).sum() + 0.3 * pt.cos(x).sum()
+    value_sets = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(1, 7))
+        m = rng.normal(size=(n, n))
+        value_sets.append([rng.normal(size=n) * 2, m @ m.T + 0.5 * np.eye(n), rng.normal(size=n)])
+    compare_each_with_py([x, A, b], list(minimize(objective, x, method=method)), value_sets, rtol=rtol, atol=1e-10)
+
+
+def test_nelder_mead_in_float32_and_float16():
+    """The simplex in x's dtype, as scipy keeps it; f's values in float64. float16 agrees
+    exactly; float32 to a few ulps (where numpy rounds an expansion's 3 xbar before
+    subtracting 2 x, XLA's loop rounds the difference once)."""
+    for dtype, rtol in [("float16", 0.0), ("float32", 1e-5)]:
+        x, a = pt.vector("x", dtype=dtype), pt.scalar("a", dtype=dtype)
+        objective = pt.exp(x).sum() - a * x.sum() + 0.1 * (x[0] - x[1]) ** 2
+        for options in [{"maxiter": 10}, {"maxiter": 10, "adaptive": True}]:
+            solution, success = minimize(objective, x, method="Nelder-Mead", optimizer_kwargs={"options": options})
+            got = compare_with_py([x, a], [solution, success], [np.array([0.5, 0.4, 0.3], dtype), np.array(2.0, dtype)],
+                                  rtol=rtol, atol=0.0)
+            assert got[0].dtype == dtype
+
+
+def test_nelder_mead_errors_are_scipys():
+    x3 = pt.vector("x3", shape=(3,))
+    x = pt.vector("x")
+
+    def build(variable, **optimizer_kwargs):
+        solution, success = minimize(((variable - 1.0) ** 2).sum(), variable, method="Nelder-Mead",
+                                     optimizer_kwargs=optimizer_kwargs)
+        return pytensor.function([variable], [solution, success], mode="STABLEHLO")
+
+    with pytest.raises(ValueError, match="An upper bound is less than the corresponding lower bound"):
+        build(x3, bounds=[(1.0, 0.0)] * 3)
+    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
+        build(x3, bounds=[(0.0, 1.0)] * 2)  # when building where x's length is known
+    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
+        build(x, bounds=[(0.0, 1.0)] * 2)(np.zeros(3))  # else at the call
+    np.testing.assert_allclose(build(x, bounds=[(0.0, 0.5)] * 2)(np.zeros(2))[0], [0.5, 0.5])
+    with pytest.raises(ValueError, match=r"`initial_simplex` should be an array of shape \(N\+1,N\)"):
+        build(x3, options={"initial_simplex": np.zeros((3, 3))})
+    with pytest.raises(ValueError, match="Size of `initial_simplex` is not consistent with `x0`"):
+        build(x3, options={"initial_simplex": np.zeros((3, 2))})
+    with pytest.raises(ValueError, match="Size of `initial_simplex` is not consistent with `x0`"):
+        build(x, options={"initial_simplex": np.zeros((3, 2))})(np.zeros(3))
+    empty = build(x)(np.zeros(0))  # maxfev 200 N = 0: no evaluation, success False
+    assert empty[0].shape == (0,) and not empty[1]
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        build(x, options={"maxfev": 10})(np.zeros(0))  # as scipy's np.max of no differences
+    for options, refused in [({"xtol": 1e-3}, r"optimizer_kwargs \['xtol'\]"),
+                             ({"maxiter": np.inf, "maxfev": np.inf}, "maxiter and maxfev both infinite")]:
+        with pytest.raises(UnsupportedParameterError, match=refused):
+            build(x, options=options)
+    with pytest.raises(UnsupportedParameterError, match=r"optimizer_kwargs \['callback'\]"):
+        build(x, callback=print)
+
+
 def test_the_solutions_gradient_by_the_implicit_function_theorem():
     x, mu, sigma = pt.vector("x"), pt.scalar("mu"), pt.scalar("sigma")
     solution, _ = minimize(((x - mu) ** 2).sum() / sigma + pt.exp(x).sum(), x)
@@ -310,7 +429,7 @@ def test_the_objectives_checks_raise_after_the_loop():
 
 
 @pytest.mark.parametrize("kwargs, refused", [
-    ({"method": "Nelder-Mead"}, "method 'Nelder-Mead'"),
+    ({"method": "COBYLA"}, "method 'COBYLA'"),
     ({"method": "L-BFGS-B", "optimizer_kwargs": {"bounds": [(0.0, 1.0)] * 2}}, "bounds"),
     ({"method": "L-BFGS-B", "optimizer_kwargs": {"options": {"callback": print}}}, r"optimizer_kwargs \['callback'\]"),
     ({"optimizer_kwargs": {"callback": print}}, r"optimizer_kwargs \['callback'\]"),

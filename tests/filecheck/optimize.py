@@ -73,6 +73,35 @@ print_ir("minimize_trust_ncg", [x, a], list(minimize(((x - a) ** 2).sum() + pt.e
 print_ir("minimize_powell", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="Powell")),
          raw=True)
 
+# CG: BFGS's loop without a Hessian (x, f, g, the direction); dcsrch's loop, then wolfe2's in
+# an `if`, both evaluating the objective.
+# CHECK-LABEL: TEST: minimize_cg raw
+# CHECK: stablehlo.while({{.*}}) : tensor<f64>, tensor<3xf64>, tensor<f64>, tensor<3xf64>, tensor<3xf64>
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_objective
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_objective
+print_ir("minimize_cg", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="CG")), raw=True)
+
+# Nelder-Mead: one loop over the 4 x 3 simplex and its values, one evaluation a step (in
+# the budget's `if`); the centroid's rows added in order in a loop of their own; a new
+# vertex sorted in by selects, the whole simplex sorted (by comparisons) in an `if`: no
+# sort op, no gather.
+# CHECK-LABEL: TEST: minimize_nelder_mead raw
+# CHECK: stablehlo.while({{.*}}) : {{.*}}tensor<4x3xf64>, tensor<4xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<3xf64>
+# CHECK: "stablehlo.if"
+# CHECK: func.call @minimize_objective
+# CHECK-NOT: func.call
+# CHECK-NOT: stablehlo.sort
+# CHECK-NOT: stablehlo.gather
+# CHECK: "stablehlo.if"
+# CHECK-NOT: stablehlo.sort
+# CHECK: func.func private @minimize_objective
+print_ir("minimize_nelder_mead", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x,
+                                                       method="Nelder-Mead")), raw=True)
+
 # Optimized: the calls inlined; the result and the success flag come out of the loop.
 # CHECK-LABEL: TEST: minimize opt
 # CHECK-NOT: func.call
