@@ -338,15 +338,22 @@ def latent_mode(n: int = 50, method: str = "BFGS", optimizer_kwargs: dict | None
 def shifted_rosenbrock(method: str, n: int = 5):
     """PyTensor's own `test_minimize_vector_x` problem, a shifted Rosenbrock function of 5
     variables minimized from 0 (Powell at tol 1e-16, as the test runs it; trust-ncg with
-    the exact Hessian at tol 1e-10), the minimizer and the success flag."""
+    the exact Hessian at tol 1e-10), the minimizer and the success flag. CG and Nelder-Mead
+    at their defaults, from x0 = (-0.5 ... 0.5): from 0 the first simplex's values tie,
+    which numpy's argsort orders as the CPU's sort kernel does (README)."""
     from pytensor.tensor.optimize import minimize
 
     x, a = pt.dvector("x"), pt.dscalar("a")
     objective = (a * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum() + 1.0
-    kwargs = {"optimizer_kwargs": {"tol": 1e-16}} if method == "Powell" else {
-        "hess": True, "use_vectorized_jac": True, "optimizer_kwargs": {"tol": 1e-10}}
+    kwargs, x0 = {}, np.zeros(n)
+    if method == "Powell":
+        kwargs = {"optimizer_kwargs": {"tol": 1e-16}}
+    elif method == "trust-ncg":
+        kwargs = {"hess": True, "use_vectorized_jac": True, "optimizer_kwargs": {"tol": 1e-10}}
+    else:
+        x0 = np.linspace(-0.5, 0.5, n)
     solution, success = minimize(objective, x, method=method, **kwargs)
-    return Graph(f"{method.lower()}-rosenbrock-{n}", [x, a], [solution, success], [np.zeros(n), 0.5])
+    return Graph(f"{method.lower()}-rosenbrock-{n}", [x, a], [solution, success], [x0, 0.5])
 
 
 def steady_state(n: int = 20, method: str = "hybr", name: str = "steady-state"):
@@ -398,6 +405,8 @@ MODELS = {
     "steady-state-lm-20": lambda: steady_state(20, "lm", "steady-state-lm"),
     "powell-rosenbrock-5": lambda: shifted_rosenbrock("Powell"),
     "trust-ncg-rosenbrock-5": lambda: shifted_rosenbrock("trust-ncg"),
+    "cg-rosenbrock-5": lambda: shifted_rosenbrock("CG"),
+    "nelder-mead-rosenbrock-5": lambda: shifted_rosenbrock("Nelder-Mead"),
 }
 
 
