@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 from jax.extend.mlir import ir
+from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.compile.mode import get_mode
 from pytensor.graph.basic import Constant
@@ -103,17 +104,20 @@ def _split_options(node, method: str, tol_name: str | tuple) -> tuple[dict, dict
     return kwargs, options
 
 
-def _method_options(node, method: str, tol_name: str | tuple, defaults: dict, ignored: set, label: str, missing: str):
+def _method_options(node, method: str, tol_name: str | tuple, defaults: dict, ignored: set, label: str, missing: str,
+                    keywords: tuple = ()):
     """`method`'s options (`_split_options`) over their `defaults`; a keyword (other than
-    None), or an option neither in `defaults` nor `ignored` (those that change nothing
-    here), is refused by name, saying what `label` is lowered with and without
-    (`missing`)."""
+    None) not among `keywords` (which the caller reads), or an option neither in
+    `defaults` nor `ignored` (those that change nothing here), is refused by name, saying
+    what `label` is lowered with and without (`missing`)."""
     kwargs, given = _split_options(node, method, tol_name)
-    unknown = sorted(k for k, v in kwargs.items() if v is not None) + sorted(set(given) - set(defaults) - ignored)
+    unknown = sorted(k for k, v in kwargs.items() if v is not None and k not in keywords)
+    unknown += sorted(set(given) - set(defaults) - ignored)
     if unknown:
         raise UnsupportedParameterError(
             node, f"optimizer_kwargs {unknown}",
-            f"{label} is lowered with tol and options {sorted(defaults)} ({missing})",
+            f"{label} is lowered with {''.join(k + ', ' for k in keywords)}tol and options {sorted(defaults)} "
+            f"({missing})",
         )
     return {**defaults, **{k: v for k, v in given.items() if k in defaults and v is not None}}
 
@@ -650,18 +654,20 @@ _POWELL_DEFAULTS = {"xtol": 1e-4, "ftol": 1e-4, "maxiter": None, "maxfev": None}
 
 
 def _lower_powell(ctx, node, x0, args):
-    """minimize(method="Powell"): scipy's `_minimize_powell` without bounds. Each
-    iteration minimizes along each of N directions in turn (`_linesearch_powell`: Brent's
-    method from scipy's bracket, with its recovery), then along the iteration's overall
-    step where the extrapolated point passes Powell's test, which replaces the direction of
-    largest decrease. It stops where f decreased by less than `ftol` relatively, or at
-    `maxiter`, at `maxfev` evaluations (scipy's wrapper raises before one more, which ends
-    the run where it is), or where f is NaN at both ends of an iteration; success where
-    none of the limits was reached and neither f nor x is NaN."""
-    if node.op.optimizer_kwargs.get("bounds") is not None:
-        raise UnsupportedParameterError(node, "bounds", "Powell is lowered without bounds")
+    """minimize(method="Powell"): scipy's `_minimize_powell`. Each iteration minimizes
+    along each of N directions in turn (`_linesearch_powell`: Brent's method from scipy's
+    bracket, with its recovery), then along the iteration's overall step where the
+    extrapolated point passes Powell's test, which replaces the direction of largest
+    decrease. It stops where f decreased by less than `ftol` relatively, or at `maxiter`,
+    at `maxfev` evaluations (scipy's wrapper raises before one more, which ends the run
+    where it is), or where f is NaN at both ends of an iteration; success where none of
+    the limits was reached, x is within the bounds and neither f nor x is NaN. With
+    `bounds`, each line search keeps to the segment of its line inside them
+    (`_line_for_search`): fminbound on it, or on its arctangent where one end is
+    infinite, and the extrapolation stops at the bounds."""
     options = _method_options(node, "powell", ("xtol", "ftol"), _POWELL_DEFAULTS, {"disp", "return_all"}, "Powell",
-                              "no callback, bounds or direc")
+                              "no callback or direc", keywords=("bounds",))
+    bounds = node.op.optimizer_kwargs.get("bounds")
     xtol, ftol = float(options["xtol"]), float(options["ftol"])
     if xtol * 100 < 0:
         raise ValueError(f"tolerance should be >= 0, got {xtol * 100!r} (node: {node_label(node)})")
@@ -672,18 +678,39 @@ def _lower_powell(ctx, node, x0, args):
     maxiter, maxfun, limit = _evaluation_limits(node, options, size * 1000.0)
     work, entries = _entries(n)
     budgeted = _budgeted(evaluate, maxfun, entries)
+    if bounds is not None:
+        lower, upper = _bounds(ctx, node, bounds, n, work)
 
     def line_search(x: _S, fval: _S, xi: _S, flags, active=True):
-        """`_linesearch_powell`: Brent's minimum along xi from x (nothing where xi is 0, or
+        """`_linesearch_powell`: the minimum along xi from x (nothing where xi is 0, or
         where the run has ended): f there, the point, the step, whether `bracket` ran out
-        of iterations, the flags."""
-        def searched():
+        of iterations, the flags. Brent's method from scipy's bracket; with bounds, where
+        the line's segment inside them has an end, fminbound on the segment (xatol
+        `xtol`), or on its arctangent where one end is infinite (the step tan(u) xi)."""
+        types = [fval.v.type, x.v.type, xi.v.type, ir_constant(False).type] + [v.type for v in flags]
+
+        def unbounded():
             alpha, fret, _, runaway, new_flags = _scalar_minimum(
                 lambda u, fl: budgeted(x + u * xi, fl), {"xtol": xtol * 100, "maxiter": 500}, _brent, (0.0, 1.0),
                 flags)
             return [fret.v, (x + alpha * xi).v, (alpha * xi).v, runaway.v, *new_flags]
 
-        types = [fval.v.type, x.v.type, xi.v.type, ir_constant(False).type] + [v.type for v in flags]
+        def searched():
+            if bounds is None:
+                return unbounded()
+            lmin, lmax = _line_for_search(x, xi, lower, upper)
+
+            def within_bounds():
+                one_sided = lmin.eq(-np.inf) | lmax.eq(np.inf)
+                along = lambda u: _where(one_sided, _S(hlo.tan(u.v)), u)  # noqa: E731
+                ends = [_where(one_sided, _S(chlo.atan(end.v)), end) for end in (lmin, lmax)]
+                u, fret, _, new_flags = _fminbound(lambda u, fl: budgeted(x + along(u) * xi, fl),
+                                                   {"xtol": xtol * 100 / 100, "maxiter": 500, "bounds": ends}, flags)
+                step = along(u) * xi
+                return [fret.v, (x + step).v, step.v, _S(False).v, *new_flags]
+
+            return if_else((lmin.eq(-np.inf) & lmax.eq(np.inf)).v, types, unbounded, within_bounds)
+
         moving = _S(fold(xi.ne(0.0).v, [0], hlo.or_, False)) & active
         out = if_else(moving.v, types, searched, lambda: [fval.v, x.v, xi.v, _S(False).v, *flags])
         return _S(out[0]), _S(out[1]), _S(out[2]), _S(out[3]), out[4:]
@@ -717,7 +744,9 @@ def _lower_powell(ctx, node, x0, args):
 
         def extrapolate():
             direc1 = x - s["x1"]
-            fx2, new_flags = budgeted(x + direc1, flags)
+            # not past the bounds: as far as the segment inside them goes, at most 1
+            reach = 1.0 if bounds is None else _py_min(_line_for_search(x, direc1, lower, upper)[1], 1.0)
+            fx2, new_flags = budgeted(x + reach * direc1, flags)
             t = 2.0 * (fx + fx2 - 2.0 * fval)
             temp = fx - fval - delta
             t = t * (temp * temp)
@@ -760,6 +789,9 @@ def _lower_powell(ctx, node, x0, args):
     x = state["x"]
     nan = _isnan(state["fval"]) | _S(fold(_isnan(x).v, [0], hlo.or_, False))
     success = ~(_S(flags[-2]) >= maxfun) & ~(state["iter"] >= maxiter) & ~nan
+    if bounds is not None:  # scipy's first test: x outside the bounds (from an x0 outside them)
+        outside = _S(entries((lower > x) | (x > upper)))
+        success = success & ~_S(fold(outside.v, [0], hlo.or_, False))
     return reshape(convert(entries(x), x_type.dtype), shape_of(x0)), success.v
 
 
@@ -783,15 +815,9 @@ def _lower_nelder_mead(ctx, node, x0, args):
     reflection, the expansion or contraction, a shrunk vertex), so that f has one call
     site: one point's value is the same wherever the simplex meets it again, as scipy's is
     (with bounds, clipped points often coincide, and their ties decide the path)."""
-    kwargs, given = _split_options(node, "nelder-mead", ("xatol", "fatol"))
-    bounds = kwargs.pop("bounds", None)
-    unknown = sorted(k for k, v in kwargs.items() if v is not None) + sorted(
-        set(given) - set(_NELDER_MEAD_DEFAULTS) - {"disp", "return_all"})
-    if unknown:
-        raise UnsupportedParameterError(node, f"optimizer_kwargs {unknown}",
-                                        f"Nelder-Mead is lowered with bounds, tol and options "
-                                        f"{sorted(_NELDER_MEAD_DEFAULTS)} (no callback)")
-    options = {**_NELDER_MEAD_DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    options = _method_options(node, "nelder-mead", ("xatol", "fatol"), _NELDER_MEAD_DEFAULTS, {"disp", "return_all"},
+                              "Nelder-Mead", "no callback", keywords=("bounds",))
+    bounds = node.op.optimizer_kwargs.get("bounds")
     evaluate, checks = _objective(ctx, node, x0, args, 0, "minimize_objective")
     x_type = node.inputs[0].type
     n = dim_product(shape_of(x0))
@@ -988,11 +1014,12 @@ def _sort_by(keys: _S, values: _S):
     return moved(keys), moved(values)
 
 
-def _bounds(ctx, node, bounds, n):
+def _bounds(ctx, node, bounds, n, size=None):
     """scipy's `bounds` (a `Bounds`, or (min, max) pairs with None unbounded) as float64
-    vectors of n entries: scipy's ValueErrors where an upper bound is below its lower one,
-    or where they do not broadcast to x's length (when lowering where n is static, else
-    at the call)."""
+    vectors of n entries (`size`, where x is padded): scipy's ValueErrors where an upper
+    bound is below its lower one, or where they do not broadcast to x's length (when
+    lowering where n is static, else at the call)."""
+    size = n if size is None else size
     if hasattr(bounds, "lb") and hasattr(bounds, "ub"):
         lower, upper = np.asarray(bounds.lb, np.float64), np.asarray(bounds.ub, np.float64)
     else:
@@ -1008,16 +1035,31 @@ def _bounds(ctx, node, bounds, n):
 
     def vector(values):
         if values.size == 1:
-            return _S(broadcast_in_dim(_f64(values[0]), [n], []))
+            return _S(broadcast_in_dim(_f64(values[0]), [size], []))
         if _static(n):
             if n != values.size:
                 raise ValueError(f"{incompatible} (node: {node_label(node)})")
+        else:
+            ctx.runtime_check(compare(dim_value(n), dim_value(values.size), "NE"), ValueError, incompatible)
+        if _static(size) and size == values.size:
             return _S(ir_constant(values))
-        ctx.runtime_check(compare(dim_value(n), dim_value(values.size), "NE"), ValueError, incompatible)
-        padded = pad_end(ir_constant(values), [dim_max(dim_sub(n, values.size), 0)])
-        return _S(slice_axis(padded, 0, 0, n))
+        padded = pad_end(ir_constant(values), [dim_max(dim_sub(size, values.size), 0)])
+        return _S(slice_axis(padded, 0, 0, size))
 
     return vector(lower), vector(upper)
+
+
+def _line_for_search(x: _S, xi: _S, lower: _S, upper: _S):
+    """scipy's `_line_for_search`: the range of l for which x + l xi stays within the
+    bounds, over the entries where xi is not 0; (0, 0) where there is none (x outside the
+    bounds, on a line that does not come back)."""
+    moving = xi.ne(0.0)
+    low, high = (lower - x) / xi, (upper - x) / xi
+    ahead = xi > 0.0
+    lmin = _S(fold(_where(moving, _where(ahead, low, high), -np.inf).v, [0], hlo.maximum, -np.inf))
+    lmax = _S(fold(_where(moving, _where(ahead, high, low), np.inf).v, [0], hlo.minimum, np.inf))
+    empty = ~(lmax >= lmin)
+    return _where(empty, 0.0, lmin), _where(empty, 0.0, lmax)
 
 
 def _evaluation_limits(node, options: dict, default: _S):
@@ -1868,7 +1910,7 @@ def lower_minimize_scalar(ctx, node, x0, *args):
         return _S(convert(results[0], "float64")), [hlo.or_(a, b) for a, b in zip(flags, results[1:], strict=True)]
 
     if options["method"] == "bounded":
-        x, success, flags = _fminbound(evaluate, options, [ir_constant(False)] * len(checks))
+        x, _, success, flags = _fminbound(evaluate, options, [ir_constant(False)] * len(checks))
         for flag, check in zip(flags, checks, strict=True):
             ctx.runtime_check(flag, check.error, check.message)
         return convert(x.v, dtype), success.v
@@ -2739,11 +2781,11 @@ def _golden(evaluate, bracket: dict, options: dict, flags):
 def _fminbound(evaluate, options: dict, flags):
     """scipy's `_minimize_scalar_bounded`: Brent's method kept inside the bounds, from
     their golden-section point, until x is within xatol (and sqrt(eps) relative) of the
-    interval's middle. Returns x, success (not stopped by maxiter, nothing NaN) and the
-    flags."""
+    interval's middle. Returns x, f(x), success (not stopped by maxiter, nothing NaN) and
+    the flags."""
     sqrt_eps, golden_mean = float(np.sqrt(2.2e-16)), 0.5 * (3.0 - float(np.sqrt(5.0)))
     xatol, maxfun = options["xtol"], options["maxiter"]
-    a, b = map(_S, options["bounds"])
+    a, b = map(_S.of, options["bounds"])
     fulc = a + golden_mean * (b - a)
     fx, flags = evaluate(fulc, flags)
     sign = lambda v: _S(hlo.sign(v.v)) + _where(v.eq(0.0), 1.0, 0.0)  # noqa: E731  (np.sign, 0 as +1)
@@ -2782,4 +2824,4 @@ def _fminbound(evaluate, options: dict, flags):
                 fu=float("inf"), num=1.0)
     state, flags = _iterate(init, flags, max(maxfun, 1) + 1, step)
     nan = _isnan(state["xf"]) | _isnan(state["fx"]) | _isnan(state["fu"])
-    return state["xf"], state["status"].eq(_DONE) & ~nan, flags
+    return state["xf"], state["fx"], state["status"].eq(_DONE) & ~nan, flags

@@ -245,8 +245,18 @@ def _exponentials():
     (_rosenbrock, {"options": {"maxiter": 3}}),  # success False
     (_rosenbrock, {"options": {"maxfev": 50}}),  # the wrapper refuses the 51st evaluation mid-search
     (_exponentials, {"options": {"xtol": 1e-2, "ftol": 1e-6, "maxiter": 40, "disp": False}}),
+    # bounds: fminbound on each line's segment inside them, on its arctangent where one end
+    # is infinite, Brent's method where both are; the extrapolation stops at the bounds
+    (_exponentials, {"bounds": [(None, 0.5), (0.5, 2.0), (-1, 0.6)]}),
+    (_exponentials, {"bounds": [(0.8, None)]}),
+    (_exponentials, {"bounds": [(None, 0.5)]}),  # x0 outside them
+    (_quartic, {"bounds": [(0.1, 0.2), (None, None), (2.5, 4)]}),
+    (_shifted_rosenbrock, {"bounds": [(-0.5, 0.6)]}),
+    (_poisson_latent, {"bounds": [(-0.3, 0.4)]}),
+    (_exponentials, {"bounds": [(0.8, None)], "options": {"maxfev": 40}}),
 ], ids=["shifted_rosenbrock", "pytensors_tol", "rosenbrock", "exponentials", "scalar", "poisson_latent", "unbounded",
-        "log_barrier", "maxiter", "maxfev", "xtol_ftol"])
+        "log_barrier", "maxiter", "maxfev", "xtol_ftol", "bounds", "bounded_below", "x0_outside", "one_free",
+        "rosenbrock_bounds", "poisson_latent_bounds", "bounds_maxfev"])
 def test_powell_takes_scipys_steps(problem, optimizer_kwargs):
     _takes_scipys_steps(problem, method="Powell", optimizer_kwargs=optimizer_kwargs)
 
@@ -268,6 +278,15 @@ def test_powell_errors_are_scipys():
         with pytest.raises(UnsupportedParameterError, match=refused):
             pytensor.function([x], minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"options": options})[0],
                               mode="STABLEHLO")
+
+    def bounded(bounds):
+        solution, _ = minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"bounds": bounds})
+        return pytensor.function([x], solution, mode="STABLEHLO")
+
+    with pytest.raises(ValueError, match="An upper bound is less than the corresponding lower bound"):
+        bounded([(1.0, 0.0)])
+    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
+        bounded([(0.0, 1.0)] * 2)(np.ones(3))  # at the call: x's length is not known when building
 
 
 @pytest.mark.parametrize("problem, optimizer_kwargs", [
@@ -431,6 +450,7 @@ def test_the_objectives_checks_raise_after_the_loop():
 @pytest.mark.parametrize("kwargs, refused", [
     ({"method": "COBYLA"}, "method 'COBYLA'"),
     ({"method": "L-BFGS-B", "optimizer_kwargs": {"bounds": [(0.0, 1.0)] * 2}}, "bounds"),
+    ({"method": "Powell", "optimizer_kwargs": {"constraints": ()}}, r"optimizer_kwargs \['constraints'\]"),
     ({"method": "L-BFGS-B", "optimizer_kwargs": {"options": {"callback": print}}}, r"optimizer_kwargs \['callback'\]"),
     ({"optimizer_kwargs": {"callback": print}}, r"optimizer_kwargs \['callback'\]"),
     ({"optimizer_kwargs": {"options": {"hess_inv0": np.eye(2)}}}, r"optimizer_kwargs \['hess_inv0'\]"),

@@ -73,6 +73,21 @@ print_ir("minimize_trust_ncg", [x, a], list(minimize(((x - a) ** 2).sum() + pt.e
 print_ir("minimize_powell", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="Powell")),
          raw=True)
 
+# Powell with bounds: each line search an `if` between Brent's search (where the line's
+# segment inside the bounds has no finite end: bracket's loop, then Brent's) and
+# fminbound's loop on the segment, or on its arctangent (chlo.atan of the ends,
+# stablehlo.tan of each trial step) where one end is infinite.
+# CHECK-LABEL: TEST: minimize_powell_bounds raw
+# CHECK: stablehlo.while
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.while
+# CHECK: chlo.atan
+# CHECK: stablehlo.tan
+# CHECK: stablehlo.while
+# CHECK: stablehlo.tan
+print_ir("minimize_powell_bounds", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="Powell",
+                                                         optimizer_kwargs={"bounds": [(0.0, None)]})), raw=True)
+
 # CG: BFGS's loop without a Hessian (x, f, g, the direction); dcsrch's loop, then wolfe2's in
 # an `if`, both evaluating the objective.
 # CHECK-LABEL: TEST: minimize_cg raw
