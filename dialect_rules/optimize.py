@@ -650,7 +650,7 @@ def _steihaug(f: _S, g: _S, hess: _S, jac_mag: _S, radius: _S, size: _S):
     return state["z"], state["hits"], state["wild"]
 
 
-_POWELL_DEFAULTS = {"xtol": 1e-4, "ftol": 1e-4, "maxiter": None, "maxfev": None}
+_POWELL_DEFAULTS = {"xtol": 1e-4, "ftol": 1e-4, "maxiter": None, "maxfev": None, "direc": None}
 
 
 def _lower_powell(ctx, node, x0, args):
@@ -664,9 +664,10 @@ def _lower_powell(ctx, node, x0, args):
     the limits was reached, x is within the bounds and neither f nor x is NaN. With
     `bounds`, each line search keeps to the segment of its line inside them
     (`_line_for_search`): fminbound on it, or on its arctangent where one end is
-    infinite, and the extrapolation stops at the bounds."""
+    infinite, and the extrapolation stops at the bounds. `direc` gives the first
+    directions (read once: scipy updates the caller's array in place)."""
     options = _method_options(node, "powell", ("xtol", "ftol"), _POWELL_DEFAULTS, {"disp", "return_all"}, "Powell",
-                              "no callback or direc", keywords=("bounds",))
+                              "no callback", keywords=("bounds",))
     bounds = node.op.optimizer_kwargs.get("bounds")
     xtol, ftol = float(options["xtol"]), float(options["ftol"])
     if xtol * 100 < 0:
@@ -779,7 +780,8 @@ def _lower_powell(ctx, node, x0, args):
     init_flags = [ir_constant(False)] * len(checks) + [_f64(0.0), ir_constant(False)]
     ctx.runtime_check((maxfun <= 0.0).v, RuntimeError, "Too many function calls")  # the first evaluation's
     fval, flags = budgeted(x, init_flags)
-    direc = _S(identity_matrix([work, work], "float64"))
+    direc = _S(identity_matrix([work, work], "float64")) if options["direc"] is None else _directions(
+        ctx, node, options["direc"], n, work)
     init = dict(status=_where(maxfun <= 0.0, _STOPPED, _GOING), x=x, fval=fval, x1=x, direc=direc, iter=0.0,
                 runaway=False)
     state, flags = _iterate(init, flags, limit, step)
@@ -1047,6 +1049,23 @@ def _bounds(ctx, node, bounds, n, size=None):
         return _S(slice_axis(padded, 0, 0, size))
 
     return vector(lower), vector(upper)
+
+
+def _directions(ctx, node, direc, n, work) -> _S:
+    """Powell's `direc`, its rows the first directions, as a float64 (work, work) matrix;
+    it must be N x N for an x of N entries (scipy would index or broadcast it wrongly): a
+    ValueError naming its shape when lowering where N is static, else at the call."""
+    direc = np.asarray(direc, dtype=float)
+    message = f"Powell's direc must be an N x N array for an x of N entries: got shape {direc.shape}"
+    if direc.ndim != 2 or direc.shape[0] != direc.shape[1]:
+        raise ValueError(f"{message} (node: {node_label(node)})")
+    k = direc.shape[0]
+    _check_sizes(ctx, node, n != k if _static(n) else compare(dim_value(n), dim_value(k), "NE"), message, message,
+                 ValueError)
+    if _static(work) and work == k:
+        return _S(ir_constant(direc))
+    fitted = pad_end(ir_constant(direc), [dim_max(dim_sub(work, k), 0)] * 2)
+    return _S(slice_axis(slice_axis(fitted, 0, 0, work), 1, 0, work))
 
 
 def _line_for_search(x: _S, xi: _S, lower: _S, upper: _S):
