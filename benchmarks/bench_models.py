@@ -338,7 +338,7 @@ def latent_mode(n: int = 50, method: str = "BFGS", optimizer_kwargs: dict | None
 def shifted_rosenbrock(method: str, n: int = 5):
     """PyTensor's own `test_minimize_vector_x` problem, a shifted Rosenbrock function of 5
     variables minimized from 0 (Powell at tol 1e-16, as the test runs it; trust-ncg with
-    the exact Hessian at tol 1e-10), the minimizer and the success flag. CG and Nelder-Mead
+    the exact Hessian at tol 1e-10, as dogleg), the minimizer and the success flag. CG and Nelder-Mead
     at their defaults, from x0 = (-0.5 ... 0.5): from 0 the first simplex's values tie,
     which numpy's argsort orders as the CPU's sort kernel does (README)."""
     from pytensor.tensor.optimize import minimize
@@ -348,7 +348,7 @@ def shifted_rosenbrock(method: str, n: int = 5):
     kwargs, x0 = {}, np.zeros(n)
     if method == "Powell":
         kwargs = {"optimizer_kwargs": {"tol": 1e-16}}
-    elif method == "trust-ncg":
+    elif method in ("trust-ncg", "dogleg"):
         kwargs = {"hess": True, "use_vectorized_jac": True, "optimizer_kwargs": {"tol": 1e-10}}
     else:
         x0 = np.linspace(-0.5, 0.5, n)
@@ -405,6 +405,7 @@ MODELS = {
     "steady-state-lm-20": lambda: steady_state(20, "lm", "steady-state-lm"),
     "powell-rosenbrock-5": lambda: shifted_rosenbrock("Powell"),
     "trust-ncg-rosenbrock-5": lambda: shifted_rosenbrock("trust-ncg"),
+    "dogleg-rosenbrock-5": lambda: shifted_rosenbrock("dogleg"),
     "cg-rosenbrock-5": lambda: shifted_rosenbrock("CG"),
     "nelder-mead-rosenbrock-5": lambda: shifted_rosenbrock("Nelder-Mead"),
 }

@@ -71,6 +71,7 @@ from lowering.graph import lower_function, node_label
 from lowering.regions import fold, if_else, while_loop
 from lowering.registry import register_lowering
 
+from dialect_rules.linalg import _cho_solve, _potrf
 from dialect_rules.sort import numpy_less
 
 # scipy's BFGS options (`optimizer_kwargs={"options": {...}}`, `tol` for gtol) we follow;
@@ -219,7 +220,7 @@ def _objective(ctx, node, x0, args, count: int, name: str):
     return evaluate, ctx.checks_of(fn)
 
 
-_MINIMIZE_METHODS = ("bfgs", "cg", "newton-cg", "l-bfgs-b", "trust-ncg", "powell", "nelder-mead")
+_MINIMIZE_METHODS = ("bfgs", "cg", "newton-cg", "l-bfgs-b", "trust-ncg", "dogleg", "powell", "nelder-mead")
 
 
 @register_lowering(MinimizeOp)
@@ -228,15 +229,16 @@ def lower_minimize(ctx, node, x0, *args):
     if method not in _MINIMIZE_METHODS:
         raise UnsupportedParameterError(node, f"method {node.op.method!r}",
                                         "minimize is lowered with scipy's 'BFGS' (the default), 'CG', "
-                                        "'Newton-CG', 'L-BFGS-B', 'trust-ncg', 'Powell' and 'Nelder-Mead'")
+                                        "'Newton-CG', 'L-BFGS-B', 'trust-ncg', 'dogleg', 'Powell' and "
+                                        "'Nelder-Mead'")
     if method == "cg":
         return _lower_cg(ctx, node, x0, args)
     if method == "newton-cg":
         return _lower_newton_cg(ctx, node, x0, args)
     if method == "l-bfgs-b":
         return _lower_lbfgsb(ctx, node, x0, args)
-    if method == "trust-ncg":
-        return _lower_trust_ncg(ctx, node, x0, args)
+    if method in ("trust-ncg", "dogleg"):
+        return _lower_trust_region(ctx, node, x0, args, method)
     if method == "powell":
         return _lower_powell(ctx, node, x0, args)
     if method == "nelder-mead":
@@ -528,22 +530,29 @@ _TRUST_NCG_DEFAULTS = {"initial_trust_radius": 1.0, "max_trust_radius": 1000.0, 
 _TRUST_IGNORED = {"disp", "return_all", "inexact", "workers", "subproblem_maxiter"}
 
 
-def _lower_trust_ncg(ctx, node, x0, args):
-    """minimize(method="trust-ncg"): scipy's `_minimize_trust_region` with its
-    CG-Steihaug subproblem (`_steihaug`). Each iteration solves the quadratic model in the
-    trust region, evaluates the objective at that step, and takes it where the actual
-    reduction is more than `eta` of the predicted one; the radius shrinks or grows by
-    their ratio. It ends at a gradient norm below `gtol`, at `maxiter`, or where the
-    model predicts no reduction; scipy.linalg.norm's ValueError on a gradient or a CG
-    iterate that is not finite is raised after the loop, which stops there."""
+def _lower_trust_region(ctx, node, x0, args, method: str):
+    """minimize(method="trust-ncg" or "dogleg"): scipy's `_minimize_trust_region` with
+    its CG-Steihaug subproblem (`_steihaug`) or its dogleg one (`_dogleg_subproblem`). Each
+    iteration solves the quadratic model in the trust region, evaluates the objective at
+    that step, and takes it where the actual reduction is more than `eta` of the
+    predicted one; the radius shrinks or grows by their ratio. It ends at a gradient norm
+    below `gtol`, at `maxiter`, where the model predicts no reduction, or (dogleg) where
+    the Hessian is not positive definite (cho_factor's LinAlgError, which scipy catches:
+    success False). scipy.linalg.norm's and cho_factor's ValueError on values not finite
+    stops it too, and is raised after it."""
     label = node_label(node)
-    if not node.op.jac:
-        raise ValueError(f"Jacobian is required for Newton-CG trust-region minimization (node: {label})")
-    if not node.op.hess:
-        raise ValueError("Either the Hessian or the Hessian-vector product is required for Newton-CG trust-region "
-                         f"minimization (node: {label})")
-    options = _method_options(node, "trust-ncg", "gtol", _TRUST_NCG_DEFAULTS, _TRUST_IGNORED, "trust-ncg",
-                              "no callback")
+    if method == "dogleg":
+        if not node.op.jac:
+            raise ValueError(f"Jacobian is required for dogleg minimization (node: {label})")
+        if not node.op.hess:
+            raise ValueError(f"Hessian is required for dogleg minimization (node: {label})")
+    else:
+        if not node.op.jac:
+            raise ValueError(f"Jacobian is required for Newton-CG trust-region minimization (node: {label})")
+        if not node.op.hess:
+            raise ValueError("Either the Hessian or the Hessian-vector product is required for Newton-CG "
+                             f"trust-region minimization (node: {label})")
+    options = _method_options(node, method, "gtol", _TRUST_NCG_DEFAULTS, _TRUST_IGNORED, method, "no callback")
     initial, largest, eta = (float(options[k]) for k in ("initial_trust_radius", "max_trust_radius", "eta"))
     if not 0 <= eta < 0.25:
         raise Exception(f"invalid acceptance stringency (node: {label})")
@@ -565,7 +574,10 @@ def _lower_trust_ncg(ctx, node, x0, args):
 
     def step(s, flags):
         x, f, g, hess, radius = s["x"], s["f"], s["g"], s["hess"], s["radius"]
-        p, hits, wild = _steihaug(f, g, hess, s["jac_mag"], radius, size)
+        if method == "dogleg":
+            p, hits, wild, indefinite = _dogleg_subproblem(ctx, g, hess, radius)
+        else:
+            (p, hits, wild), indefinite = _steihaug(f, g, hess, s["jac_mag"], radius, size), _S(False)
         predicted = f - _model(f, g, hess, p)
         proposed = x + p
         f1, g1, hess1, new_flags = evaluate(proposed.v, flags)
@@ -581,10 +593,12 @@ def _lower_trust_ncg(ctx, node, x0, args):
                      radius=_where(rho < 0.25, radius * 0.25, _where((rho > 0.75) & hits,
                                                                    _py_min(2.0 * radius, largest), radius)),
                      jac_mag=jac_mag, k=k, wild=wild_gradient)
-        # a CG iterate not finite (scipy raised before evaluating), or no predicted
-        # reduction (its warnflag 2): x stays, the loop ends
+        # an error in the subproblem (a ValueError scipy raises before evaluating, or the
+        # LinAlgError it catches: warnflag 3), or no predicted reduction (warnflag 2): x
+        # stays, the loop ends
+        failed = wild | indefinite
         halted = dict(s, status=_S(_STOPPED), wild=wild)
-        return _where_all(wild | (predicted <= 0.0), halted, moved), _gate(~wild, new_flags, flags)
+        return _where_all(failed | (predicted <= 0.0), halted, moved), _gate(~failed, new_flags, flags)
 
     wild = ~_all_finite(g)  # the first gradient norm's ValueError
     jac_mag = _sqrt(_S(_dot(g.v, g.v)))
@@ -615,20 +629,11 @@ def _steihaug(f: _S, g: _S, hess: _S, jac_mag: _S, radius: _S, size: _S):
     no limit; this one stops after 20 n + 20 steps at the last iterate."""
     tolerance = _py_min(0.5, _sqrt(jac_mag)) * jac_mag
 
-    def boundary(z: _S, d: _S):
-        """The two t with |z + t d| = radius, smaller first (get_boundaries_intersections)."""
-        a, b = _S(_dot(d.v, d.v)), 2.0 * _S(_dot(z.v, d.v))
-        c = _S(_dot(z.v, z.v)) - radius * radius
-        root = _sqrt(b * b - 4.0 * a * c)
-        aux = b + _where(_S(signbit(b.v)), -root, root)
-        ta, tb = -aux / (2.0 * a), -2.0 * c / aux
-        return _where(tb < ta, tb, ta), _where(tb < ta, ta, tb)
-
     def step(s, _):
         z, r, d = s["z"], s["r"], s["d"]
         bd = _S(dot_general(hess.v, d.v, ([1], [0])))
         dbd = _S(_dot(d.v, bd.v))
-        lo, hi = boundary(z, d)
+        lo, hi = _boundaries(z, d, radius)
         pa, pb = z + lo * d, z + hi * d
         r2 = _S(_dot(r.v, r.v))
         alpha = r2 / dbd
@@ -648,6 +653,41 @@ def _steihaug(f: _S, g: _S, hess: _S, jac_mag: _S, radius: _S, size: _S):
     init = dict(status=_where(jac_mag < tolerance, _DONE, _GOING), z=zeros, r=g, d=-g, hits=False, wild=False)
     state, _ = _iterate(init, [], size * 20.0 + 20.0, step)
     return state["z"], state["hits"], state["wild"]
+
+
+def _boundaries(z: _S, d: _S, radius: _S):
+    """The two t with |z + t d| = radius, smaller first (scipy's
+    get_boundaries_intersections)."""
+    a, b = _S(_dot(d.v, d.v)), 2.0 * _S(_dot(z.v, d.v))
+    c = _S(_dot(z.v, z.v)) - radius * radius
+    root = _sqrt(b * b - 4.0 * a * c)
+    aux = b + _where(_S(signbit(b.v)), -root, root)
+    ta, tb = -aux / (2.0 * a), -2.0 * c / aux
+    return _where(tb < ta, tb, ta), _where(tb < ta, ta, tb)
+
+
+def _dogleg_subproblem(ctx, g: _S, hess: _S, radius: _S):
+    """scipy's DoglegSubproblem.solve: the Newton point -B^-1 g (cho_factor and
+    cho_solve: LAPACK's potrf of B's upper triangle) where it is inside the trust region;
+    else the Cauchy point -(g'g / g'Bg) g cut to the boundary where it is outside, or the
+    boundary point on the segment from it to the Newton point. Returns the step, whether
+    it is on the boundary, and scipy's errors: a B or g not finite, or a step whose norm
+    is not (ValueError), a B not positive definite (LinAlgError)."""
+    factor, positive = _potrf(ctx, hess.v, lower=False)
+    newton = -_S(_cho_solve(ctx, factor, reshape(g.v, [shape_of(g.v)[0], 1]), lower=False))
+    newton = _S(reshape(newton.v, shape_of(g.v)))
+    finite_input = _all_finite(_S(reshape(hess.v, [dim_product(shape_of(hess.v))]))) & _all_finite(g)
+    newton_norm = _sqrt(_S(_dot(newton.v, newton.v)))
+    bg = _S(dot_general(hess.v, g.v, ([1], [0])))
+    cauchy = -(_S(_dot(g.v, g.v)) / _S(_dot(g.v, bg.v))) * g
+    cauchy_norm = _sqrt(_S(_dot(cauchy.v, cauchy.v)))
+    _, tb = _boundaries(cauchy, newton - cauchy, radius)
+    inside = newton_norm < radius
+    beyond = cauchy_norm >= radius
+    p = _where(inside, newton, _where(beyond, cauchy * (radius / cauchy_norm), cauchy + tb * (newton - cauchy)))
+    indefinite = finite_input & ~_S(positive)
+    wild = ~finite_input | (~indefinite & (~_finite(newton_norm) | (~inside & ~_finite(cauchy_norm))))
+    return p, ~inside, wild, indefinite
 
 
 _POWELL_DEFAULTS = {"xtol": 1e-4, "ftol": 1e-4, "maxiter": None, "maxfev": None, "direc": None}

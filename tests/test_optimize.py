@@ -1,5 +1,5 @@
-"""pytensor.tensor.optimize: MinimizeOp (BFGS, CG, Newton-CG, L-BFGS-B, trust-ncg, Powell,
-Nelder-Mead), MinimizeScalarOp (Brent, golden, bounded), RootScalarOp (secant, Newton,
+"""pytensor.tensor.optimize: MinimizeOp (BFGS, CG, Newton-CG, L-BFGS-B, trust-ncg, dogleg,
+Powell, Nelder-Mead), MinimizeScalarOp (Brent, golden, bounded), RootScalarOp (secant, Newton,
 Halley; bisect, ridder, brentq, brenth) and RootOp (hybr, lm) against their performs
 (scipy.optimize's minimize, minimize_scalar, root_scalar, root).
 
@@ -231,6 +231,41 @@ def _exponentials():
     x, a = pt.vector("x"), pt.scalar("a")
     return [x, a], pt.exp(x).sum() - a * x.sum() + 0.1 * (x[0] - x[1]) ** 2, x, [np.array([5.0, 4.0, 3.0]),
                                                                              np.array(2.0)]
+
+
+def _double_well():
+    x, a = pt.vector("x"), pt.scalar("a")
+    return [x, a], (x**4 / 4 - x**2 + a * x).sum(), x, [np.array([2.0, 1.5]), np.array(0.5)]
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_quartic, None),
+    (_scalar, None),
+    (_poisson_latent, None),
+    (_convex_quadratic_field, None),
+    (_shifted_rosenbrock, None),
+    (_exponentials, None),
+    (_log_barrier, None),
+    (_double_well, None),
+    (_double_well, {"options": {"initial_trust_radius": 0.3}}),  # Cauchy points cut, the dogleg's second leg
+    (_rosenbrock, None),  # a Hessian not positive definite at x0: scipy's LinAlgError, caught: success False
+    (_saddle, None),
+    (_exponentials, {"tol": 1e-10, "options": {"initial_trust_radius": 0.1, "eta": 0.2, "maxiter": 40}}),
+], ids=["quartic", "scalar", "poisson_latent", "convex_field", "shifted_rosenbrock", "exponentials", "log_barrier",
+        "double_well", "small_radius", "not_positive_definite", "saddle", "tol_radius_eta_maxiter"])
+def test_dogleg_takes_scipys_steps(problem, optimizer_kwargs):
+    _takes_scipys_steps(problem, method="dogleg", hess=True, use_vectorized_jac=True, optimizer_kwargs=optimizer_kwargs)
+
+
+def test_dogleg_errors_are_scipys():
+    x = pt.vector("x")
+    for kwargs, message in [({"jac": False, "hess": True}, "Jacobian is required for dogleg minimization"),
+                            ({}, "Hessian is required for dogleg minimization")]:
+        with pytest.raises(ValueError, match=message):
+            pytensor.function([x], minimize((x**2).sum(), x, method="dogleg", **kwargs)[0], mode="STABLEHLO")
+    solution, _ = minimize(0.1 * x.sum() - pt.sqrt(x).sum(), x, method="dogleg", hess=True)
+    with pytest.raises(ValueError, match="array must not contain infs or NaNs"):  # cho_factor's check of the Hessian
+        pytensor.function([x], solution, mode="STABLEHLO")(np.array([-1.0, 2.0]))
 
 
 @pytest.mark.parametrize("problem, optimizer_kwargs", [

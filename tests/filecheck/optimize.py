@@ -73,6 +73,17 @@ print_ir("minimize_trust_ncg", [x, a], list(minimize(((x - a) ** 2).sum() + pt.e
 print_ir("minimize_powell", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="Powell")),
          raw=True)
 
+# dogleg: trust-ncg's loop; each iteration LAPACK's potrf of the Hessian (the Newton
+# point from its factor by substitution, written out for 3 variables), then the objective
+# at the proposed step.
+# CHECK-LABEL: TEST: minimize_dogleg raw
+# CHECK: stablehlo.while({{.*}}) : tensor<f64>, tensor<3xf64>, tensor<f64>, tensor<3xf64>, tensor<3x3xf64>
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi
+# CHECK-NOT: stablehlo.while
+# CHECK: func.call @minimize_hessian
+print_ir("minimize_dogleg", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="dogleg", hess=True,
+                                                  use_vectorized_jac=True)), raw=True)
+
 # Powell with bounds: each line search an `if` between Brent's search (where the line's
 # segment inside the bounds has no finite end: bracket's loop, then Brent's) and
 # fminbound's loop on the segment, or on its arctangent (chlo.atan of the ends,
