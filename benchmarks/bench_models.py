@@ -357,7 +357,8 @@ def shifted_rosenbrock(method: str, n: int = 5):
 
 
 def steady_state(n: int = 20, method: str = "hybr", name: str = "steady-state"):
-    """A multisector steady state (`pytensor.tensor.optimize.root`, hybr or lm): each sector's
+    """A multisector steady state (`pytensor.tensor.optimize.root`, hybr, lm or df-sane, the
+    last without the Jacobian it does not use, which the Python mode cannot take): each sector's
     marginal product of capital, which its suppliers' capital raises through an
     input-output matrix, equals the user cost of capital; x is log capital. With the
     steady state's gradient in the discount factor and depreciation (the implicit
@@ -370,7 +371,7 @@ def steady_state(n: int = 20, method: str = "hybr", name: str = "steady-state"):
     weights *= 0.3 / weights.sum(axis=1, keepdims=True)
     x, beta, delta = pt.dvector("x"), pt.dscalar("beta"), pt.dscalar("delta")
     marginal_product = alpha * pt.exp((alpha - 1) * x + weights @ x)
-    steady, _ = root(pt.log(marginal_product) - pt.log(1 / beta - 1 + delta), x, method=method)
+    steady, _ = root(pt.log(marginal_product) - pt.log(1 / beta - 1 + delta), x, method=method, jac=method != "df-sane")
     outputs = [steady, *pytensor.grad(steady.sum(), [beta, delta])]
     return Graph(f"{name}-{n}", [x, beta, delta], outputs, [np.zeros(n), 0.99, 0.025])
 
@@ -403,6 +404,7 @@ MODELS = {
     "latent-mode-lbfgsb-50": lambda: latent_mode(50, "L-BFGS-B", {"tol": 1e-8}, "latent-mode-lbfgsb"),
     "steady-state-20": steady_state,
     "steady-state-lm-20": lambda: steady_state(20, "lm", "steady-state-lm"),
+    "steady-state-df-sane-20": lambda: steady_state(20, "df-sane", "steady-state-df-sane"),
     "powell-rosenbrock-5": lambda: shifted_rosenbrock("Powell"),
     "trust-ncg-rosenbrock-5": lambda: shifted_rosenbrock("trust-ncg"),
     "dogleg-rosenbrock-5": lambda: shifted_rosenbrock("dogleg"),

@@ -514,15 +514,19 @@ def _two_loop(s_mem: _S, y_mem: _S, sy: _S, count: _S, theta: _S, r: _S) -> _S:
 def _push(s_mem: _S, y_mem: _S, sy: _S, count: _S, s: _S, y: _S, curvature: _S, m: int):
     """The memory with the pair (s, y) added as the newest (the oldest dropped where all
     m slots are used) and its count."""
-    slots = shape_of(sy.v)[0]
-    full = count.eq(float(m))
-    slot = convert(_where(full, float(m - 1), count).v, "int64")
+    (s_mem, _), (y_mem, _), (sy, count) = (_push_window(memory, count, value, m) for memory, value in (
+        (s_mem, s), (y_mem, y), (sy, curvature)))
+    return s_mem, y_mem, sy, count
 
-    def added(memory: _S, value: _S) -> _S:
-        rolled = _S(hlo.concatenate([slice_axis(memory.v, 0, 1, slots), slice_axis(memory.v, 0, 0, 1)], 0))
-        return _put(_where(full, rolled, memory), slot, value)
 
-    return added(s_mem, s), added(y_mem, y), added(sy, curvature), _where(full, count, count + 1.0)
+def _push_window(values: _S, count: _S, value: _S, size: int):
+    """A deque of at most `size` entries (rows), oldest first, `count` of them used: with
+    `value` appended (the oldest dropped where all are used), and its new count."""
+    slots = shape_of(values.v)[0]
+    full = count.eq(float(size))
+    rolled = _S(hlo.concatenate([slice_axis(values.v, 0, 1, slots), slice_axis(values.v, 0, 0, 1)], 0))
+    slot = convert(_where(full, float(size - 1), count).v, "int64")
+    return _put(_where(full, rolled, values), slot, value), _where(full, count, count + 1.0)
 
 
 _TRUST_NCG_DEFAULTS = {"initial_trust_radius": 1.0, "max_trust_radius": 1000.0, "eta": 0.15, "gtol": 1e-4,
@@ -1139,11 +1143,13 @@ def _evaluation_limits(node, options: dict, default: _S):
     return maxiter, maxfun, _where(maxiter < maxfun + 1.0, maxiter, maxfun + 1.0)
 
 
-def _budgeted(evaluate, maxfun: _S, cut=lambda x: x.v):
+def _budgeted(evaluate, maxfun: _S, cut=lambda x: x.v, like: ir.Value | None = None):
     """f through scipy's `_wrap_scalar_function_maxfun_validation`: budgeted(x, flags,
     wanted) evaluates f at `cut(x)` where `wanted` and fewer than `maxfun` evaluations
     were made (else NaN, in a `stablehlo.if`); flags end with the count and whether a
-    wanted evaluation was refused (scipy's _MaxFuncCallError, which ends the run)."""
+    wanted evaluation was refused (scipy's _MaxFuncCallError, which ends the run). f is
+    a float64 scalar, or of the type of `like`."""
+    nan = _f64(float("nan")) if like is None else splat(_f64(float("nan")), like)
 
     def budgeted(x: _S, flags, wanted=True):
         *own, count, spent = flags
@@ -1154,8 +1160,7 @@ def _budgeted(evaluate, maxfun: _S, cut=lambda x: x.v):
             f, new_flags = evaluate(cut(x), own)
             return [f, *new_flags]
 
-        out = if_else(go.v, [_f64(0.0).type] + [v.type for v in own], evaluated,
-                      lambda: [_f64(float("nan")), *own])
+        out = if_else(go.v, [nan.type] + [v.type for v in own], evaluated, lambda: [nan, *own])
         return _S(out[0]), [*out[1:], _where(go, _S(count) + 1.0, count).v, (_S(spent) | (over & wanted)).v]
 
     return budgeted
@@ -2145,6 +2150,142 @@ _ROOT_SOLVERS = {
 _TINY, _HUGE = 1e-150, 1e150  # the entries whose squares _enorm sums unscaled
 
 
+_DF_SANE_DEFAULTS = {"ftol": 1e-8, "fatol": 1e-300, "maxfev": 1000, "M": 10, "sigma_eps": 1e-10, "sigma_0": 1.0,
+                     "line_search": "cruz", "fnorm": None, "eta_strategy": None}
+
+
+def _lower_df_sane(ctx, node, x0, args):
+    """root(method="df-sane"): scipy's `_root_df_sane`, the derivative-free spectral
+    residual method (La Cruz, Martinez, Raydan): steps along d = -sigma F with sigma
+    the spectral coefficient s's / s'y (kept within [sigma_eps, 1 / sigma_eps] in
+    magnitude), each found by a nonmonotone backtracking search that tries x + a d and
+    x - a d in turn (Cruz's, against the largest of the last M merit values, or
+    Cheng's), allowing the merit |F|^2 to grow by |F0|^2 / (1 + k)^2. It stops where |F|
+    < ftol |F0| + fatol (success), or where the wrapper refuses an evaluation past
+    `maxfev`. In x's dtype, as scipy keeps it; the Jacobian is not used (scipy warns,
+    and PyTensor's perform, handing scipy the equations and Jacobian as one function,
+    fails with jac=True)."""
+    options = _method_options(node, "df-sane", "ftol", _DF_SANE_DEFAULTS, {"disp"}, "df-sane", "no callback")
+    for name in ("fnorm", "eta_strategy"):
+        if options[name] is not None:
+            raise UnsupportedParameterError(node, f"options {name!r}", "a callable of scipy's cannot run inside the graph")
+    search = options["line_search"]
+    if search not in ("cheng", "cruz"):
+        raise ValueError(f"Invalid value {search!r} for 'line_search' (node: {node_label(node)})")
+    x_type = node.inputs[0].type
+    if np.dtype(x_type.dtype).kind != "f":
+        raise UnsupportedParameterError(node, f"x of dtype {x_type.dtype}", "x must be real floats")
+    dtype = np.dtype(x_type.dtype)
+    fn, variable = _inner_function(ctx, node, 0, "root_equations")
+    operands = [operand for i, operand in enumerate((x0, *args)) if i in variable[1:]]
+    checks = ctx.checks_of(fn)
+    n = dim_product(shape_of(x0))
+
+    def equations(x: ir.Value, flags):
+        results = ctx.emit_call(fn, [reshape(x, shape_of(x0)), *operands])
+        values = results[0]
+        merged = [hlo.or_(a, b) for a, b in zip(flags, results[1:], strict=True)]
+        return convert(reshape(values, [dim_product(shape_of(values))]), dtype), merged
+
+    x = _S(reshape(x0, [n]))
+    f0_values, flags = equations(x.v, [ir_constant(False)] * len(checks))
+    m = shape_of(f0_values)[0]
+    mismatch = "df-sane: the equations must be as many as the variables (x moves along -sigma F)"
+    _check_sizes(ctx, node, m != n if _static(m, n) else compare(dim_value(m), dim_value(n), "NE"),
+                 f"{mismatch}: {m} equations in {n} variables", mismatch, ValueError)
+    F0 = _S(f0_values) if _static(m, n) and m == n else _S(
+        slice_axis(pad_end(f0_values, [dim_max(dim_sub(n, m), 0)]), 0, 0, n))
+
+    def merit(F: _S) -> _S:  # np.linalg.norm(F) ** 2
+        norm = _sqrt(_S(_dot(F.v, F.v)))
+        return norm * norm
+
+    def fitted(values: ir.Value) -> _S:
+        return _S(values) if _static(m, n) and m == n else _S(
+            slice_axis(pad_end(values, [dim_max(dim_sub(n, dim_product(shape_of(values))), 0)]), 0, 0, n))
+
+    def fitted_equations(point: ir.Value, flags):
+        values, flags = equations(point, flags)
+        return fitted(values).v, flags
+
+    budgeted = _budgeted(fitted_equations, _S.of(float(options["maxfev"])), like=F0.v)
+    ftol, fatol, eps = float(options["ftol"]), float(options["fatol"]), float(options["sigma_eps"])
+    window = max(int(options["M"]), 1)
+    f0 = merit(F0)
+    scalar = lambda value: _S(convert(_S.of(value).v, dtype))  # noqa: E731  (a Python float as numpy casts it)
+
+    def line_search(s, flags):
+        """The nonmonotone search from x along d, one evaluation a step: x + a+ d, then
+        x - a- d, the two lengths shrunk by their quadratic estimates within [0.1, 0.5]
+        of themselves."""
+        x, d, f_k = s["x"], s["d"], s["f"]
+        ceiling = _where(_S(search == "cruz"), s["f_bar"], s["C"]) + s["eta"]
+
+        def each(t, flags):
+            plus = t["phase"].eq(0.0)
+            alpha = _where(plus, t["alpha_p"], t["alpha_m"])
+            point = _where(plus, x + alpha * d, x - alpha * d)
+            F, flags = budgeted(point, flags)
+            fp = merit(F)
+            accepted = fp <= ceiling - (1e-4 * (alpha * alpha)) * f_k
+            estimate = alpha * alpha * f_k / (fp + (2.0 * alpha - 1.0) * f_k)
+            shrunk = dict(t, phase=1.0 - t["phase"], alpha_tp=_where(plus, estimate, t["alpha_tp"]),
+                          alpha_p=_where(plus, t["alpha_p"], _clip(t["alpha_tp"], 0.1 * t["alpha_p"],
+                                                                     0.5 * t["alpha_p"])),
+                          alpha_m=_where(plus, t["alpha_m"], _clip(estimate, 0.1 * t["alpha_m"], 0.5 * t["alpha_m"])))
+            found = dict(t, status=_S(_DONE), point=point, F=F, fp=fp)
+            refused = _S(flags[-1])
+            return _where_all(refused, dict(t, status=_S(_STOPPED)), _where_all(accepted, found, shrunk)), flags
+
+        one = scalar(1.0)
+        init = dict(status=_GOING, phase=0.0, alpha_p=one, alpha_m=one, alpha_tp=one, point=x, F=s["F"], fp=f_k)
+        return _iterate(init, flags, float(options["maxfev"]) * 2.0 + 2.0, each)
+
+    def step(s, flags):
+        sigma = s["sigma"]
+        big = 1.0 / eps
+        sigma = _where(abs(sigma) > big, big * _S(hlo.sign(sigma.v)), _where(abs(sigma) < eps, scalar(eps), sigma))
+        d = -sigma * s["F"]
+        eta = f0 / _S(convert(((1.0 + s["k"]) * (1.0 + s["k"])).v, dtype))
+        f_bar = _py_max_of(s["prev"], s["count"])
+        found, flags = line_search(dict(s, d=d, eta=eta, f_bar=f_bar), flags)
+        xp, Fp, fp = found["point"], found["F"], found["fp"]
+        s_k, y_k = xp - s["x"], Fp - s["F"]
+        prev, count = _push_window(s["prev"], s["count"], fp, window)
+        nu = 0.85
+        q_next = nu * s["Q"] + 1.0
+        moved = dict(s, x=xp, F=Fp, f=fp, sigma=_S(_dot(s_k.v, s_k.v)) / _S(_dot(s_k.v, y_k.v)), k=s["k"] + 1.0,
+                     prev=prev, count=count, C=(nu * s["Q"] * (s["C"] + eta) + fp) / q_next, Q=q_next)
+        moved["status"] = _where(_sqrt(fp) < ftol * s["norm0"] + fatol, _DONE, _GOING)
+        return _where_all(found["status"].eq(_DONE), moved, dict(s, status=_S(_STOPPED))), flags
+
+    zero = scalar(0.0)
+    prev = _S(broadcast_in_dim(zero.v, [window], []))
+    prev = _put(prev, ir_constant(np.int64(0)), f0)
+    norm0 = _sqrt(f0)
+    init = dict(status=_where(norm0 < ftol * norm0 + fatol, _DONE, _GOING), x=x, F=F0, f=f0,
+                sigma=scalar(float(options["sigma_0"])), k=zero, prev=prev, count=1.0, C=f0, Q=scalar(1.0),
+                norm0=norm0)
+    flags = [*flags, _f64(1.0), ir_constant(False)]
+    state, flags = _iterate(init, flags, float(options["maxfev"]) + 1.0, step)
+    for flag, check in zip(flags[:len(checks)], checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    return reshape(convert(state["x"].v, x_type.dtype), shape_of(x0)), state["status"].eq(_DONE).v
+
+
+def _py_max_of(values: _S, count: _S) -> _S:
+    """Python's max over the first `count` entries, in order: the first of the largest,
+    NaN never taking another's place (nor losing its own, where it is first)."""
+    index = lambda j: _S(j) + 1  # noqa: E731  (the entries after the first)
+
+    def each(j, carried):
+        best, item = _S(carried[0]), _entry(values, index(j).v)
+        return [_where(item > best, item, best).v]
+
+    first = _entry(values, ir_constant(np.int64(0)))
+    return _S(_for((_S(convert(count.v, "int64")) - 1).v, [first.v], each)[0])
+
+
 @register_lowering(RootOp)
 def lower_root(ctx, node, x0, *args):
     """scipy.optimize.root with method "hybr", MINPACK's hybrj (Powell's hybrid method: a
@@ -2154,9 +2295,11 @@ def lower_root(ctx, node, x0, *args):
     that minimizes the linear model in a trust region, its parameter found by lmpar). Both
     run as scipy calls them: success is hybrj's info 1, lmder's 1 to 4."""
     method = node.op.method.lower()
+    if method == "df-sane":
+        return _lower_df_sane(ctx, node, x0, args)
     if method not in _ROOT_SOLVERS:
         raise UnsupportedParameterError(node, f"method {node.op.method!r}",
-                                        "root is lowered with scipy's 'hybr' (the default) and 'lm'")
+                                        "root is lowered with scipy's 'hybr' (the default), 'lm' and 'df-sane'")
     defaults, ignored = _ROOT_SOLVERS[method]
     options = _method_options(node, method, "xtol", defaults, ignored, method, "no callback or diag")
     x_type = node.inputs[0].type

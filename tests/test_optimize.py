@@ -806,6 +806,51 @@ def test_root_errors_are_scipys_or_name_what_is_refused():
             pytensor.function([variables, a], root(equations, variables, **kwargs)[0], mode="STABLEHLO")
 
 
+# --- root(method="df-sane") (RootOp): the spectral residual method -----------------------
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_circle_and_hyperbola, None),
+    (_coupled_exponentials, {"tol": 1e-12}),
+    (_coupled_exponentials, {"options": {"line_search": "cheng", "ftol": 1e-12}}),
+    (_log_domain, None),  # NaN from the start: the searches run out of evaluations, success False
+    (_circle_and_hyperbola, {"options": {"maxfev": 7}}),  # the wrapper refuses the 8th, mid-search
+    (_circle_and_hyperbola, {"options": {"M": 2, "sigma_0": 0.5, "sigma_eps": 1e-3, "fatol": 1e-6, "disp": False}}),
+], ids=["circle", "exponentials", "cheng", "log_domain", "maxfev", "options"])
+def test_root_df_sane_takes_scipys_steps(problem, optimizer_kwargs):
+    """scipy's df-sane (jac=False: with jac=True, PyTensor's perform hands scipy the
+    equations and the Jacobian as one function, which df-sane cannot read). Where it does
+    not converge in 1,000 evaluations its iterates are decided by roundings (scipy's own
+    move by 1e-2 when x0 changes by 1e-15), so these problems converge or stop early."""
+    x, a = pt.vector("x"), pt.scalar("a")
+    equations, x0 = problem(x, a)
+    solution, success = root(equations, x, method="df-sane", jac=False, optimizer_kwargs=optimizer_kwargs)
+    compare_with_py([x, a], [solution, success], [x0, np.array(4.0)], **CLOSE)
+
+
+def test_root_df_sane_in_float32_with_jac_and_its_errors():
+    """In x's dtype, as scipy keeps it: float32 to an ulp. With jac=True (PyTensor's
+    default, which fails in the Python mode) the same result: df-sane does not use it."""
+    x, a = pt.vector("x", dtype="float32"), pt.scalar("a", dtype="float32")
+    equations = pt.exp(x) - pt.arange(1, 6).astype("float32") * a / 4 + np.float32(0.1) * pt.roll(x, 1)
+    values = [np.zeros(5, "float32"), np.array(4.0, "float32")]
+    got = compare_with_py([x, a], list(root(equations, x, method="df-sane", jac=False)), values, rtol=1e-6, atol=0.0)
+    assert got[0].dtype == np.float32
+    with_jac = pytensor.function([x, a], root(equations, x, method="df-sane")[0], mode="STABLEHLO")
+    np.testing.assert_array_equal(with_jac(*values), got[0])
+    y = pt.vector("y")
+    for options, error, message in [
+        ({"line_search": "armijo"}, ValueError, "Invalid value 'armijo' for 'line_search'"),
+        ({"fnorm": np.linalg.norm}, UnsupportedParameterError, "options 'fnorm'"),
+    ]:
+        with pytest.raises(error, match=message):
+            pytensor.function([y], root(y**2 - 1, y, method="df-sane", optimizer_kwargs={"options": options})[0],
+                              mode="STABLEHLO")
+    too_many = pytensor.function([y], root(pt.concatenate([y, y]) - 1, y, method="df-sane")[0], mode="STABLEHLO")
+    with pytest.raises(ValueError, match="df-sane: the equations must be as many as the variables"):
+        too_many(np.zeros(2))
+
+
 # --- root(method="lm") (RootOp): MINPACK's lmder ---------------------------------------
 
 

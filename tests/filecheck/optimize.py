@@ -207,6 +207,17 @@ from pytensor.tensor.optimize import root  # noqa: E402
 v = pt.vector("v", shape=(2,))
 print_ir("root", [v, a], list(root(pt.stack([v[0] ** 2 + v[1] ** 2 - a, v[0] * v[1] - 1]), v)), raw=True)
 
+# root with df-sane: the loop carries x, F, the spectral coefficient and the last 10 merit
+# values; Python's max over them in a loop of its own; the nonmonotone search's loop, one
+# evaluation a step in the budget's `if`.
+# CHECK-LABEL: TEST: root_df_sane raw
+# CHECK: stablehlo.while({{.*}}) : tensor<f64>, tensor<3xf64>, tensor<3xf64>, {{.*}}tensor<10xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<f64>
+# CHECK: stablehlo.while
+# CHECK: "stablehlo.if"
+# CHECK: func.call @root_equations
+print_ir("root_df_sane", [x, a], list(root(pt.exp(x) - a, x, method="df-sane", jac=False)), raw=True)
+
 # root (lm, MINPACK's lmder): three equations in two variables, at x0 before the loop;
 # each iteration after a step was taken evaluates the Jacobian in an `if` and factors it
 # by the pivoted Householder loop (A' 2x3, the column norms, the columns' order), then
