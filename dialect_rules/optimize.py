@@ -1,8 +1,8 @@
-"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS, Newton-CG, trust-ncg, and L-BFGS-B
-and Powell without bounds), MinimizeScalarOp (Brent's method, the golden section search,
-the bounded method), RootScalarOp (secant, Newton and Halley iterations; bisection,
-Ridder's and Brent's methods from a bracket) and RootOp (MINPACK's hybrj and lmder, scipy's
-hybr and lm), as loops around the inner graph.
+"""pytensor.tensor.optimize: MinimizeOp (scipy's BFGS, CG, Newton-CG, trust-ncg, dogleg,
+Powell and Nelder-Mead, and L-BFGS-B without bounds), MinimizeScalarOp (Brent's method,
+the golden section search, the bounded method), RootScalarOp (secant, Newton and Halley
+iterations; bisection, Ridder's and Brent's methods from a bracket) and RootOp (MINPACK's
+hybrj and lmder, scipy's hybr and lm; scipy's df-sane), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
 to scipy.optimize.minimize. Here the inner graph is a private function returning the

@@ -1,6 +1,6 @@
 """pytensor.tensor.optimize: MinimizeOp (BFGS, CG, Newton-CG, L-BFGS-B, trust-ncg, dogleg,
 Powell, Nelder-Mead), MinimizeScalarOp (Brent, golden, bounded), RootScalarOp (secant, Newton,
-Halley; bisect, ridder, brentq, brenth) and RootOp (hybr, lm) against their performs
+Halley; bisect, ridder, brentq, brenth) and RootOp (hybr, lm, df-sane) against their performs
 (scipy.optimize's minimize, minimize_scalar, root_scalar, root).
 
 The Python mode's perform compiles the objective with the default mode (its rewrites, and
@@ -419,7 +419,7 @@ def test_cg_and_nelder_mead_on_random_problems(method, rtol):
 def test_nelder_mead_in_float32_and_float16():
     """The simplex in x's dtype, as scipy keeps it; f's values in float64. float16 agrees
     exactly; float32 to a few ulps (where numpy rounds an expansion's 3 xbar before
-    subtracting 2 x, XLA's loop rounds the difference once)."""
+    subtracting 2 x, the difference comes out of XLA's loop rounded once: README)."""
     for dtype, rtol in [("float16", 0.0), ("float32", 1e-5)]:
         x, a = pt.vector("x", dtype=dtype), pt.scalar("a", dtype=dtype)
         objective = pt.exp(x).sum() - a * x.sum() + 0.1 * (x[0] - x[1]) ** 2
