@@ -838,6 +838,9 @@ def test_root_df_sane_in_float32_with_jac_and_its_errors():
     assert got[0].dtype == np.float32
     with_jac = pytensor.function([x, a], root(equations, x, method="df-sane")[0], mode="STABLEHLO")
     np.testing.assert_array_equal(with_jac(*values), got[0])
+    s, c = pt.scalar("s"), pt.scalar("c")  # (the Python mode fails on a scalar x too: README)
+    scalar_root = pytensor.function([s, c], root(pt.exp(s) - c, s, method="df-sane")[0], mode="STABLEHLO")
+    np.testing.assert_allclose(scalar_root(np.array(0.3), np.array(3.0)), np.log(3.0), rtol=1e-8)
     y = pt.vector("y")
     for options, error, message in [
         ({"line_search": "armijo"}, ValueError, "Invalid value 'armijo' for 'line_search'"),
