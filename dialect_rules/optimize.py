@@ -1,7 +1,7 @@
 """pytensor.tensor.optimize: MinimizeOp (scipy's BFGS, CG, Newton-CG, trust-ncg, dogleg,
 Powell and Nelder-Mead, and L-BFGS-B without bounds), MinimizeScalarOp (Brent's method,
 the golden section search, the bounded method), RootScalarOp (secant, Newton and Halley
-iterations; bisection, Ridder's and Brent's methods from a bracket) and RootOp (MINPACK's
+iterations; bisection, Ridder's, Brent's and TOMS 748 from a bracket) and RootOp (MINPACK's
 hybrj and lmder, scipy's hybr and lm; scipy's df-sane), as loops around the inner graph.
 
 PyTensor's perform hands the objective (a function compiled from the Op's inner graph)
@@ -1628,7 +1628,7 @@ def _quadmin(a, fa, fpa, b, fb):
 # The derivatives each method reads (root_scalar runs them all through scipy's `newton`).
 _ROOT_METHODS = {"secant": 0, "newton": 1, "halley": 2}
 # scipy's bracketing solvers (its C code in scipy/optimize/Zeros): their start from a bracket
-_BRACKETING = {"bisect", "ridder", "brentq", "brenth"}
+_BRACKETING = {"bisect", "ridder", "brentq", "brenth", "toms748"}
 _ROOT_OPTIONS = {"xtol", "tol", "rtol", "maxiter", "x1", "bracket"}  # bracket: read by bisect ... brenth
 _BRACKET_RTOL = 4 * float(np.finfo(np.float64).eps)  # their smallest rtol, and its default
 
@@ -1676,8 +1676,17 @@ def _bracketing_options(node, method: str, kwargs: dict) -> dict:
                    maxiter=int(kwargs["maxiter"] if kwargs.get("maxiter") is not None else 100))
     if options["xtol"] <= 0:
         raise ValueError(f"xtol too small ({options['xtol']:g} <= 0) (node: {node_label(node)})")
-    if options["rtol"] < _BRACKET_RTOL:
-        raise ValueError(f"rtol too small ({options['rtol']:g} < {_BRACKET_RTOL:g}) (node: {node_label(node)})")
+    smallest = _EPSMCH if method == "toms748" else _BRACKET_RTOL
+    if options["rtol"] < smallest:
+        raise ValueError(f"rtol too small ({options['rtol']:g} < {smallest:g}) (node: {node_label(node)})")
+    if method == "toms748":  # toms748's own argument checks
+        if options["maxiter"] < 1:
+            raise ValueError(f"maxiter must be greater than 0 (node: {node_label(node)})")
+        for name in ("a", "b"):
+            if not np.isfinite(options[name]):
+                raise ValueError(f"{name} is not finite {options[name]} (node: {node_label(node)})")
+        if options["a"] >= options["b"]:
+            raise ValueError(f"a and b are not an interval [{options['a']}, {options['b']}] (node: {node_label(node)})")
     return options
 
 
@@ -1783,13 +1792,21 @@ def _bracketing(ctx, evaluate, options: dict, flags):
     nan = _isnan(fa) | _isnan(fb)
     zero = fa.eq(0.0) | fb.eq(0.0)  # tested first; the sign test reads the sign bits
     same_sign = ~zero & ~_signs_differ(fa, fb)
-    ctx.runtime_check((~nan & same_sign).v, ValueError, "f(a) and f(b) must have different signs")
-    status = _where(nan | same_sign, _STOPPED, _where(zero, _DONE, _GOING))
-    step, init = {"bisect": _bisect_step, "ridder": _ridder_step}.get(method, _brent_root_step)(
-        evaluate, a, b, fa, fb, options)
+    infinite = _S(False)
+    if method == "toms748":  # its _callf's ValueError on an infinite value (f(b) only read after f(a))
+        infinite = ~_finite(fa) & ~_isnan(fa) | (fa.ne(0.0) & ~_isnan(fa) & ~_finite(fb) & ~_isnan(fb))
+        ctx.runtime_check(infinite.v, ValueError, "Invalid function value: f(a) or f(b) is infinite")
+    ctx.runtime_check((~nan & ~infinite & same_sign).v, ValueError, "f(a) and f(b) must have different signs")
+    status = _where(nan | same_sign | infinite, _STOPPED, _where(zero, _DONE, _GOING))
+    steps = {"bisect": _bisect_step, "ridder": _ridder_step, "toms748": _toms748_step}
+    step, init = steps.get(method, _brent_root_step)(evaluate, a, b, fa, fb, options)
     # where it stops before its loop: at a or b where f is 0 or NaN there (a first)
     root = _where(_isnan(fa) | fa.eq(0.0), a, _where(_isnan(fb) | fb.eq(0.0), b, init["root"]))
-    state, flags = _iterate(dict(init, status=status, root=root), flags, options["maxiter"], step)
+    # toms748's first step is its secant step, before maxiter counts its iterations
+    limit = max(options["maxiter"], 1) + 1 if method == "toms748" else options["maxiter"]
+    state, flags = _iterate(dict(init, status=status, root=root), flags, limit, step)
+    if "infinite" in state:
+        ctx.runtime_check(state["infinite"].v, ValueError, "Invalid function value: f(x) is infinite")
     return state["root"], state["status"].eq(_DONE), flags
 
 
@@ -1898,6 +1915,140 @@ def _brent_root_step(evaluate, a, b, fa, fb, options):
                     xblk=xblk, fblk=fblk, spre=spre, scur=scur), flags
 
     return step, dict(root=b, xpre=a, xcur=b, xblk=0.0, fpre=fa, fcur=fb, fblk=0.0, spre=0.0, scur=0.0)
+
+
+def _toms748_step(evaluate, a, b, fa, fb, options):
+    """scipy's TOMS748Solver (Alefeld, Potra and Shi's Algorithm 4.1, k = 1, as
+    root_scalar calls it): a secant step first; then each iteration an inverse cubic
+    interpolation step (where the four values are nonzero, finite and more than 32 eps
+    apart, and its point falls inside the bracket) or two Newton steps on the quadratic
+    through a, b and d; a double-length secant step from the endpoint of smaller value
+    (nudged by the tolerance where it would not move); and a bisection where the bracket
+    did not halve. It stops where a and b are close (|a - b| <= xtol + rtol |b|: their
+    midpoint) or at maxiter, at a value of 0 (that point, converged) or NaN (that point,
+    not), and raises scipy's ValueError at an infinite one."""
+    xtol, rtol, maxiter = options["xtol"], options["rtol"], float(options["maxiter"])
+
+    def value(x: _S, flags, going: _S):
+        """f(x) where `going`; what ends the iteration there: 0 (converged), NaN, inf."""
+        f, flags, nan = _evaluated(evaluate, x, flags, going)
+        return f, flags, going & f.eq(0.0), going & nan, going & ~nan & ~_finite(f)
+
+    def bracket_with(s: dict, c: _S, fc: _S) -> dict:
+        """`_update_bracket`: c replaces the end whose value has fc's sign; d the end
+        dropped."""
+        low = _S(hlo.sign(s["fa"].v)) * _S(hlo.sign(fc.v)) > 0.0
+        return dict(s, a=_where(low, c, s["a"]), fa=_where(low, fc, s["fa"]), b=_where(low, s["b"], c),
+                    fb=_where(low, s["fb"], fc), d=_where(low, s["a"], s["b"]), fd=_where(low, s["fa"], s["fb"]))
+
+    def ended(s: dict, at: _S, zero: _S, infinite: _S) -> dict:
+        """Stopped at `at`: converged where f is 0 there, else (NaN, inf) not."""
+        return dict(s, status=_where(zero, _DONE, _STOPPED), root=at, infinite=infinite)
+
+    def step(s, flags):
+        first = s["iterations"].eq(0.0)
+        a, b, fa, fb = s["a"], s["b"], s["fa"], s["fb"]
+        middle = (a + b) / 2.0
+        width = b - a
+        # the first step: scipy's _secant, where it falls inside the bracket
+        swap = abs(fb) > abs(fa)
+        secant = _where(swap, (-fa / fb * b + a) / (1.0 - fa / fb), (-fb / fa * a + b) / (1.0 - fb / fa))
+        secant = _where(fa.eq(fb), float("nan"), secant)
+        # an iteration's first point: inverse cubic interpolation, else Newton on the quadratic
+        fs = [fa, fb, s["fd"], s["fe"]]
+        separate = s["has_e"]
+        for i, f in enumerate(fs):
+            separate = separate & f.ne(0.0) & _finite(f)
+            for g in fs[i + 1:]:
+                separate = separate & ~(abs(f - g) <= 32.0 * _EPSMCH)
+        cubic = _inverse_cubic_zero([fa, fb, s["fd"], s["fe"]], [a, b, s["d"], s["e"]])
+        c = _where(separate & (a < cubic) & (cubic < b), cubic, _newton_quadratic(a, b, fa, fb, s["d"], s["fd"], 2))
+        c = _where(first, _where((a < secant) & (secant < b), secant, middle), c)
+        fc, flags, zero, nan, infinite = value(c, flags, _S(True))
+        stop = zero | nan | infinite
+        after_first = bracket_with(s, c, fc)
+        after_secant = dict(after_first, e=0.0, fe=0.0, has_e=False, status=_S(_GOING))
+        t = dict(after_first, e=s["d"], fe=s["fd"], has_e=True)
+        # the double-length secant step from the endpoint of smaller value
+        a, b, fa, fb = t["a"], t["b"], t["fa"], t["fb"]
+        left = abs(fa) < abs(fb)
+        u, fu, other, f_other = _where(left, a, b), _where(left, fa, fb), _where(left, b, a), _where(left, fb, fa)
+        slope = (fb - fa) / (b - a)
+        c2 = u - 2.0 * fu / slope
+        still = abs(c2 - u) <= _EPSMCH * abs(u)  # np.isclose(c, u, rtol=eps, atol=0)
+        apart = _frexp_exponent(fu) < _frexp_exponent(f_other) - 50.0
+        sign = _where(left, 1.0, -1.0)
+        nudged = _where(apart, (31.0 * u + other) / 32.0, u + (sign * abs(c2) * rtol + sign * xtol))
+        nudged = _where((a < nudged) & (nudged < b), nudged, (a + b) / 2.0)
+        c2 = _where(abs(c2 - u) > 0.5 * (b - a), (a + b) / 2.0, _where(still, nudged, c2))
+        going = ~first & ~stop
+        fc2, flags, zero2, nan2, infinite2 = value(c2, flags, going)
+        stop2 = zero2 | nan2 | infinite2
+        t2 = dict(bracket_with(t, c2, fc2), e=t["d"], fe=t["fd"])
+        # a bisection where the bracket did not halve
+        halve = going & ~stop2 & (t2["b"] - t2["a"] > 0.5 * width)
+        z = (t2["a"] + t2["b"]) / 2.0
+        fz, flags, zero3, nan3, infinite3 = value(z, flags, halve)
+        stop3 = zero3 | nan3 | infinite3
+        t3 = _where_all(halve, dict(bracket_with(t2, z, fz), e=t2["d"], fe=t2["fd"]), t2)
+        iterations = s["iterations"] + 1.0  # scipy's: the secant step counts as one (as _iterate's steps)
+        close = abs(t3["a"] - t3["b"]) <= xtol + rtol * abs(t3["b"])
+        t3 = dict(t3, root=(t3["a"] + t3["b"]) / 2.0,
+                  status=_where(close, _DONE, _where(iterations >= maxiter, _STOPPED, _GOING)))
+        iterated = _where_all(stop, ended(s, c, zero, infinite), _where_all(
+            stop2, ended(s, c2, zero2, infinite2), _where_all(stop3, ended(s, z, zero3, infinite3), t3)))
+        started = _where_all(stop, ended(s, c, zero, infinite), after_secant)
+        return _where_all(first, started, iterated), flags
+
+    init = dict(root=(a + b) / 2.0, a=a, b=b, fa=fa, fb=fb, d=0.0, fd=0.0, e=0.0, fe=0.0, has_e=False,
+                infinite=False)
+    return step, init
+
+
+def _inverse_cubic_zero(fs: list, xs: list) -> _S:
+    """scipy's `_inverse_poly_zero`: x at f = 0 on the cubic through the points (f, x),
+    by Neville's scheme as `_interpolated_poly` runs it (its Q and D tables, the last row
+    of Q summed)."""
+    count = len(fs)
+    q = [[None] * count for _ in range(count)]
+    dd = [[None] * count for _ in range(count)]
+    for i in range(count):
+        q[i][0] = dd[i][0] = xs[i]
+    for k in range(1, count):
+        for i in range(k, count):
+            alpha = dd[i][k - 1] - q[i - 1][k - 1]
+            diff = fs[i - k] - fs[i]
+            q[i][k] = fs[i] / diff * alpha
+            dd[i][k] = fs[i - k] / diff * alpha
+    total = q[-1][1]
+    for k in range(2, count):
+        total = total + q[-1][k]
+    return total + q[-1][0]
+
+
+def _newton_quadratic(a: _S, b: _S, fa: _S, fb: _S, d: _S, fd: _S, steps: int) -> _S:
+    """scipy's `_newton_quadratic`: from the end where the quadratic through (a, b, d)
+    and f's sign agree, `steps` Newton steps on it, kept inside (a, b) (the last point
+    inside, else the midpoint); a - fa / B where it is a line."""
+    B = (fb - fa) / (b - a)
+    A = ((fd - fb) / (d - b) - B) / (d - a)
+    r = _where(_S(hlo.sign(A.v)) * _S(hlo.sign(fa.v)) > 0.0, a, b)
+    done = _S(False)
+    for _ in range(steps):
+        p = (A * (r - b) + B) * (r - a) + fa
+        r1 = r - p / (B + A * (2.0 * r - a - b))
+        inside = (a < r1) & (r1 < b)
+        fallback = _where((a < r) & (r < b), r, (a + b) / 2.0)
+        r = _where(done, r, _where(inside, r1, fallback))
+        done = done | ~inside
+    return _where(A.eq(0.0), a - fa / B, r)
+
+
+def _frexp_exponent(v: _S) -> _S:
+    """np.frexp(v)[1] for a normal float64 v: its binary exponent + 1, from its bits."""
+    bits = hlo.bitcast_convert(ir.RankedTensorType.get([], ir.IntegerType.get_signless(64)), abs(v).v)
+    exponent = hlo.subtract(hlo.shift_right_logical(bits, ir_constant(np.int64(52))), ir_constant(np.int64(1022)))
+    return _S(convert(exponent, "float64"))
 
 
 # --- MinimizeScalarOp: scipy.optimize.minimize_scalar's Brent method ---------------------

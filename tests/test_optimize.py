@@ -1,7 +1,7 @@
 """pytensor.tensor.optimize: MinimizeOp (BFGS, CG, Newton-CG, L-BFGS-B, trust-ncg, dogleg,
 Powell, Nelder-Mead), MinimizeScalarOp (Brent, golden, bounded), RootScalarOp (secant, Newton,
-Halley; bisect, ridder, brentq, brenth) and RootOp (hybr, lm, df-sane) against their performs
-(scipy.optimize's minimize, minimize_scalar, root_scalar, root).
+Halley; bisect, ridder, brentq, brenth, toms748) and RootOp (hybr, lm, df-sane) against their
+performs (scipy.optimize's minimize, minimize_scalar, root_scalar, root).
 
 The Python mode's perform compiles the objective with the default mode (its rewrites, and
 with no C compiler in the test session, Op.perform). Our BFGS takes scipy's steps (its line
@@ -565,7 +565,7 @@ def test_root_scalar_errors_are_scipys_or_name_what_is_refused():
         pytensor.function(inputs, root, mode="STABLEHLO")(*values)
     with pytest.raises(ValueError, match="fprime2 must be specified for halley"):
         pytensor.function(inputs, root_scalar(equation, x, method="halley", jac=True)[0], mode="STABLEHLO")
-    for kwargs, refused in [({"method": "toms748", "optimizer_kwargs": {"bracket": [0, 3]}}, "method 'toms748'"),
+    for kwargs, refused in [({"method": "steffensen"}, "method 'steffensen'"),  # (no scipy method is left out)
                             ({"optimizer_kwargs": {"full_output": True}}, r"optimizer_kwargs \['full_output'\]")]:
         with pytest.raises(UnsupportedParameterError, match=refused):
             pytensor.function(inputs, root_scalar(equation, x, **kwargs)[0], mode="STABLEHLO")
@@ -584,9 +584,13 @@ _BRACKETED = {
     "nan_inside": (lambda x, a: pt.sqrt(x) - a, (-1.0, 9.0), 2.0),  # scipy stops at the NaN: not converged
     "nan_at_a": (lambda x, a: pt.log(x) - a, (-1.0, 9.0), 1.0),
 }
+_TOMS748_BRANCHES = {  # toms748's bisections, and a step nudged off the bracket's end
+    "power_9": (lambda x, a: x**9 - a, (0.0, 2.0), 0.3),
+    "flat_cubic": (lambda x, a: (x - a) ** 3, (0.0, 1.3), 0.5),  # 25 bisections
+}
 
 
-@pytest.mark.parametrize("method", ["bisect", "ridder", "brentq", "brenth"])
+@pytest.mark.parametrize("method", ["bisect", "ridder", "brentq", "brenth", "toms748"])
 @pytest.mark.parametrize("options", [{}, {"maxiter": 4}, {"xtol": 1e-3, "rtol": 1e-6}], ids=["default", "maxiter",
                                                                                            "tolerances"])
 def test_root_scalar_bracketing_solvers_take_scipys_steps(method, options):
@@ -596,14 +600,35 @@ def test_root_scalar_bracketing_solvers_take_scipys_steps(method, options):
     from scipy.optimize import root_scalar as scipy_root_scalar
 
     x, a = pt.scalar("x"), pt.scalar("a")
-    for name, (equation, bracket, value) in _BRACKETED.items():
+    equations = {**_BRACKETED, **(_TOMS748_BRANCHES if method == "toms748" else {})}
+    for name, (equation, bracket, value) in equations.items():
         kwargs = {"bracket": list(bracket), **options}
         got = pytensor.function([x, a], list(root_scalar(equation(x, a), x, method=method, optimizer_kwargs=kwargs)),
                                 mode="STABLEHLO")(0.0, value)
         residual = pytensor.function([x, a], equation(x, a))
         expected = scipy_root_scalar(lambda v: float(residual(v, value)), method=method, **kwargs)
-        np.testing.assert_allclose(got[0], expected.root, rtol=1e-12, err_msg=name)
+        # toms748 returns the midpoint of a bracket narrower than xtol + rtol |b| (2e-12
+        # here), whose ends follow the equation's last bits: scipy's own root moves by 1e-12
+        # between numpy's exp and the compiled equation's
+        np.testing.assert_allclose(got[0], expected.root, rtol=5e-12 if method == "toms748" else 1e-12, err_msg=name)
         assert bool(got[1]) == expected.converged, name
+
+
+def test_root_scalar_toms748_errors_are_scipys():
+    """toms748's own argument checks, and its ValueError at an infinite value (a NaN one
+    stops it there, as the other bracketing solvers)."""
+    x, a = pt.scalar("x"), pt.scalar("a")
+    for kwargs, message in [({"bracket": [1.0, 0.0]}, r"a and b are not an interval \[1.0, 0.0\]"),
+                            ({"bracket": [0.0, np.inf]}, "b is not finite inf"),
+                            ({"bracket": [0.0, 1.0], "maxiter": 0}, "maxiter must be greater than 0"),
+                            ({"bracket": [0.0, 1.0], "rtol": 1e-16}, r"rtol too small \(1e-16 < 2.22045e-16\)")]:
+        with pytest.raises(ValueError, match=message):
+            pytensor.function([x, a], root_scalar(x - a, x, method="toms748", optimizer_kwargs=kwargs)[0],
+                              mode="STABLEHLO")
+    root, _ = root_scalar(pt.tan(x) - a, x, method="toms748", optimizer_kwargs={"bracket": [0.0, 3.0]})
+    f = pytensor.function([x, a], root, mode="STABLEHLO")
+    with pytest.raises(ValueError, match="Invalid function value"):
+        f(0.0, np.inf)  # f(a) = -inf
 
 
 def test_root_scalar_bracketing_errors_are_scipys():

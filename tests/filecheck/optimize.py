@@ -154,6 +154,15 @@ print_ir("root_scalar", [s, a], list(root_scalar(s**3 - a, s)), raw=True)
 print_ir("root_scalar_brentq", [s, a], list(root_scalar(s**3 - a, s, method="brentq",
                                                          optimizer_kwargs={"bracket": [0.0, 3.0]})), raw=True)
 
+# toms748 from a bracket: the equation at both ends; then its loop, three evaluations a
+# step (the interpolation's point, the double-length secant step's, the bisection's).
+# CHECK-LABEL: TEST: root_scalar_toms748 raw
+# CHECK-COUNT-2: call @root_equation
+# CHECK: stablehlo.while
+# CHECK-COUNT-3: func.call @root_equation
+print_ir("root_scalar_toms748", [s, a], list(root_scalar(s**3 - a, s, method="toms748",
+                                                         optimizer_kwargs={"bracket": [0.0, 3.0]})), raw=True)
+
 # CHECK-LABEL: TEST: minimize_scalar raw
 # CHECK: stablehlo.while
 # CHECK: "stablehlo.if"
