@@ -418,8 +418,8 @@ def test_cg_and_nelder_mead_on_random_problems(method, rtol):
 
 def test_nelder_mead_in_float32_and_float16():
     """The simplex in x's dtype, as scipy keeps it; f's values in float64. float16 agrees
-    exactly; float32 to a few ulps (where numpy rounds an expansion's 3 xbar before
-    subtracting 2 x, the difference comes out of XLA's loop rounded once: README)."""
+    exactly; float32 to 1e-5 (2e-6 seen after 10 iterations: the paths part at an
+    expansion point an ulp apart, README)."""
     for dtype, rtol in [("float16", 0.0), ("float32", 1e-5)]:
         x, a = pt.vector("x", dtype=dtype), pt.scalar("a", dtype=dtype)
         objective = pt.exp(x).sum() - a * x.sum() + 0.1 * (x[0] - x[1]) ** 2
@@ -854,7 +854,7 @@ def test_root_df_sane_takes_scipys_steps(problem, optimizer_kwargs):
 
 
 def test_root_df_sane_in_float32_with_jac_and_its_errors():
-    """In x's dtype, as scipy keeps it: float32 to an ulp. With jac=True (PyTensor's
+    """In x's dtype, as scipy keeps it: float32 to 1e-6. With jac=True (PyTensor's
     default, which fails in the Python mode) the same result: df-sane does not use it."""
     x, a = pt.vector("x", dtype="float32"), pt.scalar("a", dtype="float32")
     equations = pt.exp(x) - pt.arange(1, 6).astype("float32") * a / 4 + np.float32(0.1) * pt.roll(x, 1)
