@@ -880,8 +880,7 @@ def _lower_nelder_mead(ctx, node, x0, args):
     # a vertex as x's vector: the same, but for a given simplex whose size may differ from
     # x's at a call (which raises): cut or padded to x's, so that the module stays valid
     n, vertex_size = (n, n) if simplex is None else (simplex.shape[1], n)
-    fit = ((lambda v: v.v) if simplex is None or _static(vertex_size) else
-           (lambda v: slice_axis(pad_end(v.v, [dim_max(dim_sub(vertex_size, n), 0)]), 0, 0, vertex_size)))
+    fit = lambda v: _resized(v.v, [vertex_size])  # noqa: E731
     dtype = np.dtype(x_type.dtype if simplex is None else simplex.dtype)
     if bounds is not None:  # scipy's clip makes x0, and so the simplex, float64
         lower, upper = _bounds(ctx, node, bounds, n)
@@ -1087,10 +1086,7 @@ def _bounds(ctx, node, bounds, n, size=None):
                 raise ValueError(f"{incompatible} (node: {node_label(node)})")
         else:
             ctx.runtime_check(compare(dim_value(n), dim_value(values.size), "NE"), ValueError, incompatible)
-        if _static(size) and size == values.size:
-            return _S(ir_constant(values))
-        padded = pad_end(ir_constant(values), [dim_max(dim_sub(size, values.size), 0)])
-        return _S(slice_axis(padded, 0, 0, size))
+        return _S(_resized(ir_constant(values), [size]))
 
     return vector(lower), vector(upper)
 
@@ -1106,10 +1102,21 @@ def _directions(ctx, node, direc, n, work) -> _S:
     k = direc.shape[0]
     _check_sizes(ctx, node, n != k if _static(n) else compare(dim_value(n), dim_value(k), "NE"), message, message,
                  ValueError)
-    if _static(work) and work == k:
-        return _S(ir_constant(direc))
-    fitted = pad_end(ir_constant(direc), [dim_max(dim_sub(work, k), 0)] * 2)
-    return _S(slice_axis(slice_axis(fitted, 0, 0, work), 1, 0, work))
+    return _S(_resized(ir_constant(direc), [work, work]))
+
+
+def _resized(v: ir.Value, sizes: list) -> ir.Value:
+    """v with its leading axes cut, or padded with zeros, to `sizes`: where a size is
+    checked at the call (which raises if it differs), the module stays valid; v itself
+    where the sizes already agree."""
+    dims = shape_of(v)
+    same = lambda d, s: d is s or (isinstance(d, int) and isinstance(s, int) and d == s)  # noqa: E731
+    if all(same(d, s) for d, s in zip(dims, sizes)):
+        return v
+    v = pad_end(v, [dim_max(dim_sub(s, d), 0) for d, s in zip(dims, sizes)] + [0] * (len(dims) - len(sizes)))
+    for axis, size in enumerate(sizes):
+        v = slice_axis(v, axis, 0, size)
+    return v
 
 
 def _line_for_search(x: _S, xi: _S, lower: _S, upper: _S):
@@ -2344,20 +2351,15 @@ def _lower_df_sane(ctx, node, x0, args):
     mismatch = "df-sane: the equations must be as many as the variables (x moves along -sigma F)"
     _check_sizes(ctx, node, m != n if _static(m, n) else compare(dim_value(m), dim_value(n), "NE"),
                  f"{mismatch}: {m} equations in {n} variables", mismatch, ValueError)
-    F0 = _S(f0_values) if _static(m, n) and m == n else _S(
-        slice_axis(pad_end(f0_values, [dim_max(dim_sub(n, m), 0)]), 0, 0, n))
+    F0 = _S(_resized(f0_values, [n]))
 
     def merit(F: _S) -> _S:  # np.linalg.norm(F) ** 2
         norm = _sqrt(_S(_dot(F.v, F.v)))
         return norm * norm
 
-    def fitted(values: ir.Value) -> _S:
-        return _S(values) if _static(m, n) and m == n else _S(
-            slice_axis(pad_end(values, [dim_max(dim_sub(n, dim_product(shape_of(values))), 0)]), 0, 0, n))
-
     def fitted_equations(point: ir.Value, flags):
         values, flags = equations(point, flags)
-        return fitted(values).v, flags
+        return _resized(values, [n]), flags
 
     budgeted = _budgeted(fitted_equations, _S.of(float(options["maxfev"])), like=F0.v)
     ftol, fatol, eps = float(options["ftol"]), float(options["fatol"]), float(options["sigma_eps"])
