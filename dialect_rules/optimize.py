@@ -890,9 +890,7 @@ def _lower_nelder_mead(ctx, node, x0, args):
     xatol, fatol = float(options["xatol"]), float(options["fatol"])
     rows = dim_add(n, 1)
 
-    def coefficient(value):
-        """A float64 coefficient in the simplex's dtype, as numpy casts a Python float."""
-        return _S(convert(_S.of(value).v, dtype))
+    coefficient = lambda value: _in_dtype(value, dtype)  # noqa: E731
 
     if options["adaptive"]:  # Gao and Han's, from the dimension
         dim = size if simplex is None else float(simplex.shape[1])
@@ -1103,6 +1101,13 @@ def _directions(ctx, node, direc, n, work) -> _S:
     _check_sizes(ctx, node, n != k if _static(n) else compare(dim_value(n), dim_value(k), "NE"), message, message,
                  ValueError)
     return _S(_resized(ir_constant(direc), [work, work]))
+
+
+def _in_dtype(value, dtype) -> _S:
+    """A float64 value (a Python float, or an `_S`) in `dtype`, as numpy casts a Python
+    float meeting an array of that dtype (the coefficients of methods that compute in x's
+    dtype, as scipy does)."""
+    return _S(convert(_S.of(value).v, dtype))
 
 
 def _resized(v: ir.Value, sizes: list) -> ir.Value:
@@ -2365,7 +2370,7 @@ def _lower_df_sane(ctx, node, x0, args):
     ftol, fatol, eps = float(options["ftol"]), float(options["fatol"]), float(options["sigma_eps"])
     window = max(int(options["M"]), 1)
     f0 = merit(F0)
-    scalar = lambda value: _S(convert(_S.of(value).v, dtype))  # noqa: E731  (a Python float as numpy casts it)
+    scalar = lambda value: _in_dtype(value, dtype)  # noqa: E731
 
     def line_search(s, flags):
         """The nonmonotone search from x along d, one evaluation a step: x + a+ d, then
