@@ -71,7 +71,7 @@ from lowering.graph import lower_function, node_label
 from lowering.regions import fold, if_else, while_loop
 from lowering.registry import register_lowering
 
-from dialect_rules.linalg import _cho_solve, _potrf
+from dialect_rules.linalg import _cho_solve, _potrf, _solve_triangular
 from dialect_rules.sort import numpy_less
 
 # scipy's BFGS options (`optimizer_kwargs={"options": {...}}`, `tol` for gtol) we follow;
@@ -411,8 +411,9 @@ _STPMX = 1e10  # lnsrlb's largest step where no variable is bounded
 
 
 def _lower_lbfgsb(ctx, node, x0, args):
-    """minimize(method="L-BFGS-B") without bounds: scipy's `_minimize_lbfgsb` driving the
-    C L-BFGS-B (setulb, mainlb). Where no variable is bounded, each iteration steps from
+    """minimize(method="L-BFGS-B"): scipy's `_minimize_lbfgsb` driving the C L-BFGS-B
+    (setulb, mainlb); where some variable is bounded, `_lbfgsb_bounded`. Where none is
+    (no bounds, or none finite), each iteration steps from
     the Cauchy point x - g (while no correction pairs are stored) or along the limited-
     memory quasi-Newton step -H g (the two-loop recursion on the last `maxcor` pairs,
     H0 = I / theta: the inverse of the compact matrix subsm solves with), then lnsrlb's
@@ -420,20 +421,36 @@ def _lower_lbfgsb(ctx, node, x0, args):
     search drops the pairs and tries again, or ends the run where there were none. It stops
     at a projected gradient within `gtol`, a relative reduction of f within `ftol`, or
     scipy's driver's `maxiter` and `maxfun`; success is "CONVERGENCE"."""
-    if node.op.optimizer_kwargs.get("bounds") is not None:
-        raise UnsupportedParameterError(node, "bounds", "L-BFGS-B is lowered without bounds (no variable bounded)")
     options = _method_options(node, "l-bfgs-b", ("ftol", "gtol"), _LBFGSB_DEFAULTS, _IGNORED | {"iprint"},
-                              "L-BFGS-B", "no callback or bounds")
+                              "L-BFGS-B", "no callback", keywords=("bounds",))
+    bounds = node.op.optimizer_kwargs.get("bounds")
+    n = dim_product(shape_of(x0))
+    if bounds is not None:
+        lower, upper = _bounds(ctx, node, bounds, n)  # scipy's checks, where no entry is finite too
     if not options["maxls"] > 0:
         raise ValueError(f"maxls must be positive. (node: {node_label(node)})")
     evaluate, checks = _objective(ctx, node, x0, args, 1, "minimize_objective")
+    if bounds is not None:
+        lower_values, upper_values = np.broadcast_arrays(*_bound_values(node, bounds))
+        fixed = lower_values == upper_values
+        if not node.op.jac and fixed.any() and not fixed.all():
+            # scipy takes fixed variables out of the problem (its finite differences could
+            # not step there): their gradient is 0 here, which changes nothing else
+            evaluate = _gradient_held(evaluate, lower.eq(upper))
+        else:
+            fixed = np.zeros_like(fixed)
+        # scipy's nbd: a bound is any value but ±inf; where no variable left has one,
+        # L-BFGS-B runs unconstrained
+        if ((~np.isinf(lower_values) | ~np.isinf(upper_values)) & ~fixed).any():
+            boxed = bool((~np.isinf(lower_values) & ~np.isinf(upper_values)).all())
+            return _lbfgsb_bounded(ctx, node, x0, evaluate, checks, options, lower, upper, boxed)
     x_type = node.inputs[0].type
-    n = dim_product(shape_of(x0))
-    m, maxls = int(options["maxcor"]), int(options["maxls"])
-    maxiter, maxfun, pgtol = int(options["maxiter"]), int(options["maxfun"]), float(options["gtol"])
-    tol = float(options["ftol"]) / _EPSMCH * _EPSMCH  # mainlb's factr * epsmch
+    m, limits = int(options["maxcor"]), _lbfgsb_limits(options)
+    pgtol, maxiter = limits["pgtol"], limits["maxiter"]
     slots = max(m, 1)
     x = _S(convert(reshape(x0, [n]), "float64"))
+    if bounds is not None:  # none finite, or only those of variables taken out
+        x = _clip(x, lower, upper)
     f, g, flags = evaluate(x.v, [ir_constant(False)] * len(checks))
     f, g = _S(f), _S(g)
     zeros = _S(splat(_f64(0.0), x.v))
@@ -450,37 +467,22 @@ def _lower_lbfgsb(ctx, node, x0, args):
         d = z - x
         dnorm = _enorm(d)
         first = _where(s["iter"].eq(0.0), _fmin(1.0 / dnorm, _STPMX), 1.0)
-        gdold = _S(_dot(g.v, d.v))
-        lnsrlb = dict(stpmax=_STPMX, evaluations=maxls, point=lambda stp: _where(stp.eq(1.0), z, stp * d + x))
-        search = _dcsrch(evaluate, x.v, d.v, s["f"], gdold, first, _S(1e-3), _S(0.9), g.v, flags, lnsrlb)
-        found, stp, f1, g1 = search["status"].eq(_DONE), search["alpha"], search["f"], _S(search["g"])
-        nfev = s["nfev"] + search["iterations"]
-        x1 = lnsrlb["point"](stp)
-        # a new iterate: scipy's driver counts it and may stop there; else mainlb's tests
-        nit = s["nit"] + 1.0
-        sbgnrm = _S(fold(abs(g1).v, [0], hlo.maximum, 0.0))  # projgr: NaN where any entry is
-        reduced = (s["f"] - f1) <= tol * _fmax(_fmax(abs(s["f"]), abs(f1)), 1.0)
-        status = _where((nit >= float(maxiter)) | (nfev > float(maxfun)), _STOPPED, _where(
-            (sbgnrm <= pgtol) | reduced, _DONE, _GOING))
-        # the pair (s, y) stored unless its curvature is not positive enough
-        gd = _S(_dot(g1.v, d.v))
-        one = stp.eq(1.0)
-        dr = _where(one, gd - gdold, (gd - gdold) * stp)
-        stored = ~(dr <= _EPSMCH * _where(one, -gdold, -gdold * stp))
-        y = g1 - g
-        ynorm = _enorm(y)
-        rr = ynorm * ynorm
-        S, Y, sy, col1 = _push(s["S"], s["Y"], s["sy"], col, _where(one, d, stp * d), y, dr, m)
-        taken = dict(s, status=status, x=x1, f=f1, g=g1, sbgnrm=sbgnrm, iter=s["iter"] + 1.0, nit=nit, nfev=nfev,
+        t, new_flags = _lbfgsb_search(evaluate, s, d, first, _STPMX, lambda stp: _where(stp.eq(1.0), z, stp * d + x),
+                                      flags, limits, _largest_entry)
+        found, stp, nfev, one, dr, stored = t["found"], t["stp"], t["nfev"], t["one"], t["dr"], t["stored"]
+        S, Y, sy, col1 = _push(s["S"], s["Y"], s["sy"], col, _where(one, d, stp * d), t["y"], dr, m)
+        rr = t["rr"]
+        taken = dict(s, status=t["status"], x=t["x"], f=t["f"], g=t["g"], sbgnrm=t["sbgnrm"], iter=s["iter"] + 1.0,
+                     nit=t["nit"], nfev=nfev,
                      S=_where(stored, S, s["S"]), Y=_where(stored, Y, s["Y"]), sy=_where(stored, sy, s["sy"]),
                      col=_where(stored, col1, col), theta=_where(stored, rr / dr, theta))
         # a failed search: back to x; without pairs the run ends (abnormally), else they
         # are dropped and the iteration starts again
         failed = dict(s, status=_where(col.eq(0.0), _STOPPED, _GOING), nfev=nfev, col=0.0, theta=1.0)
-        return _where_all(found, taken, failed), search["flags"]
+        return _where_all(found, taken, failed), new_flags
 
     improper = (m <= 0) | (float(options["ftol"]) < 0.0)  # errclb's errors (and x empty): x0, unconverged
-    sbgnrm = _S(fold(abs(g).v, [0], hlo.maximum, 0.0))
+    sbgnrm = _largest_entry(x, g)
     status = _where(_S(compare(dim_value(n), dim_value(0), "EQ")) | improper, _STOPPED,
                     _where(sbgnrm <= pgtol, _DONE, _GOING))
     init = dict(status=status, x=x, f=f, g=g, sbgnrm=sbgnrm, iter=0.0, nit=0.0, nfev=1.0, col=0.0, theta=1.0,
@@ -489,6 +491,45 @@ def _lower_lbfgsb(ctx, node, x0, args):
     for flag, check in zip(flags, checks, strict=True):
         ctx.runtime_check(flag, check.error, check.message)
     return reshape(convert(state["x"].v, x_type.dtype), shape_of(x0)), state["status"].eq(_DONE).v
+
+
+def _lbfgsb_limits(options: dict) -> dict:
+    """The options lnsrlb, mainlb's tests and scipy's driver read (mainlb's tol is factr *
+    epsmch, factr = ftol / eps)."""
+    return dict(maxls=int(options["maxls"]), maxiter=int(options["maxiter"]), maxfun=int(options["maxfun"]),
+                pgtol=float(options["gtol"]), tol=float(options["ftol"]) / _EPSMCH * _EPSMCH)
+
+
+def _lbfgsb_search(evaluate, s: dict, d: _S, stp: _S, stpmax, point, flags, limits: dict, projgr) -> tuple[dict, list]:
+    """lnsrlb from the iterate s["x"] along d (dcsrch, ftol 1e-3, gtol 0.9, from the trial
+    `stp`, at most `stpmax`, trial points `point(stp)`), then what mainlb and scipy's driver
+    do with a new iterate: its count, the limits (`maxiter`, `maxfun`), the tests on the
+    projected gradient (`projgr(x, g)`) within `pgtol` and on f's relative reduction within
+    `tol`; and the pair's curvature dr = s'y (stored unless not positive enough) and y'y."""
+    x, g = s["x"], s["g"]
+    gdold = _S(_dot(g.v, d.v))
+    lnsrlb = dict(stpmax=stpmax, evaluations=limits["maxls"], point=point)
+    search = _dcsrch(evaluate, x.v, d.v, s["f"], gdold, stp, _S(1e-3), _S(0.9), g.v, flags, lnsrlb)
+    stp, f1, g1 = search["alpha"], search["f"], _S(search["g"])
+    nfev = s["nfev"] + search["iterations"]
+    nit = s["nit"] + 1.0
+    sbgnrm = projgr(point(stp), g1)
+    reduced = (s["f"] - f1) <= limits["tol"] * _fmax(_fmax(abs(s["f"]), abs(f1)), 1.0)
+    status = _where((nit >= float(limits["maxiter"])) | (nfev > float(limits["maxfun"])), _STOPPED, _where(
+        (sbgnrm <= limits["pgtol"]) | reduced, _DONE, _GOING))
+    gd = _S(_dot(g1.v, d.v))
+    one = stp.eq(1.0)
+    dr = _where(one, gd - gdold, (gd - gdold) * stp)
+    y = g1 - g
+    ynorm = _enorm(y)
+    return dict(found=search["status"].eq(_DONE), stp=stp, x=point(stp), f=f1, g=g1, nfev=nfev, nit=nit, sbgnrm=sbgnrm,
+                status=status, one=one, dr=dr, stored=~(dr <= _EPSMCH * _where(one, -gdold, -gdold * stp)), y=y,
+                rr=ynorm * ynorm), search["flags"]
+
+
+def _largest_entry(_x: _S, g: _S) -> _S:
+    """projgr where no variable is bounded: the gradient's largest entry, NaN where one is."""
+    return _S(fold(abs(g).v, [0], hlo.maximum, 0.0))
 
 
 def _two_loop(s_mem: _S, y_mem: _S, sy: _S, count: _S, theta: _S, r: _S) -> _S:
@@ -527,6 +568,374 @@ def _push_window(values: _S, count: _S, value: _S, size: int):
     rolled = _S(hlo.concatenate([slice_axis(values.v, 0, 1, slots), slice_axis(values.v, 0, 0, 1)], 0))
     slot = convert(_where(full, float(size - 1), count).v, "int64")
     return _put(_where(full, rolled, values), slot, value), _where(full, count, count + 1.0)
+
+
+def _gradient_held(evaluate, held: _S):
+    """`evaluate` with the gradient 0 at the variables `held`."""
+    def evaluate_held(x, flags):
+        f, g, flags = evaluate(x, flags)
+        return f, _where(held, 0.0, _S(g)).v, flags
+
+    return evaluate_held
+
+
+def _lbfgsb_bounded(ctx, node, x0, evaluate, checks, options, lower: _S, upper: _S, boxed: bool):
+    """minimize(method="L-BFGS-B") with bounds: the C L-BFGS-B's mainlb where some variable
+    is bounded. x0 is clipped into the bounds; each iteration finds the generalized Cauchy
+    point along the projected gradient path (`_cauchy`: the breakpoints in order, the
+    quadratic model in the compact form of the limited-memory matrix), minimizes the model
+    over the variables still free there (`_subspace_step`: formk's LEL' factorization of
+    the middle matrix, subsm's step, projected onto the bounds or cut back where that is not
+    a descent direction), then searches along the step (lnsrlb: the largest step within the
+    bounds, dcsrch, trial points clipped into them). A factorization that fails, or a
+    search that fails with pairs stored, drops the pairs; a search that fails without them
+    ends the run. The tests and limits are the unbounded method's, the projected gradient
+    in place of the gradient. Where every variable is fixed (lower = upper), scipy does not
+    run it: x is the bounds, success True."""
+    x_type = node.inputs[0].type
+    n = dim_product(shape_of(x0))
+    m, limits = int(options["maxcor"]), _lbfgsb_limits(options)
+    pgtol, maxiter = limits["pgtol"], limits["maxiter"]
+    slots = max(m, 1)
+    has_lower, has_upper = ~_isinf(lower), ~_isinf(upper)
+    fixed = has_lower & has_upper & (upper - lower <= 0.0)  # active's iwhere 3
+    box = _Box(lower, upper, has_lower, has_upper, fixed)
+    x = _clip(_S(convert(reshape(x0, [n]), "float64")), lower, upper)
+    f, g, flags = evaluate(x.v, [ir_constant(False)] * len(checks))
+    f, g = _S(f), _S(g)
+    zeros = _S(splat(_f64(0.0), x.v))
+    memory = _S(broadcast_in_dim(zeros.v, [slots, n], [1]))
+    square = _S(broadcast_in_dim(_f64(0.0), [slots, slots], []))
+    eye = _S(identity_matrix([slots, slots], "float64"))
+
+    def step(s, flags):
+        x, g = s["x"], s["g"]
+        compact = _Compact(ctx, s["S"], s["Y"], s["SY"], s["wt"], s["col"], s["theta"])
+        xcp, c, free = _cauchy(compact, box, x, g, s["sbgnrm"])
+        subspace = _S(fold(free.v, [0], hlo.or_, False)) & (s["col"] > 0.0)
+
+        def minimized():
+            z, factored = _subspace_step(compact, box, x, g, xcp, c, free)
+            # formk's factorization failed: the pairs dropped, the Cauchy point without them
+            plain = lambda: [_cauchy(compact.dropped(), box, x, g, s["sbgnrm"])[0].v]  # noqa: E731
+            z = _S(if_else(factored.v, [z.v.type], lambda: [z.v], plain)[0])
+            return [z.v, (~factored).v]
+
+        z, dropped = map(_S, if_else(subspace.v, [x.v.type, subspace.v.type], minimized,
+                                     lambda: [xcp.v, _S(False).v]))
+        col, theta = _where(dropped, 0.0, s["col"]), _where(dropped, 1.0, s["theta"])
+        d = z - x
+        dnorm = _enorm(d)
+        first = s["iter"].eq(0.0)
+        stpmx = _where(first, 1.0, _largest_step(box, x, d))
+        stp = _S(1.0) if boxed else _where(first, _fmin(1.0 / dnorm, stpmx), 1.0)
+        t, new_flags = _lbfgsb_search(evaluate, s, d, stp, stpmx,
+                                      lambda a: _where(a.eq(1.0), z, box.clip(a * d + x)), flags, limits,
+                                      box.projected_gradient_norm)
+        stp, one = t["stp"], t["one"]
+        # matupd and formt, where the pair was stored
+        updated = compact.with_pair(_where(one, d, stp * d), t["y"], t["dr"], t["rr"],
+                                    _where(one, dnorm * dnorm, stp * stp * (dnorm * dnorm)), s["SS"], m)
+        kept_pairs = dict(S=s["S"], Y=s["Y"], SY=s["SY"], SS=s["SS"], wt=s["wt"], col=col, theta=theta)
+        taken = dict(s, status=t["status"], x=t["x"], f=t["f"], g=t["g"], sbgnrm=t["sbgnrm"], iter=s["iter"] + 1.0,
+                     nit=t["nit"], nfev=t["nfev"], **_where_all(t["stored"], updated, kept_pairs))
+        failed = dict(s, status=_where(col.eq(0.0), _STOPPED, _GOING), nfev=t["nfev"], col=0.0, theta=1.0)
+        return _where_all(t["found"], taken, failed), new_flags
+
+    improper = (m <= 0) | (float(options["ftol"]) < 0.0)  # errclb's errors: x0, unconverged
+    sbgnrm = box.projected_gradient_norm(x, g)
+    status = _where(_S(compare(dim_value(n), dim_value(0), "EQ")) | improper, _STOPPED,
+                    _where(sbgnrm <= pgtol, _DONE, _GOING))
+    init = dict(status=status, x=x, f=f, g=g, sbgnrm=sbgnrm, iter=0.0, nit=0.0, nfev=1.0, col=0.0, theta=1.0,
+                S=memory, Y=memory, SY=square, SS=square, wt=eye)
+    state, flags = _iterate(init, flags, 2 * maxiter + 2, step)
+    for flag, check in zip(flags, checks, strict=True):
+        ctx.runtime_check(flag, check.error, check.message)
+    all_fixed = _S(fold(lower.eq(upper).v, [0], hlo.and_, True))
+    x = _where(all_fixed, lower, state["x"])
+    return reshape(convert(x.v, x_type.dtype), shape_of(x0)), (all_fixed | state["status"].eq(_DONE)).v
+
+
+class _Box:
+    """L-BFGS-B's bounds: lower and upper (±inf unbounded), which of them bound each
+    variable (scipy's nbd) and the variables they fix."""
+
+    def __init__(self, lower: _S, upper: _S, has_lower: _S, has_upper: _S, fixed: _S):
+        self.lower, self.upper, self.has_lower, self.has_upper, self.fixed = lower, upper, has_lower, has_upper, fixed
+
+    def clip(self, x: _S) -> _S:
+        """lnsrlb's and subsm's projection: C's fmax and fmin with the bounds a variable has
+        (NaN becomes the bound)."""
+        x = _where(self.has_lower, _fmax(x, self.lower), x)
+        return _where(self.has_upper, _fmin(x, self.upper), x)
+
+    def projected_gradient_norm(self, x: _S, g: _S) -> _S:
+        """projgr: the largest entry of the projected gradient, NaN where g has one."""
+        projected = _where(g < 0.0, _where(self.has_upper, _fmax(x - self.upper, g), g),
+                           _where(self.has_lower, _fmin(x - self.lower, g), g))
+        largest = _S(fold(abs(projected).v, [0], hlo.maximum, 0.0))
+        return _where(_S(fold(_isnan(g).v, [0], hlo.or_, False)), float("nan"), largest)
+
+    def ratios(self, x: _S, d: _S, where: _S | None = None) -> _S:
+        """The step along d from x at which each variable (those `where` says) meets the
+        bound it is heading to (0 where it is at or past it already; inf where it meets
+        none)."""
+        down = self.has_lower & (d < 0.0)
+        up = ~down & self.has_upper & (d > 0.0)
+        if where is not None:
+            down, up = down & where, up & where
+        below, above = self.lower - x, self.upper - x
+        return _where(down, _where(below >= 0.0, 0.0, below / d), _where(up, _where(above <= 0.0, 0.0, above / d),
+                                                                               float("inf")))
+
+
+def _largest_step(box: _Box, x: _S, d: _S) -> _S:
+    """lnsrlb's stpmx after the first iteration: the longest step along d within the bounds,
+    at most 1e10."""
+    return _fmin(_S(fold(box.ratios(x, d).v, [0], hlo.minimum, np.inf)), _STPMX)
+
+
+class _Compact:
+    """L-BFGS-B's limited-memory matrix in compact form, B = theta I - W M W' with
+    W = [Y, theta S] (the last `col` pairs, rows of S and Y oldest first) and M the inverse
+    of [[-D, L'], [L, theta S'S]] (D and L the diagonal and strict lower triangle of S'Y,
+    `SY`), through `wt`, formt's Cholesky factor of theta S'S + L D^-1 L' (upper). Slots
+    past `col` are masked out: zero rows, unit diagonals."""
+
+    def __init__(self, ctx, S: _S, Y: _S, SY: _S, wt: _S, col: _S, theta: _S):
+        self.ctx, self.col, self.theta = ctx, col, theta
+        self.m = shape_of(S.v)[0]
+        index = _S(iota([self.m], 0, "float64"))
+        self.used = index < col
+        rows, cols = (_S(iota([self.m, self.m], k, "float64")) for k in (0, 1))
+        self.used2 = (rows < col) & (cols < col)
+        self.below = rows > cols  # the strict lower triangle
+        self.S, self.Y, self.SY, self.wt = S, Y, SY, wt
+        self.Su, self.Yu = (_where(_S(broadcast_in_dim(self.used.v, shape_of(S.v), [0])), v, 0.0) for v in (S, Y))
+        self.D = _where(self.used, _S(diagonal(SY.v)), 1.0)
+        self.L = _where(self.used2 & self.below, SY, 0.0)
+
+    def dropped(self) -> "_Compact":
+        return _Compact(self.ctx, self.S, self.Y, self.SY, self.wt, _S(0.0), _S(1.0))
+
+    def _solve(self, a: _S, v: _S, transpose: bool = False) -> _S:
+        """a x = v (a' x = v) for an upper triangular m x m a."""
+        b = reshape(v.v, [self.m, 1])
+        x = _solve_triangular(self.ctx, a.v, b, lower=False, transpose="ADJOINT" if transpose else "NO_TRANSPOSE")
+        return _S(reshape(x, [self.m]))
+
+    def split(self, v: _S) -> tuple[_S, _S]:
+        return _S(slice_axis(v.v, 0, 0, self.m)), _S(slice_axis(v.v, 0, self.m, 2 * self.m))
+
+    def join(self, a: _S, b: _S) -> _S:
+        return _S(hlo.concatenate([a.v, b.v], 0))
+
+    def w_times(self, d: _S) -> _S:
+        """W'd: [Y d, theta S d]."""
+        return self.join(_matvec(self.Yu, d), self.theta * _matvec(self.Su, d))
+
+    def times_w(self, v: _S) -> _S:
+        """W v: Y'v1 + theta S'v2 (cmprlb's sum)."""
+        v1, v2 = self.split(v)
+        return _matvec(self.Yu, v1, transpose=True) + _matvec(self.Su, self.theta * v2, transpose=True)
+
+    def w_row(self, at: _S) -> _S:
+        """Row `at` (a one-hot mask over the variables) of W: [Y, theta S] at that variable."""
+        pick = lambda v: _S(fold(_where(_S(broadcast_in_dim(at.v, shape_of(v.v), [1])), v, 0.0).v, [1],  # noqa: E731
+                                 hlo.add, 0.0))
+        return self.join(pick(self.Yu), self.theta * pick(self.Su))
+
+    def bmv(self, v: _S) -> _S:
+        """bmv: M v, by the two triangular solves of M's inverse's factorization
+        [[D^1/2, 0], [-L D^-1/2, J]] [[-D^1/2, D^-1/2 L'], [0, J']] (J J' = T)."""
+        v1, v2 = self.split(v)
+        root = _sqrt(self.D)
+        p2 = self._solve(self.wt, v2 + _matvec(self.L, v1 / self.D), transpose=True)
+        p2 = self._solve(self.wt, p2)
+        p1 = -(v1 / root) / root + _matvec(self.L, p2, transpose=True) / self.D
+        return self.join(p1, p2)
+
+    def with_pair(self, s: _S, y: _S, dr: _S, rr: _S, ss: _S, SS: _S, m: int) -> dict:
+        """matupd and formt: the pair (s, y) stored as the newest (the oldest dropped where
+        all m slots are used), S'Y's new row (its diagonal dr = s'y as mainlb computed it),
+        S'S's new column (its diagonal `ss`), theta = y'y / s'y (`rr` / dr), and the
+        factor of T = theta S'S + L D^-1 L'; where T is not positive definite, the pairs
+        are dropped (col 0, theta 1)."""
+        full = self.col.eq(float(m))
+        S1, col1 = _push_window(self.S, self.col, s, m)
+        Y1, _ = _push_window(self.Y, self.col, y, m)
+        SY, SS = (_where(full, _rolled(a), a) for a in (self.SY, SS))
+        index = _S(iota([self.m], 0, "float64"))
+        rows, cols = (_S(iota([self.m, self.m], k, "float64")) for k in (0, 1))
+        newest = col1 - 1.0
+        SY = _where(rows.eq(newest) & (cols < newest), _S(broadcast_in_dim(_matvec(Y1, s).v, [self.m] * 2, [1])), SY)
+        SS = _where(cols.eq(newest) & (rows < newest), _S(broadcast_in_dim(_matvec(S1, s).v, [self.m] * 2, [0])), SS)
+        at = rows.eq(newest) & cols.eq(newest)
+        SY, SS = _where(at, dr, SY), _where(at, ss, SS)
+        theta = rr / dr
+        wt, positive = _formt(self.ctx, SY, SS, theta, index < col1)
+        return dict(S=S1, Y=Y1, SY=SY, SS=SS, wt=wt, col=_where(positive, col1, 0.0),
+                    theta=_where(positive, theta, 1.0))
+
+
+def _rolled(a: _S) -> _S:
+    """A square matrix with its first row and column moved last (matupd's shift of S'Y and
+    S'S where the oldest pair is dropped)."""
+    k = shape_of(a.v)[0]
+    a = hlo.concatenate([slice_axis(a.v, 0, 1, k), slice_axis(a.v, 0, 0, 1)], 0)
+    return _S(hlo.concatenate([slice_axis(a, 1, 1, k), slice_axis(a, 1, 0, 1)], 1))
+
+
+def _formt(ctx, SY: _S, SS: _S, theta: _S, used: _S) -> tuple[_S, _S]:
+    """formt: the upper Cholesky factor of T = theta S'S + L D^-1 L' over the used slots
+    (the identity past them), and whether T was positive definite. T's entry (i, j) sums
+    SY[i, k] SY[j, k] / SY[k, k] over k < min(i, j), as formt does."""
+    k = shape_of(SY.v)[0]
+    i, j, kk = (_S(iota([k, k, k], a, "float64")) for a in range(3))
+    terms = _S(hlo.multiply(broadcast_in_dim(SY.v, [k, k, k], [0, 2]), broadcast_in_dim(SY.v, [k, k, k], [1, 2])))
+    terms = terms / _S(broadcast_in_dim(diagonal(SY.v), [k, k, k], [2]))
+    ldl = _S(fold(_where((kk < i) & (kk < j), terms, 0.0).v, [2], hlo.add, 0.0))
+    rows, cols = (_S(iota([k, k], a, "float64")) for a in (0, 1))
+    upper = _where(rows <= cols, SS, _S(transpose(SS.v, [1, 0])))  # S'S from its upper triangle
+    used2 = _S(broadcast_in_dim(used.v, [k, k], [0])) & _S(broadcast_in_dim(used.v, [k, k], [1]))
+    t = _where(used2, theta * upper + ldl, _S(identity_matrix([k, k], "float64")))
+    factor, positive = _potrf(ctx, t.v, lower=False)
+    return _S(factor), _S(positive)
+
+
+def _matvec(a: _S, v: _S, transpose: bool = False) -> _S:
+    """a v (a' v) for a matrix a."""
+    return _S(dot_general(a.v, v.v, ([0 if transpose else 1], [0])))
+
+
+def _cauchy(compact: _Compact, box: _Box, x: _S, g: _S, sbgnrm: _S) -> tuple[_S, _S, _S]:
+    """cauchy: the generalized Cauchy point, the first local minimum of the quadratic model
+    along the projected steepest descent path x(t) = P(x - t g). Each variable leaves the
+    path's free set at its breakpoint (where it meets its bound); the segments between them
+    are searched in order, the model's slope f1 and curvature f2 along each updated as
+    cauchy does (with M through bmv), until the minimum falls inside a segment. Returns the
+    point, c = W'(xcp - x), and the variables free there (freev: iwhere <= 0)."""
+    theta = compact.theta
+    neg = -g
+    tl, tu = x - box.lower, box.upper - x
+    at_lower, at_upper = box.has_lower & (tl <= 0.0), box.has_upper & (tu <= 0.0)
+    unbounded = ~box.has_lower & ~box.has_upper
+    # iwhere: 3 fixed, -1 unbounded, 1 or 2 held at a bound, -3 not moving, 0 free
+    iwhere = _where(box.fixed, 3.0, _where(unbounded, -1.0, _where(
+        at_lower, _where(neg <= 0.0, 1.0, 0.0), _where(at_upper, _where(neg >= 0.0, 2.0, 0.0), _where(
+            abs(neg) <= 0.0, -3.0, 0.0)))))
+    moving = iwhere.eq(0.0) | iwhere.eq(-1.0)
+    d = _where(moving, neg, 0.0)
+    f1 = -_S(fold((d * d).v, [0], hlo.add, 0.0))
+    p = compact.w_times(d)
+    down = box.has_lower & (neg < 0.0)
+    up = ~down & box.has_upper & (neg > 0.0)
+    breaks = moving & (down | up)
+    t = _where(breaks, _where(down, tl / -neg, tu / neg), float("inf"))
+    endless = moving & ~breaks  # free along the whole path
+    bnded = ~_S(fold((endless & (abs(neg) > 0.0)).v, [0], hlo.or_, False))
+    still = ~_S(fold(moving.v, [0], hlo.or_, False)) | (sbgnrm <= 0.0)  # the point is x
+    f2 = -theta * f1
+    f2_org = f2
+    f2 = f2 - _S(_dot(compact.bmv(p).v, p.v))
+    with_pairs = compact.col > 0.0
+    index = _S(iota(shape_of(x.v), 0, "float64"))
+    size = _S(convert(dim_value(shape_of(x.v)[0]), "float64"))
+
+    def segment(s):
+        """Past the next breakpoint (the smallest t left, the first of equal ones), unless
+        the minimum lies before it."""
+        left = s["left"]
+        tj = _S(fold(_where(left, t, float("inf")).v, [0], hlo.minimum, np.inf))
+        ibp = _S(fold(_where(left & t.eq(tj), index, size).v, [0], hlo.minimum, np.inf))
+        at = index.eq(ibp)
+        dt = tj - s["tj"]
+        dibp = _S(fold(_where(at, s["d"], 0.0).v, [0], hlo.add, 0.0))
+        bound = _where(dibp > 0.0, box.upper, box.lower)
+        zibp = _S(fold(_where(at, bound - x, 0.0).v, [0], hlo.add, 0.0))
+        dibp2 = dibp * dibp
+        f1 = s["f1"] + dt * s["f2"] + dibp2 - theta * dibp * zibp
+        f2 = s["f2"] - theta * dibp2
+        c = _where(with_pairs, s["c"] + dt * s["p"], s["c"])
+        wbp = compact.w_row(at)
+        v = compact.bmv(wbp)
+        wmc, wmp, wmw = (_S(_dot(a.v, v.v)) for a in (c, s["p"], wbp))
+        p = _where(with_pairs, s["p"] - dibp * wbp, s["p"])
+        f1 = _where(with_pairs, f1 + dibp * wmc, f1)
+        f2 = _where(with_pairs, f2 + dibp * 2.0 * wmp - dibp2 * wmw, f2)
+        f2 = _fmax(_EPSMCH * f2_org, f2)
+        left1 = left & ~at
+        more = _S(fold(left1.v, [0], hlo.or_, False))
+        passed = dict(left=left1, done=~more, tj=tj, tsum=s["tsum"] + dt, d=_where(at, 0.0, s["d"]),
+                      xcp=_where(at, bound, s["xcp"]), iwhere=_where(at, _where(dibp > 0.0, 2.0, 1.0), s["iwhere"]),
+                      f1=f1, f2=f2, p=p, c=c, dtm=_where(more | ~bnded, -f1 / f2, 0.0))
+        return _where_all(s["dtm"] < dt, dict(s, done=True), passed)
+
+    init = dict(left=breaks, done=~_S(fold(breaks.v, [0], hlo.or_, False)), tj=0.0, tsum=0.0, d=d, xcp=x,
+                iwhere=iwhere, f1=f1, f2=f2, p=p, c=_S(splat(_f64(0.0), p.v)), dtm=-f1 / f2)
+    names = list(init)
+    out = while_loop([_S.of(init[k]).v for k in names], lambda v: (~_S(v[1])).v,
+                     lambda v: [segment(dict(zip(names, map(_S, v))))[k].v for k in names])
+    s = dict(zip(names, map(_S, out)))
+    dtm = _where(s["dtm"] <= 0.0, 0.0, s["dtm"])
+    xcp = s["xcp"] + (s["tsum"] + dtm) * s["d"]
+    c = _where(with_pairs, s["c"] + dtm * s["p"], s["c"])
+    return _where(still, x, xcp), _where(still, 0.0, c), _where(still, iwhere, s["iwhere"]) <= 0.0
+
+
+def _subspace_step(compact: _Compact, box: _Box, x: _S, g: _S, xcp: _S, c: _S, free: _S) -> tuple[_S, _S]:
+    """formk, cmprlb and subsm: the minimum of the quadratic model over the variables free
+    at the Cauchy point (the others held there), from the reduced gradient
+    r = -Z'(g + B (xcp - x)) and the middle matrix K = [[-D - Y'ZZ'Y / theta, L_a' - R_z'],
+    [L_a - R_z, theta S'AA'S]] (Z the free variables, A the others; L_a the strict lower
+    triangle of S'AA'Y, R_z the upper one of S'ZZ'Y) in formk's factorization L E L'. The
+    step is projected onto the bounds; where that is not a descent direction, it is cut
+    back from the Cauchy point to the first bound it meets instead. Returns the point and
+    whether K's blocks were positive definite."""
+    ctx, theta, m = compact.ctx, compact.theta, compact.m
+    eye = _S(identity_matrix([m, m], "float64"))
+    active = ~free
+
+    def products(a: _S, b: _S, where: _S) -> _S:  # a' diag(where) b over the variables
+        return _S(dot_general(_where(_S(broadcast_in_dim(where.v, shape_of(a.v), [1])), a, 0.0).v, b.v, ([1], [1])))
+
+    used2 = compact.used2
+    upper_left = _where(used2, products(compact.Yu, compact.Yu, free) / theta + _S(
+        broadcast_in_dim(compact.D.v, [m, m], [0])) * eye, eye)
+    rows, cols = (_S(iota([m, m], k, "float64")) for k in (0, 1))
+    mixed = _where(used2, _where(rows <= cols, products(compact.Su, compact.Yu, free),
+                                 -products(compact.Su, compact.Yu, active)), 0.0)
+    u1, first = map(_S, _potrf(ctx, upper_left.v, lower=False))
+    x12 = _S(_solve_triangular(ctx, u1.v, transpose(mixed.v, [1, 0]), lower=False, transpose="ADJOINT"))
+    lower_right = _where(used2, theta * products(compact.Su, compact.Su, active), eye) + _S(
+        dot_general(x12.v, x12.v, ([0], [0])))
+    u2, second = map(_S, _potrf(ctx, lower_right.v, lower=False))
+    # cmprlb: the reduced gradient
+    r = -theta * (xcp - x) - g + compact.times_w(compact.bmv(c))
+    r = _where(free, r, 0.0)
+    # subsm: K^-1 W'Z r, by L y = W'Z r, y1 = -y1, L' z = y
+    wv1, wv2 = compact.split(compact.w_times(r))
+    y1 = compact._solve(u1, wv1, transpose=True)
+    y2 = compact._solve(u2, wv2 - _matvec(x12, y1, transpose=True), transpose=True)
+    z2 = compact._solve(u2, y2)
+    z1 = compact._solve(u1, -y1 - _matvec(x12, z2))
+    du = (r + _matvec(compact.Yu, z1, transpose=True) / theta + _matvec(compact.Su, z2, transpose=True)) * (1.0 / theta)
+    du = _where(free, du, 0.0)
+    projected = _where(free, box.clip(xcp + du), xcp)
+    at_bound = free & ((box.has_lower & projected.eq(box.lower)) | (box.has_upper & projected.eq(box.upper)))
+    hit = _S(fold(at_bound.v, [0], hlo.or_, False))
+    ascent = _S(_dot((projected - x).v, g.v)) > 0.0
+    # cut back: the longest step along du from the Cauchy point within the bounds, the
+    # first variable to meet one set on it
+    ratios = box.ratios(xcp, du, free)
+    alpha = _fmin(_S(fold(ratios.v, [0], hlo.minimum, np.inf)), 1.0)
+    index = _S(iota(shape_of(x.v), 0, "float64"))
+    size = _S(convert(dim_value(shape_of(x.v)[0]), "float64"))
+    ibd = _S(fold(_where(ratios.eq(alpha), index, size).v, [0], hlo.minimum, np.inf))
+    snap = index.eq(ibd) & (alpha < 1.0) & du.ne(0.0)
+    start = _where(snap, _where(du > 0.0, box.upper, box.lower), xcp)
+    cut = _where(free, start + alpha * _where(snap, 0.0, du), xcp)
+    return _where(hit & ascent, cut, projected), first & second
 
 
 _TRUST_NCG_DEFAULTS = {"initial_trust_radius": 1.0, "max_trust_radius": 1000.0, "eta": 0.15, "gtol": 1e-4,
@@ -1057,12 +1466,10 @@ def _sort_by(keys: _S, values: _S):
     return moved(keys), moved(values)
 
 
-def _bounds(ctx, node, bounds, n, size=None):
+def _bound_values(node, bounds) -> tuple[np.ndarray, np.ndarray]:
     """scipy's `bounds` (a `Bounds`, or (min, max) pairs with None unbounded) as float64
-    vectors of n entries (`size`, where x is padded): scipy's ValueErrors where an upper
-    bound is below its lower one, or where they do not broadcast to x's length (when
-    lowering where n is static, else at the call)."""
-    size = n if size is None else size
+    arrays of one entry or one per variable, ±inf unbounded: scipy's ValueErrors where an
+    upper bound is below its lower one or the arrays are not vectors."""
     if hasattr(bounds, "lb") and hasattr(bounds, "ub"):
         lower, upper = np.asarray(bounds.lb, np.float64), np.asarray(bounds.ub, np.float64)
     else:
@@ -1072,9 +1479,19 @@ def _bounds(ctx, node, bounds, n, size=None):
     if np.any(upper < lower):
         raise ValueError(f"An upper bound is less than the corresponding lower bound. (node: {node_label(node)})")
     lower, upper = np.atleast_1d(lower), np.atleast_1d(upper)
-    incompatible = "The number of bounds is not compatible with the length of `x0`."
     if lower.ndim > 1 or upper.ndim > 1:
-        raise ValueError(f"{incompatible} (node: {node_label(node)})")
+        raise ValueError(f"The number of bounds is not compatible with the length of `x0`. (node: {node_label(node)})")
+    return lower, upper
+
+
+def _bounds(ctx, node, bounds, n, size=None):
+    """scipy's `bounds` (a `Bounds`, or (min, max) pairs with None unbounded) as float64
+    vectors of n entries (`size`, where x is padded): scipy's ValueErrors where an upper
+    bound is below its lower one, or where they do not broadcast to x's length (when
+    lowering where n is static, else at the call)."""
+    size = n if size is None else size
+    lower, upper = _bound_values(node, bounds)
+    incompatible = "The number of bounds is not compatible with the length of `x0`."
 
     def vector(values):
         if values.size == 1:
@@ -1824,6 +2241,10 @@ def _bracketing(ctx, evaluate, options: dict, flags):
 
 def _isnan(x: _S) -> _S:
     return _S(is_nan(x.v))
+
+
+def _isinf(x: _S) -> _S:
+    return abs(x).eq(float("inf"))
 
 
 def _fmax(a, b) -> _S:

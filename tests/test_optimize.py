@@ -18,6 +18,7 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.raise_op import Assert
 from pytensor.tensor.optimize import minimize, minimize_scalar, root, root_scalar
+from scipy.optimize import Bounds
 
 from lowering.errors import UnsupportedParameterError
 from tests.helpers import compare_each_with_py, compare_with_py
@@ -231,6 +232,77 @@ def _exponentials():
     x, a = pt.vector("x"), pt.scalar("a")
     return [x, a], pt.exp(x).sum() - a * x.sum() + 0.1 * (x[0] - x[1]) ** 2, x, [np.array([5.0, 4.0, 3.0]),
                                                                              np.array(2.0)]
+
+
+def _nonnegative_least_squares():
+    """Half the coefficients below 0 and held at it: the Cauchy point passes breakpoints
+    with pairs stored."""
+    x, a, y = pt.vector("x"), pt.matrix("a"), pt.vector("y")
+    rng = np.random.default_rng(5)
+    design = rng.normal(size=(40, 12)) + rng.normal(size=(1, 12))
+    truth = np.where(np.arange(12) % 2 == 0, 1.0, -1.0) * rng.uniform(0.5, 2.0, 12)
+    return [x, a, y], 0.5 * ((a @ x - y) ** 2).sum(), x, [np.ones(12), design, design @ truth + rng.normal(size=40)]
+
+
+def _corners():  # unbounded below: every variable runs to a bound
+    x = pt.vector("x")
+    return [x], -(x**2).sum() + 0.3 * x[0] * x[1], x, [np.array([0.1, -0.2, 0.3])]
+
+
+@pytest.mark.parametrize("problem, optimizer_kwargs", [
+    (_rosenbrock, {"bounds": [(-2.0, 0.5)] * 4}),  # boxed: the first trial step is 1
+    # x0 outside them; a projected step that is not a descent direction, cut back
+    (_rosenbrock, {"bounds": [(None, 0.5), (0.0, None), (None, None), (1.5, 3.0)]}),
+    (_rosenbrock, {"bounds": [(0.0, None)]}),  # one pair for all
+    (_rosenbrock, {"bounds": [(-5.0, 5.0)] * 4}),  # never active
+    (_quartic, {"bounds": [(0.5, 2.5)] * 3}),
+    (_quartic, {"bounds": [(1.0, 1.0), (0.0, 3.0), (-1.0, 2.5)]}),  # one variable fixed
+    (_quartic, {"bounds": [(1.0, 1.0)] * 3}),  # all fixed: scipy does not run, x = the bounds, success
+    (_quartic, {"bounds": Bounds([0.0, -np.inf, 2.9], [0.2, 1.0, np.inf])}),
+    (_poisson_latent, {"tol": 1e-8, "bounds": [(-0.5, 0.8)]}),
+    (_convex_quadratic_field, {"bounds": [(-0.5, 0.5)] * 12}),  # a full memory, breakpoints met with it
+    (_convex_quadratic_field, {"bounds": [(-0.5, None)] * 6 + [(None, 0.2)] * 6, "options": {"maxcor": 2}}),
+    (_nonnegative_least_squares, {"bounds": [(0.0, None)]}),
+    (_nonnegative_least_squares, {"bounds": [(0.0, None)], "options": {"maxcor": 3}}),
+    (_corners, {"bounds": [(-1.0, 2.0)] * 3}),  # the Cauchy point at the last breakpoint
+    (_corners, {"bounds": [(-1.0, None), (-1.0, 2.0), (None, 2.0)]}),  # f unbounded along a free direction
+    (_log_barrier, {"bounds": [(1e-3, None)]}),
+    (_exponentials, {"bounds": [(None, 0.5), (0.5, 2.0), (-1.0, 0.6)]}),
+    (_rosenbrock, {"bounds": [(-2.0, 0.5)] * 4, "options": {"maxiter": 3}}),  # success False
+    (_rosenbrock, {"bounds": [(0.0, None)], "options": {"maxfun": 6}}),
+    (_rosenbrock, {"bounds": [(0.0, None)], "options": {"maxls": 1}}),  # searches fail: pairs dropped, abnormal
+    (_rosenbrock, {"bounds": [(None, None)] * 4}),  # no variable bounded: the unconstrained method
+], ids=["box", "mixed", "one_pair", "inactive", "quartic", "one_fixed", "all_fixed", "bounds_object",
+        "poisson_latent", "full_memory", "maxcor", "nnls", "nnls_maxcor", "corners", "free_direction", "log_barrier", "exponentials",
+        "maxiter", "maxfun", "abnormal", "no_bound"])
+def test_lbfgsb_with_bounds_takes_scipys_steps(problem, optimizer_kwargs):
+    _takes_scipys_steps(problem, method="L-BFGS-B", optimizer_kwargs=optimizer_kwargs)
+
+
+def test_lbfgsb_with_bounds_edges_and_errors():
+    """jac=False with a fixed variable (scipy takes it out of the problem: its gradient
+    leaves theta, and where no other variable is bounded the method runs unconstrained); an
+    empty x (all of none fixed: success); float32; scipy's errors."""
+    inputs, objective, x, values = _quartic()
+    objective = objective + 2.0 * x[0] * (x[1] + x[2]) ** 2  # the fixed variable's gradient moves
+    for bounds in ([(1.0, 1.0), (0.0, 3.0), (-1.0, 2.5)], [(1.0, 1.0), (None, None), (None, None)]):
+        compare_with_py(inputs, list(minimize(objective, x, method="L-BFGS-B", jac=False,
+                                              optimizer_kwargs={"bounds": bounds})), values, rtol=1e-6)
+    v = pt.vector("v")
+    compare_with_py([v], list(minimize((v**2).sum(), v, method="L-BFGS-B", optimizer_kwargs={"bounds": [(0, 1)]})),
+                    [np.zeros(0)])
+    f32 = pt.fvector("f32")
+    compare_with_py([f32], list(minimize(((f32 - 2) ** 2).sum(), f32, method="L-BFGS-B",
+                                         optimizer_kwargs={"bounds": [(0, 1.5)]})), [np.zeros(3, np.float32)])
+
+    def bounded(bounds):
+        solution, _ = minimize((v**2).sum(), v, method="L-BFGS-B", optimizer_kwargs={"bounds": bounds})
+        return pytensor.function([v], solution, mode="STABLEHLO")
+
+    with pytest.raises(ValueError, match="An upper bound is less than the corresponding lower bound"):
+        bounded([(1.0, 0.0)])
+    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
+        bounded([(0.0, 1.0)] * 2)(np.ones(3))
 
 
 def _double_well():
@@ -505,7 +577,6 @@ def test_the_objectives_checks_raise_after_the_loop():
 
 @pytest.mark.parametrize("kwargs, refused", [
     ({"method": "COBYLA"}, "method 'COBYLA'"),
-    ({"method": "L-BFGS-B", "optimizer_kwargs": {"bounds": [(0.0, 1.0)] * 2}}, "bounds"),
     ({"method": "Powell", "optimizer_kwargs": {"constraints": ()}}, r"optimizer_kwargs \['constraints'\]"),
     ({"method": "L-BFGS-B", "optimizer_kwargs": {"options": {"callback": print}}}, r"optimizer_kwargs \['callback'\]"),
     ({"optimizer_kwargs": {"callback": print}}, r"optimizer_kwargs \['callback'\]"),

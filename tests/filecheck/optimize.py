@@ -44,6 +44,22 @@ print_ir("minimize_newton_cg", [x, a], list(minimize(objective, x, method="Newto
 print_ir("minimize_lbfgsb", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="L-BFGS-B")),
          raw=True)
 
+# L-BFGS-B with bounds: the loop carries the compact matrices (S, Y, S'Y, S'S and formt's
+# factor); the generalized Cauchy point's loop over the breakpoints (its slope and curvature
+# through the middle matrix), the subspace step in an `if` (formk's two Cholesky
+# factorizations), then lnsrlb's dcsrch loop; formt's factorization after it.
+# CHECK-LABEL: TEST: minimize_lbfgsb_bounds raw
+# CHECK: stablehlo.while({{.*}}) : {{.*}}tensor<10x3xf64>, tensor<10x3xf64>, tensor<10x10xf64>, tensor<10x10xf64>, tensor<10x10xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<3xi1>, tensor<i1>, tensor<f64>, tensor<f64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<f64>, tensor<f64>, tensor<20xf64>, tensor<20xf64>
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi
+# CHECK: stablehlo.while
+# CHECK: func.call @minimize_objective
+# CHECK: stablehlo.custom_call @lapack_dpotrf_ffi
+print_ir("minimize_lbfgsb_bounds", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="L-BFGS-B",
+                                                         optimizer_kwargs={"bounds": [(0.0, 2.0)]})), raw=True)
+
 # trust-ncg: the objective, gradient and Hessian at x0; the loop carries them with the
 # radius; CG-Steihaug's loop (z, r, d, whether on the boundary, whether not finite), then
 # one evaluation at the proposed step.
