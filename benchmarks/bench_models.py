@@ -356,6 +356,21 @@ def shifted_rosenbrock(method: str, n: int = 5):
     return Graph(f"{method.lower()}-rosenbrock-{n}", [x, a], [solution, success], [x0, 0.5])
 
 
+def nnls(n: int = 40, rows: int = 200):
+    """Nonnegative least squares by `minimize(method="L-BFGS-B")` with bounds (0, None): a
+    regression whose true coefficients are half zero, so that about half the bounds are
+    active at the solution, from x0 = 1; the minimizer and the success flag."""
+    from pytensor.tensor.optimize import minimize
+
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(rows, n))
+    y = a @ np.where(np.arange(n) % 2 == 0, rng.uniform(0.5, 2.0, n), -rng.uniform(0.5, 2.0, n)) + rng.normal(size=rows)
+    x, design, observed = pt.dvector("x"), pt.dmatrix("design"), pt.dvector("observed")
+    objective = 0.5 * ((design @ x - observed) ** 2).sum()
+    solution, success = minimize(objective, x, method="L-BFGS-B", optimizer_kwargs={"bounds": [(0.0, None)]})
+    return Graph(f"nnls-lbfgsb-{n}", [x, design, observed], [solution, success], [np.ones(n), a, y])
+
+
 def steady_state(n: int = 20, method: str = "hybr", name: str = "steady-state"):
     """A multisector steady state (`pytensor.tensor.optimize.root`, hybr, lm or df-sane, the
     last without the Jacobian it does not use, which the Python mode cannot take): each sector's
@@ -402,6 +417,7 @@ MODELS = {
     "random-walk": random_walk,
     "latent-mode-50": latent_mode,
     "latent-mode-lbfgsb-50": lambda: latent_mode(50, "L-BFGS-B", {"tol": 1e-8}, "latent-mode-lbfgsb"),
+    "nnls-lbfgsb-40": nnls,
     "steady-state-20": steady_state,
     "steady-state-lm-20": lambda: steady_state(20, "lm", "steady-state-lm"),
     "steady-state-df-sane-20": lambda: steady_state(20, "df-sane", "steady-state-df-sane"),
