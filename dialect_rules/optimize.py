@@ -633,9 +633,11 @@ def _lbfgsb_bounded(ctx, node, x0, evaluate, checks, options, lower: _S, upper: 
                                       lambda a: _where(a.eq(1.0), z, box.clip(a * d + x)), flags, limits,
                                       box.projected_gradient_norm)
         stp, one = t["stp"], t["one"]
-        # matupd and formt, where the pair was stored
-        updated = compact.with_pair(_where(one, d, stp * d), t["y"], t["dr"], t["rr"],
-                                    _where(one, dnorm * dnorm, stp * stp * (dnorm * dnorm)), s["SS"], m)
+        # matupd and formt, where the pair was stored (into an empty memory where formk's
+        # factorization failed)
+        memory = _Compact(ctx, s["S"], s["Y"], s["SY"], s["wt"], col, theta)
+        updated = memory.with_pair(_where(one, d, stp * d), t["y"], t["dr"], t["rr"],
+                                   _where(one, dnorm * dnorm, stp * stp * (dnorm * dnorm)), s["SS"], m)
         kept_pairs = dict(S=s["S"], Y=s["Y"], SY=s["SY"], SS=s["SS"], wt=s["wt"], col=col, theta=theta)
         taken = dict(s, status=t["status"], x=t["x"], f=t["f"], g=t["g"], sbgnrm=t["sbgnrm"], iter=s["iter"] + 1.0,
                      nit=t["nit"], nfev=t["nfev"], **_where_all(t["stored"], updated, kept_pairs))
