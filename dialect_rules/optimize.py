@@ -466,13 +466,13 @@ def _lower_lbfgsb(ctx, node, x0, args):
         z = _where(col.eq(0.0), cauchy, x + _two_loop(s["S"], s["Y"], s["sy"], col, theta, -g))
         d = z - x
         dnorm = _enorm(d)
-        first = _where(s["iter"].eq(0.0), _fmin(1.0 / dnorm, _STPMX), 1.0)
+        first = _where(s["nit"].eq(0.0), _fmin(1.0 / dnorm, _STPMX), 1.0)  # mainlb's iter is the driver's count
         t, new_flags = _lbfgsb_search(evaluate, s, d, first, _STPMX, lambda stp: _where(stp.eq(1.0), z, stp * d + x),
                                       flags, limits, _largest_entry)
         found, stp, nfev, one, dr, stored = t["found"], t["stp"], t["nfev"], t["one"], t["dr"], t["stored"]
         S, Y, sy, col1 = _push(s["S"], s["Y"], s["sy"], col, _where(one, d, stp * d), t["y"], dr, m)
         rr = t["rr"]
-        taken = dict(s, status=t["status"], x=t["x"], f=t["f"], g=t["g"], sbgnrm=t["sbgnrm"], iter=s["iter"] + 1.0,
+        taken = dict(s, status=t["status"], x=t["x"], f=t["f"], g=t["g"], sbgnrm=t["sbgnrm"],
                      nit=t["nit"], nfev=nfev,
                      S=_where(stored, S, s["S"]), Y=_where(stored, Y, s["Y"]), sy=_where(stored, sy, s["sy"]),
                      col=_where(stored, col1, col), theta=_where(stored, rr / dr, theta))
@@ -485,7 +485,7 @@ def _lower_lbfgsb(ctx, node, x0, args):
     sbgnrm = _largest_entry(x, g)
     status = _where(_S(compare(dim_value(n), dim_value(0), "EQ")) | improper, _STOPPED,
                     _where(sbgnrm <= pgtol, _DONE, _GOING))
-    init = dict(status=status, x=x, f=f, g=g, sbgnrm=sbgnrm, iter=0.0, nit=0.0, nfev=1.0, col=0.0, theta=1.0,
+    init = dict(status=status, x=x, f=f, g=g, sbgnrm=sbgnrm, nit=0.0, nfev=1.0, col=0.0, theta=1.0,
                 S=memory, Y=memory, sy=_S(broadcast_in_dim(_f64(0.0), [slots], [])))
     state, flags = _iterate(init, flags, 2 * maxiter + 2, step)
     for flag, check in zip(flags, checks, strict=True):
@@ -626,7 +626,7 @@ def _lbfgsb_bounded(ctx, node, x0, evaluate, checks, options, lower: _S, upper: 
         col, theta = _where(dropped, 0.0, s["col"]), _where(dropped, 1.0, s["theta"])
         d = z - x
         dnorm = _enorm(d)
-        first = s["iter"].eq(0.0)
+        first = s["nit"].eq(0.0)  # mainlb's iter is the driver's count
         stpmx = _where(first, 1.0, _largest_step(box, x, d))
         stp = _S(1.0) if boxed else _where(first, _fmin(1.0 / dnorm, stpmx), 1.0)
         t, new_flags = _lbfgsb_search(evaluate, s, d, stp, stpmx,
@@ -639,7 +639,7 @@ def _lbfgsb_bounded(ctx, node, x0, evaluate, checks, options, lower: _S, upper: 
         updated = memory.with_pair(_where(one, d, stp * d), t["y"], t["dr"], t["rr"],
                                    _where(one, dnorm * dnorm, stp * stp * (dnorm * dnorm)), s["SS"], m)
         kept_pairs = dict(S=s["S"], Y=s["Y"], SY=s["SY"], SS=s["SS"], wt=s["wt"], col=col, theta=theta)
-        taken = dict(s, status=t["status"], x=t["x"], f=t["f"], g=t["g"], sbgnrm=t["sbgnrm"], iter=s["iter"] + 1.0,
+        taken = dict(s, status=t["status"], x=t["x"], f=t["f"], g=t["g"], sbgnrm=t["sbgnrm"],
                      nit=t["nit"], nfev=t["nfev"], **_where_all(t["stored"], updated, kept_pairs))
         failed = dict(s, status=_where(col.eq(0.0), _STOPPED, _GOING), nfev=t["nfev"], col=0.0, theta=1.0)
         return _where_all(t["found"], taken, failed), new_flags
@@ -648,7 +648,7 @@ def _lbfgsb_bounded(ctx, node, x0, evaluate, checks, options, lower: _S, upper: 
     sbgnrm = box.projected_gradient_norm(x, g)
     status = _where(_S(compare(dim_value(n), dim_value(0), "EQ")) | improper, _STOPPED,
                     _where(sbgnrm <= pgtol, _DONE, _GOING))
-    init = dict(status=status, x=x, f=f, g=g, sbgnrm=sbgnrm, iter=0.0, nit=0.0, nfev=1.0, col=0.0, theta=1.0,
+    init = dict(status=status, x=x, f=f, g=g, sbgnrm=sbgnrm, nit=0.0, nfev=1.0, col=0.0, theta=1.0,
                 S=memory, Y=memory, SY=square, SS=square, wt=eye)
     state, flags = _iterate(init, flags, 2 * maxiter + 2, step)
     for flag, check in zip(flags, checks, strict=True):
