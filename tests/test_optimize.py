@@ -279,6 +279,23 @@ def test_lbfgsb_with_bounds_takes_scipys_steps(problem, optimizer_kwargs):
     _takes_scipys_steps(problem, method="L-BFGS-B", optimizer_kwargs=optimizer_kwargs)
 
 
+def _bounds_errors_are_scipys(method):
+    """scipy's ValueErrors for bounds: reversed ones when lowering; a number that does not
+    fit x when lowering where x's length is known, else at the call."""
+    def build(variable, bounds):
+        solution, _ = minimize(((variable - 1.0) ** 2).sum(), variable, method=method,
+                               optimizer_kwargs={"bounds": bounds})
+        return pytensor.function([variable], solution, mode="STABLEHLO")
+
+    x3, x = pt.vector("x3", shape=(3,)), pt.vector("x")
+    with pytest.raises(ValueError, match="An upper bound is less than the corresponding lower bound"):
+        build(x3, [(1.0, 0.0)] * 3)
+    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
+        build(x3, [(0.0, 1.0)] * 2)
+    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
+        build(x, [(0.0, 1.0)] * 2)(np.zeros(3))
+
+
 def test_lbfgsb_with_bounds_edges_and_errors():
     """jac=False with a fixed variable (scipy takes it out of the problem: its gradient
     leaves theta, and where no other variable is bounded the method runs unconstrained); an
@@ -294,15 +311,7 @@ def test_lbfgsb_with_bounds_edges_and_errors():
     f32 = pt.fvector("f32")
     compare_with_py([f32], list(minimize(((f32 - 2) ** 2).sum(), f32, method="L-BFGS-B",
                                          optimizer_kwargs={"bounds": [(0, 1.5)]})), [np.zeros(3, np.float32)])
-
-    def bounded(bounds):
-        solution, _ = minimize((v**2).sum(), v, method="L-BFGS-B", optimizer_kwargs={"bounds": bounds})
-        return pytensor.function([v], solution, mode="STABLEHLO")
-
-    with pytest.raises(ValueError, match="An upper bound is less than the corresponding lower bound"):
-        bounded([(1.0, 0.0)])
-    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
-        bounded([(0.0, 1.0)] * 2)(np.ones(3))
+    _bounds_errors_are_scipys("L-BFGS-B")
 
 
 def _double_well():
@@ -406,15 +415,7 @@ def test_powell_errors_are_scipys():
         with pytest.raises(UnsupportedParameterError, match=refused):
             pytensor.function([x], minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"options": options})[0],
                               mode="STABLEHLO")
-
-    def bounded(bounds):
-        solution, _ = minimize((x**2).sum(), x, method="Powell", optimizer_kwargs={"bounds": bounds})
-        return pytensor.function([x], solution, mode="STABLEHLO")
-
-    with pytest.raises(ValueError, match="An upper bound is less than the corresponding lower bound"):
-        bounded([(1.0, 0.0)])
-    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
-        bounded([(0.0, 1.0)] * 2)(np.ones(3))  # at the call: x's length is not known when building
+    _bounds_errors_are_scipys("Powell")
 
 
 @pytest.mark.parametrize("problem, optimizer_kwargs", [
@@ -511,12 +512,7 @@ def test_nelder_mead_errors_are_scipys():
                                      optimizer_kwargs=optimizer_kwargs)
         return pytensor.function([variable], [solution, success], mode="STABLEHLO")
 
-    with pytest.raises(ValueError, match="An upper bound is less than the corresponding lower bound"):
-        build(x3, bounds=[(1.0, 0.0)] * 3)
-    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
-        build(x3, bounds=[(0.0, 1.0)] * 2)  # when building where x's length is known
-    with pytest.raises(ValueError, match="The number of bounds is not compatible with the length of `x0`"):
-        build(x, bounds=[(0.0, 1.0)] * 2)(np.zeros(3))  # else at the call
+    _bounds_errors_are_scipys("Nelder-Mead")
     np.testing.assert_allclose(build(x, bounds=[(0.0, 0.5)] * 2)(np.zeros(2))[0], [0.5, 0.5])
     with pytest.raises(ValueError, match=r"`initial_simplex` should be an array of shape \(N\+1,N\)"):
         build(x3, options={"initial_simplex": np.zeros((3, 3))})
