@@ -25,6 +25,7 @@ import functools
 
 import numpy as np
 import pytensor.tensor as pt
+import scipy.linalg as scipy_linalg
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.tensor.nlinalg import (
@@ -1250,7 +1251,7 @@ class _PerformOnHost:
     @functools.cache
     def of(cls, op: QZ | Schur, dtype: str) -> "_PerformOnHost":
         # One instance per Op and dtype: equal modules then share an executable.
-        return cls(op, dtype)
+        return (_QZOnHost if isinstance(op, QZ) else cls)(op, dtype)
 
     def __init__(self, op: QZ | Schur, dtype: str):
         # The inputs are XLA's buffers: never let LAPACK overwrite them.
@@ -1264,24 +1265,113 @@ class _PerformOnHost:
         return f"{self.op} on {self.dtype}"
 
     def __call__(self, *matrices: np.ndarray):
-        a = matrices[0]
-        batch, n = a.shape[:-2], a.shape[-1]
-        if isinstance(self.op, QZ):
-            eigenvalues = [a.shape[:-1]] * 2 if self.op.return_eigenvalues else []
-            shapes = [a.shape, matrices[1].shape, *eigenvalues, a.shape, a.shape]
-        else:
-            shapes = [a.shape, a.shape]
-        outputs = [np.empty(shape, out.type.dtype) for shape, out in zip(shapes, self.core.outputs)]
-        if any(m.shape[-2:] != (n, n) for m in matrices):
-            for out in outputs:
-                out.fill(np.nan)
-            return tuple(outputs)
+        outputs = self._outputs(*matrices)
+        if not self._fit(*matrices, outputs=outputs):
+            return outputs
         storage = [[None] for _ in outputs]
-        for i in np.ndindex(*batch):
+        for i in np.ndindex(*matrices[0].shape[:-2]):
             self.op.perform(self.core, [m[i] for m in matrices], storage)
             for out, cell in zip(outputs, storage):
                 out[i] = cell[0]
-        return tuple(outputs)
+        return outputs
+
+    def _outputs(self, *matrices: np.ndarray) -> tuple[np.ndarray, ...]:
+        shapes = self._shapes(*matrices)
+        return tuple(np.empty(shape, out.type.dtype) for shape, out in zip(shapes, self.core.outputs, strict=True))
+
+    def _shapes(self, a: np.ndarray) -> list[tuple[int, ...]]:
+        return [a.shape, a.shape]  # a sorted Schur's T and Z
+
+    @staticmethod
+    def _fit(a: np.ndarray, *others: np.ndarray, outputs) -> bool:
+        """Whether every matrix is square and as large as the first; NaN outputs if not."""
+        n = a.shape[-1]
+        if all(m.shape[-2:] == (n, n) for m in (a, *others)):
+            return True
+        for out in outputs:
+            out.fill(np.nan)
+        return False
+
+
+class _QZOnHost(_PerformOnHost):
+    """QZ's perform restated for a whole batch: per entry the LAPACK calls perform makes,
+    with the arguments it passes (gges unsorted with the workspace gges asks for; then,
+    with `sort`, tgsen on perform's own selection of the eigenvalues), so every entry is
+    perform's to the bit. What perform repeats per call is done once: the LAPACK lookup,
+    the workspace query (its answer depends on n alone), and the selection, for the whole
+    batch at once."""
+
+    def __init__(self, op: QZ, dtype: str):
+        super().__init__(op, dtype)
+        (self.gges,) = scipy_linalg.get_lapack_funcs(("gges",), dtype=np.dtype(dtype))
+        (self.tgsen,) = scipy_linalg.get_lapack_funcs(("tgsen",), dtype=np.dtype(dtype))
+        self.select = op.make_sort_function()[0] if op.sort is not None else None
+        self.imaginary_unit = np.complex64(1j) if self.gges.typecode == "s" else 1j
+
+    def _shapes(self, a: np.ndarray, b: np.ndarray) -> list[tuple[int, ...]]:
+        eigenvalues = [a.shape[:-1]] * 2 if self.op.return_eigenvalues else []
+        return [a.shape, b.shape, *eigenvalues, a.shape, a.shape]
+
+    @functools.cache
+    def _gges_lwork(self, n: int) -> int:
+        *_, work, _info = self.gges(_no_sort, np.zeros((n, n), self.dtype), np.zeros((n, n), self.dtype),
+                                    lwork=-1, sort_t=0)
+        return int(work[0].real)
+
+    def _alpha_beta(self, values):
+        if self.gges.typecode in "sd":
+            alphar, alphai, beta = values
+            return alphar + self.imaginary_unit * alphai, beta
+        return values
+
+    def __call__(self, a: np.ndarray, b: np.ndarray):
+        outputs = self._outputs(a, b)
+        n = a.shape[-1]
+        if not self._fit(a, b, outputs=outputs) or n == 0:
+            return outputs
+        entries = list(np.ndindex(*a.shape[:-2]))
+        lwork = self._gges_lwork(n)
+        forms = []  # per entry: [aa, bb, eigenvalues as LAPACK returns them, q, z, info]
+        for i in entries:
+            aa, bb, _sdim, *values, q, z, _work, info = self.gges(_no_sort, a[i], b[i], lwork=lwork, sort_t=0)
+            forms.append([aa, bb, values, q, z, info])
+        if self.select is not None:
+            self._reorder([form for form in forms if form[-1] == 0], n)
+        for i, (aa, bb, values, q, z, info) in zip(entries, forms):
+            if info != 0:
+                for out in outputs:
+                    out[i] = np.nan
+                continue
+            eigenvalues = self._alpha_beta(values) if self.op.return_eigenvalues else ()
+            for out, result in zip(outputs, (aa, bb, *eigenvalues, q, z), strict=True):
+                out[i] = result
+        return outputs
+
+    def _reorder(self, forms: list, n: int) -> None:
+        """tgsen on each generalized Schur form, in place, with perform's selection. The
+        selection is computed for all forms at once: it is elementwise (a division, abs,
+        a comparison), and numpy's loops give each element the same bits in an array of
+        any length (abs of complex runs one SIMD algorithm, tail included)."""
+        if not forms:
+            return
+        alpha, beta = self._alpha_beta([np.stack(v) for v in zip(*(form[2] for form in forms))])
+        chosen = self.select(alpha, beta)
+        for form, picked in zip(forms, chosen):
+            aa, bb, _values, q, z, _info = form
+            form[:] = self._tgsen(picked, aa, bb, q, z, n)
+
+    def _tgsen(self, select, aa, bb, q, z, n: int) -> list:
+        lwork = 4 * n + 16 if self.gges.typecode in "sd" else 1  # perform's (complex: none needed)
+        aa, bb, *values, q, z, _m, _pl, _pr, _dif, info = self.tgsen(
+            select, aa, bb, q, z, ijob=0, lwork=lwork, liwork=1,
+            overwrite_a=True, overwrite_b=True, overwrite_q=True, overwrite_z=True,
+        )
+        return [aa, bb, values, q, z, info]
+
+
+def _no_sort(alpha, beta):
+    """gges' selection argument where it sorts nothing (sort_t = 0 never calls it)."""
+    return None
 
 
 @linalg_rule(TRSYL)

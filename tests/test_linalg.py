@@ -797,6 +797,27 @@ def test_batched_qz_broadcasts_and_fills_nan_where_gges_fails():
 
 
 @LAPACK_ONLY
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("sort", [None, "lhp", "rhp", "iuc", "ouc"])
+def test_batched_qz_is_perform_per_entry(dtype, sort):
+    """The host runs a batch's LAPACK calls itself, with the whole batch's eigenvalues
+    selected at once: each entry must still be perform's to the bit, through pencils
+    with eigenvalues on both sides of every sort's boundary, infinite ones (a singular
+    b: beta = 0), one where gges fails (NaN there) and one that is already sorted."""
+    rng = np.random.default_rng(37)
+    a, b = (_general(rng, (6, 5, 5), dtype) - 5 * np.eye(5, dtype=dtype) for _ in range(2))
+    a[1] *= 0.3  # eigenvalues inside the unit circle too
+    b[2, 0] = 0  # beta = 0: infinite eigenvalues
+    a[3, 1, 1] = np.inf  # gges fails for this entry alone
+    a[4], b[4] = np.diag(np.arange(-2, 3)).astype(dtype), np.eye(5, dtype=dtype)
+    a[5], b[5] = np.zeros((5, 5), dtype), np.zeros((5, 5), dtype)  # alpha = beta = 0
+    x, y = pt.tensor3("a", dtype=dtype), pt.tensor3("b", dtype=dtype)
+    outputs = sl.qz(x, y, sort=sort, return_eigenvalues=True)
+    got = compare_with_py([x, y], outputs, [a, b], rtol=0, atol=0)
+    assert np.isnan(got[0][3]).all() and not np.isnan(got[0][[0, 1, 2, 4]]).any()
+
+
+@LAPACK_ONLY
 def test_qz_of_two_precisions_computes_in_the_declared_one():
     """perform runs gges in the first matrix's precision, so its float64-typed outputs
     hold float32 values; ours are the declared float64, gges on both matrices in it."""
@@ -896,12 +917,12 @@ def test_batched_discrete_riccati_runs_as_one_batch(monkeypatch):
     x = linear_control.solve_discrete_are(a, b, q, r)
     outputs = [x, *pytensor.grad((x ** 2).sum(), [a, r])]
     compare_with_py([a, b, q, r], outputs, values, **LOOSE["float64"])
-    host_calls, performs = [], []
-    on_host, perform = rules._PerformOnHost.__call__, sl.QZ.perform
-    monkeypatch.setattr(rules._PerformOnHost, "__call__", lambda *args: host_calls.append(1) or on_host(*args))
-    monkeypatch.setattr(sl.QZ, "perform", lambda *args: performs.append(1) or perform(*args))
+    pencils = []  # the shapes of the pencils each host call gets
+    on_host = rules._QZOnHost.__call__
+    monkeypatch.setattr(rules._QZOnHost, "__call__", lambda self, h, j: pencils.append((h.shape, j.shape))
+                        or on_host(self, h, j))
     pytensor.function([a, b, q, r], x, mode=MODE)(*values)
-    assert (len(host_calls), len(performs)) == (1, batch)
+    assert pencils == [((batch, 2 * m, 2 * m),) * 2]
 
 
 def test_tensor_inverse_and_solve():
