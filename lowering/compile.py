@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import hashlib
 import io
 import math
 import os
 import platform
+import sys
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -427,6 +429,44 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
+@functools.cache
+def _c_float_environment():
+    """glibc's fegetenv and fesetenv (None off Linux: FE_DFL_ENV is glibc's and musl's
+    (fenv_t *) -1, elsewhere a symbol of its own)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        c = ctypes.CDLL(None)  # the interpreter's own symbols, libm's among them
+        return c.fegetenv, c.fesetenv
+    except (OSError, AttributeError):
+        return None
+
+
+def in_default_float_environment(fn):
+    """`fn`, run in C's default floating-point environment, the one numpy computes in.
+
+    XLA:CPU sets the thread's flush-to-zero and denormals-are-zero bits while an
+    executable runs (README: subnormals are flushed), and a host callback runs on that
+    thread: LAPACK under perform would read a subnormal input as 0 and flush what it
+    computes, parting from perform's results. The environment XLA set is restored after."""
+    functions = _c_float_environment()
+    if functions is None:
+        return fn
+    fegetenv, fesetenv = functions
+    default = ctypes.c_void_p(-1)  # FE_DFL_ENV
+
+    def run(*arrays):
+        saved = ctypes.create_string_buffer(64)  # fenv_t: 32 bytes on x86-64, 8 on arm64
+        fegetenv(saved)
+        fesetenv(default)
+        try:
+            return fn(*arrays)
+        finally:
+            fesetenv(saved)
+
+    return run
+
+
 def compile_bytecode(
     bytecode: bytes, platform: str = "cpu", fp_contraction: bool = True, host_callbacks=(),
     elemental: bool = False, large: bool = False, small_loops: bool = False,
@@ -480,7 +520,7 @@ def compile_bytecode(
                 module = ir.Module.parse(bytecode)
                 exe = backend.compile_and_load(
                     module, executable_devices=devices, compile_options=options,
-                    host_callbacks=list(host_callbacks),
+                    host_callbacks=[in_default_float_environment(fn) for fn in host_callbacks],
                 )
         else:
             exe = _load_from_disk(backend, key, devices, options)

@@ -818,6 +818,17 @@ def test_batched_qz_is_perform_per_entry(dtype, sort):
 
 
 @LAPACK_ONLY
+def test_lapack_on_the_host_keeps_subnormals_as_perform_does():
+    """XLA:CPU flushes subnormals to zero on the thread it runs on, and the host's
+    Python runs on that thread: perform there must compute in numpy's environment."""
+    a = np.array([[1.0, 1e-310, 0.5], [3e-310, 2.0, 1e-300], [0.25, 1e-300, -1.0]])
+    b = np.array([[1.0, 0.0, 2e-310], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    x, y = pt.matrix("a"), pt.matrix("b")
+    outputs = [*sl.qz(x, y, sort="lhp"), *sl.schur(x, sort="lhp")]
+    compare_with_py([x, y], outputs, [a, b], rtol=0, atol=0)
+
+
+@LAPACK_ONLY
 def test_qz_of_two_precisions_computes_in_the_declared_one():
     """perform runs gges in the first matrix's precision, so its float64-typed outputs
     hold float32 values; ours are the declared float64, gges on both matrices in it."""
