@@ -172,7 +172,8 @@ def compare_modules(directories, rounds: int, every: bool = False):
         executables, compile_s = [], []
         for overrides in ((), comp.elemental_overrides("cpu")):
             options = xb.get_compile_options(num_replicas=1, num_partitions=1)
-            options.env_option_overrides = list(overrides + comp.vector_overrides("cpu"))
+            ours = comp.vector_overrides("cpu") + comp.reduction_overrides("cpu")  # as every compile has
+            options.env_option_overrides = list(overrides + ours)
             start = time.perf_counter()
             executables.append(backend.compile_and_load(bytecode, DeviceList((device,)), options))
             compile_s.append(time.perf_counter() - start)

@@ -1238,8 +1238,8 @@ def lower_qz(ctx, node, batch_ndim, a, b):
 
 
 class _PerformOnHost:
-    """PyTensor's perform of a LAPACK Op (`QZ`, a sorted `Schur`) over a batch of
-    matrices, as a host callback.
+    """PyTensor's perform of a LAPACK Op (a sorted `Schur`; QZ's, restated, is
+    `_QZOnHost`) over a batch of matrices, as a host callback.
 
     Called with read-only arrays of the LAPACK dtype (the rules convert them); returns
     the outputs in that dtype, row-major, each batch entry perform's values to the bit.

@@ -492,7 +492,7 @@ def compile_bytecode(
     else:
         overrides = ()
     threads = cpu_threads(large) if platform == "cpu" else None
-    overrides += thread_overrides(platform, threads) + vector_overrides(platform)
+    overrides += thread_overrides(platform, threads) + vector_overrides(platform) + reduction_overrides(platform)
     variant = "".join(f"-{name}={value}" for name, value in overrides)
     if platform == "cpu":  # XLA splits kernels for its client's threads
         variant += f"-threads={threads or 'all'}"
@@ -605,11 +605,29 @@ def vector_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
     return _VECTOR_OVERRIDES.get(platform, ())
 
 
+# XLA:CPU's tree_reduction_rewriter turns a reduce over more than 32 elements into a
+# reduce_window of 32 and a reduce of its results, again while they are longer than 32: a
+# sum of 2,000 elements became three kernels and its elementwise producer a fourth, where
+# without the pass it is one. (XLA rewrote a sum of 4,000 elements so, not one of 8,000.)
+# The extra kernels are ready together: in ARMA's and GARCH's logp and gradient more than
+# 8 of them, so XLA's executor handed half to its pool thread and the caller waited for
+# it, a context switch on every call (`thread_overrides`), 15-40 µs of a 27-35 µs call in
+# this VM's slow phases (benchmarks/README.md, "Reductions as XLA rewrote them"). Without
+# the pass XLA emits each sum as one reduce with vector accumulators, as close to
+# math.fsum as numpy's pairwise sums on the sizes measured (float64, 40 to 7,000 elements;
+# float32 sums accumulate in float64, as PyTensor asks).
+_REDUCTION_OVERRIDES = {"cpu": (("xla_disable_hlo_passes", "tree_reduction_rewriter"),)}
+
+
+def reduction_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
+    return _REDUCTION_OVERRIDES.get(platform, ())
+
+
 def _refused_choice(platform: str, message: str):
     """The table of optional compile options (`_ELEMENTAL_OVERRIDES`,
-    `_ONE_THREAD_OVERRIDES`, `_VECTOR_OVERRIDES`) whose option this XLA refused with
-    `message`, if any."""
-    for table in (_ELEMENTAL_OVERRIDES, _ONE_THREAD_OVERRIDES, _VECTOR_OVERRIDES):
+    `_ONE_THREAD_OVERRIDES`, `_VECTOR_OVERRIDES`, `_REDUCTION_OVERRIDES`) whose option
+    this XLA refused with `message`, if any."""
+    for table in (_ELEMENTAL_OVERRIDES, _ONE_THREAD_OVERRIDES, _VECTOR_OVERRIDES, _REDUCTION_OVERRIDES):
         if any(f"No such compile option: '{name}'" in message for name, _ in table.get(platform, ())):
             return table
     return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import jax
@@ -870,6 +871,18 @@ def test_cpu_executables_prefer_512_bit_vectors(monkeypatch):
     assert_same(fn(values), 5 * np.exp(values).sum(), rtol=1e-14)
     assert comp.vector_overrides("cpu") == ()
 
+
+
+def test_cpu_executables_keep_a_sum_one_reduce():
+    """XLA:CPU's tree_reduction_rewriter is off (`reduction_overrides`): a sum of 2,000
+    elements stays one reduce, its elementwise producer fused into it, where the pass
+    made it two reduce_window kernels and a reduce; the sum is as accurate as numpy's."""
+    x = pt.dvector("x")
+    fn = pytensor.function([x], pt.exp(x).sum(), mode="STABLEHLO")
+    values = np.random.default_rng(5).normal(size=2000)
+    assert_same(fn(values), math.fsum(np.exp(values)), rtol=1e-15)
+    (executable,) = fn.vm.jit_fn.compiled._by_shapes.values()
+    assert "reduce-window" not in executable.xla.hlo_modules()[0].to_string()
 
 _THREADS_RUN = """
 import os, numpy as np, pytensor, pytensor.tensor as pt, scipy.special as sp
