@@ -304,13 +304,21 @@ def _nan_unless(ok: ir.Value, x: ir.Value) -> ir.Value:
     return select(ok, x, full_like(x, np.nan))
 
 
-def _failed(ctx, ok: ir.Value, values, message: str):
-    """numpy raises LinAlgError(message) unless every batch entry is `ok`; inside a
-    loop body, where nothing can raise, the failed entries become NaN."""
+def _failed(ctx, ok: ir.Value, values, message: str, error: type = np.linalg.LinAlgError):
+    """numpy raises `error(message)` unless every batch entry is `ok`; inside a loop
+    body, where nothing can raise, the failed entries become NaN."""
     if ctx.can_raise():
-        ctx.runtime_check(any_true(hlo.not_(ok)), np.linalg.LinAlgError, message)
+        ctx.runtime_check(any_true(hlo.not_(ok)), error, message)
         return values
     return [_nan_unless(ok, v) for v in values]
+
+
+def _check_finite(ctx, matrices, values, batch_ndim: int):
+    """scipy's `check_finite` (on by default, and PyTensor's perform keeps it for `lu`,
+    `eigvalsh` and its gradient): ValueError where any matrix holds a NaN or an
+    infinity anywhere, its unread triangle included; `_failed` inside a loop body."""
+    ok = functools.reduce(hlo.and_, [_all_finite(m, [batch_ndim, batch_ndim + 1]) for m in matrices])
+    return _failed(ctx, ok, values, "array must not contain infs or NaNs", ValueError)
 
 
 # --- matrix helpers ---------------------------------------------------------------
@@ -621,6 +629,7 @@ def lower_lu(ctx, node, batch_ndim, a):
     *batch, m, n = shape_of(a)
     rank = batch_ndim + 2
     k = dim_min(m, n)
+    [a] = _check_finite(ctx, [a], [a], batch_ndim)
     lu, pivots, _ = _getrf(ctx, a)
     lower = hlo.add(slice_axis(_triangle(lu, True, -1), rank - 1, 0, k), identity_matrix([*batch, m, k], dtype))
     upper = slice_axis(_triangle(lu, False), rank - 2, 0, k)
@@ -790,11 +799,13 @@ def lower_eigvalsh(ctx, node, batch_ndim, a, b=None):
     _require(ctx, [_matrix_dims(a)], ValueError, 'expected square "a" matrix')
     if b is None:
         [a], _ = _in_precision(node, a)
+        [a] = _check_finite(ctx, [a], [a], batch_ndim)
         w, _, ok = _syevd(ctx, a, lower, vectors=False)
     else:
         (a, b), _ = _in_precision(node, a, b)
         _require(ctx, [_matrix_dims(b), (_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError,
                  "wrong b dimensions, should be the same as a's")
+        a, b = _check_finite(ctx, [a, b], [a, b], batch_ndim)
         standard, _, chol_ok = _generalized_to_standard(ctx, a, b, lower)
         w, _, ok = _syevd(ctx, standard, True, vectors=False)
         ok = hlo.and_(ok, chol_ok)
@@ -833,8 +844,10 @@ def lower_eigvalsh_grad(ctx, node, batch_ndim, a, b, gw):
     lower = core_op(node).lower
     (a, b), dtype = _in_precision(node, a, b)
     gw = convert(gw, dtype)
-    standard, factor, _ = _generalized_to_standard(ctx, a, b, lower)
-    w, u, _ = _syevd(ctx, standard, True, vectors=True)
+    a, b = _check_finite(ctx, [a, b], [a, b], batch_ndim)  # perform's scipy.linalg.eigh
+    standard, factor, chol_ok = _generalized_to_standard(ctx, a, b, lower)
+    w, u, ok = _syevd(ctx, standard, True, vectors=True)
+    [u] = _failed(ctx, hlo.and_(ok, chol_ok), [u], "the eigenvalue problem did not converge or b is not positive definite")
     v = _solve_triangular(ctx, factor, u, lower=True, transpose="ADJOINT")
     dims = shape_of(v)
     columns = [*range(batch_ndim), batch_ndim + 1]
@@ -1023,6 +1036,8 @@ def lower_eig(ctx, node, batch_ndim, x):
     dtype = "complex128" if is_complex(x) else "float64"
     x = convert(x, dtype)
     _require(ctx, [_matrix_dims(x)])
+    # numpy refuses a non-finite matrix before geev runs (geev would not converge on it)
+    [x] = _failed(ctx, _all_finite(x, [batch_ndim, batch_ndim + 1]), [x], "Array must not contain infs or NaNs")
     dims = shape_of(x)
     batch = list(dims[:-2])
     complex_dtype = _complex_dtype(dtype)

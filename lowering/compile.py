@@ -610,8 +610,8 @@ def vector_overrides(platform: str = "cpu") -> tuple[tuple[str, str], ...]:
 # sum of 2,000 elements became three kernels and its elementwise producer a fourth, where
 # without the pass it is one. (XLA rewrote a sum of 4,000 elements so, not one of 8,000.)
 # The extra kernels are ready together: in ARMA's and GARCH's logp and gradient more than
-# 8 of them, so XLA's executor handed half to its pool thread and the caller waited for
-# it, a context switch on every call (`thread_overrides`), 15-40 µs of a 27-35 µs call in
+# 8 of them, so XLA's executor handed half to its pool thread (README, "How it works") and
+# the caller waited for it, a context switch on every call, 15-40 µs of a 27-35 µs call in
 # this VM's slow phases (benchmarks/README.md, "Reductions as XLA rewrote them"). Without
 # the pass XLA emits each sum as one reduce with vector accumulators, as close to
 # math.fsum as numpy's pairwise sums on the sizes measured (float64, 40 to 7,000 elements;

@@ -872,7 +872,6 @@ def test_cpu_executables_prefer_512_bit_vectors(monkeypatch):
     assert comp.vector_overrides("cpu") == ()
 
 
-
 def test_cpu_executables_keep_a_sum_one_reduce():
     """XLA:CPU's tree_reduction_rewriter is off (`reduction_overrides`): a sum of 2,000
     elements stays one reduce, its elementwise producer fused into it, where the pass
@@ -883,6 +882,7 @@ def test_cpu_executables_keep_a_sum_one_reduce():
     assert_same(fn(values), math.fsum(np.exp(values)), rtol=1e-15)
     (executable,) = fn.vm.jit_fn.compiled._by_shapes.values()
     assert "reduce-window" not in executable.xla.hlo_modules()[0].to_string()
+
 
 _THREADS_RUN = """
 import os, numpy as np, pytensor, pytensor.tensor as pt, scipy.special as sp

@@ -184,6 +184,33 @@ def test_inverse_and_determinants(dtype):
         compare_with_py([x], outputs, [a], **LOOSE[dtype])
 
 
+@pytest.mark.parametrize("bad", [np.nan, -np.inf])
+def test_non_finite_matrices_raise_as_perform_does(bad):
+    """scipy's check_finite (`lu`, `eigvalsh` and its gradient) and numpy's (`eig`) raise
+    before LAPACK runs, for a NaN or an infinity anywhere: here in the triangle eigvalsh
+    does not read, and in one entry of a Scan. The finite matrices still work."""
+    good = np.array([[2.0, 0.5, 0.1], [0.5, 3.0, 0.2], [0.1, 0.2, 4.0]])
+    a = good.copy()
+    a[0, 2] = bad  # eigvalsh(lower=True) reads the lower triangle
+    x, y, t = pt.dmatrix("x"), pt.dmatrix("y"), pt.tensor3("t")
+    check = (ValueError, "array must not contain infs or NaNs")
+    cases = [
+        ([x], sl.lu(x)[2], *check),
+        ([x], sl.eigvalsh(x, NoneConst), *check),
+        ([x, y], sl.eigvalsh(x, y), *check),
+        ([x, y], pytensor.grad(sl.eigvalsh(x, y).sum(), x), *check),
+        ([x], nl.eig(x)[0], np.linalg.LinAlgError, "Array must not contain infs or NaNs"),
+        ([t], pytensor.scan(lambda m: sl.lu(m)[2], sequences=[t], return_updates=False), *check),
+    ]
+    for inputs, out, error, message in cases:
+        matrices = [np.stack([good, a])] if inputs == [t] else [a, np.eye(3)][:len(inputs)]
+        for mode in (PY_MODE, MODE):
+            with pytest.raises(error, match=message):
+                pytensor.function(inputs, out, mode=mode)(*matrices)
+        finite = [np.stack([good, good])] if inputs == [t] else [good, np.eye(3)][:len(inputs)]
+        compare_with_py(inputs, [out], finite, rtol=1e-10, atol=1e-12)
+
+
 def test_singular_matrix():
     x = pt.matrix("x")
     singular = np.array([[1.0, 2.0], [2.0, 4.0]])
