@@ -111,10 +111,22 @@ print_ir("svd_values", [x], [nl.svd(x, compute_uv=False)])
 # CHECK: stablehlo.custom_call @lapack_dorgqr_ffi
 print_ir("qr", [x], list(sl.qr(x)))
 
+# numpy's eig refuses a non-finite matrix before geev: that check's flag comes first.
 # CHECK-LABEL: TEST: eig opt
+# CHECK: stablehlo.is_finite %arg0
 # CHECK: stablehlo.custom_call @lapack_dgeev_ffi({{.*}}backend_config = {compute_left = 78 : ui8, compute_right = 86 : ui8}
 # CHECK: stablehlo.complex
+# CHECK: return {{.*}}, tensor<3xi1>
 print_ir("eig", [x], list(nl.eig(x)))
+
+# lu: scipy's check_finite as the module's check flag (a NaN or an infinity anywhere in
+# x raises its ValueError), then one getrf.
+# CHECK-LABEL: TEST: lu opt
+# CHECK: %[[F:.*]] = stablehlo.is_finite %arg0
+# CHECK: stablehlo.reduce(%[[F]] init: %{{.*}}) applies stablehlo.and across dimensions = [0, 1]
+# CHECK: stablehlo.custom_call @lapack_dgetrf_ffi
+# CHECK: return {{.*}}, tensor<1xi1>
+print_ir("lu", [x], list(sl.lu(x)))
 
 # expm: Padé 13 of a / 2^s (one getrf-based solve), then a while loop of squarings.
 # CHECK-LABEL: TEST: expm opt
