@@ -1369,8 +1369,11 @@ class _QZOnHost(_PerformOnHost):
         any length (abs of complex runs one SIMD algorithm, tail included)."""
         if not forms:
             return
-        alpha, beta = self._alpha_beta([np.stack(v) for v in zip(*(form[2] for form in forms))])
-        chosen = self.select(alpha, beta)
+        if len(forms) == 1:  # one pencil (an unbatched QZ, a DARE): views, not copies
+            eigenvalues = [v[np.newaxis] for v in forms[0][2]]
+        else:
+            eigenvalues = [np.stack(v) for v in zip(*(form[2] for form in forms))]
+        chosen = self.select(*self._alpha_beta(eigenvalues))
         for form, picked in zip(forms, chosen):
             aa, bb, _values, q, z, _info = form
             form[:] = self._tgsen(picked, aa, bb, q, z, n)

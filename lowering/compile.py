@@ -436,7 +436,7 @@ def _c_float_environment():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        c = ctypes.CDLL(None)  # the interpreter's own symbols, libm's among them
+        c = ctypes.PyDLL(None)  # the interpreter's own symbols, libm's among them; calls keep the GIL
         return c.fegetenv, c.fesetenv
     except (OSError, AttributeError):
         return None
