@@ -313,12 +313,12 @@ def _failed(ctx, ok: ir.Value, values, message: str, error: type = np.linalg.Lin
     return [_nan_unless(ok, v) for v in values]
 
 
-def _check_finite(ctx, matrices, values, batch_ndim: int):
+def _check_finite(ctx, matrices, batch_ndim: int):
     """scipy's `check_finite` (on by default, and PyTensor's perform keeps it for `lu`,
     `eigvalsh` and its gradient): ValueError where any matrix holds a NaN or an
     infinity anywhere, its unread triangle included; `_failed` inside a loop body."""
     ok = functools.reduce(hlo.and_, [_all_finite(m, [batch_ndim, batch_ndim + 1]) for m in matrices])
-    return _failed(ctx, ok, values, "array must not contain infs or NaNs", ValueError)
+    return _failed(ctx, ok, matrices, "array must not contain infs or NaNs", ValueError)
 
 
 # --- matrix helpers ---------------------------------------------------------------
@@ -629,7 +629,7 @@ def lower_lu(ctx, node, batch_ndim, a):
     *batch, m, n = shape_of(a)
     rank = batch_ndim + 2
     k = dim_min(m, n)
-    [a] = _check_finite(ctx, [a], [a], batch_ndim)
+    [a] = _check_finite(ctx, [a], batch_ndim)
     lu, pivots, _ = _getrf(ctx, a)
     lower = hlo.add(slice_axis(_triangle(lu, True, -1), rank - 1, 0, k), identity_matrix([*batch, m, k], dtype))
     upper = slice_axis(_triangle(lu, False), rank - 2, 0, k)
@@ -799,13 +799,13 @@ def lower_eigvalsh(ctx, node, batch_ndim, a, b=None):
     _require(ctx, [_matrix_dims(a)], ValueError, 'expected square "a" matrix')
     if b is None:
         [a], _ = _in_precision(node, a)
-        [a] = _check_finite(ctx, [a], [a], batch_ndim)
+        [a] = _check_finite(ctx, [a], batch_ndim)
         w, _, ok = _syevd(ctx, a, lower, vectors=False)
     else:
         (a, b), _ = _in_precision(node, a, b)
         _require(ctx, [_matrix_dims(b), (_matrix_dims(a)[0], _matrix_dims(b)[0])], ValueError,
                  "wrong b dimensions, should be the same as a's")
-        a, b = _check_finite(ctx, [a, b], [a, b], batch_ndim)
+        a, b = _check_finite(ctx, [a, b], batch_ndim)
         standard, _, chol_ok = _generalized_to_standard(ctx, a, b, lower)
         w, _, ok = _syevd(ctx, standard, True, vectors=False)
         ok = hlo.and_(ok, chol_ok)
@@ -844,7 +844,7 @@ def lower_eigvalsh_grad(ctx, node, batch_ndim, a, b, gw):
     lower = core_op(node).lower
     (a, b), dtype = _in_precision(node, a, b)
     gw = convert(gw, dtype)
-    a, b = _check_finite(ctx, [a, b], [a, b], batch_ndim)  # perform's scipy.linalg.eigh
+    a, b = _check_finite(ctx, [a, b], batch_ndim)  # perform's scipy.linalg.eigh
     standard, factor, chol_ok = _generalized_to_standard(ctx, a, b, lower)
     w, u, ok = _syevd(ctx, standard, True, vectors=True)
     [u] = _failed(ctx, hlo.and_(ok, chol_ok), [u], "the eigenvalue problem did not converge or b is not positive definite")
