@@ -33,6 +33,9 @@ EXCLUDED_REWRITES = (
     # two thirds of a Scan gradient's); we lower a slice of a slice to one slice ourselves. Scan results, whose
     # merged indices ScanSaveMem reads, keep it (rewrites.merge_subtensors_of_scan_outputs).
     "local_subtensor_merge",
+    # log(det(x)) -> SLogDet, built unbatched whatever x's batch: its make_node asserts on
+    # a batch of matrices (rewrites.slogdet_of_batched_det takes any).
+    "slogdet_specialization",
 )
 
 

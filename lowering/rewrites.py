@@ -1,7 +1,10 @@
 """PyTensor graph rewrites of the STABLEHLO mode (tag "stablehlo", one of the linker's
 required rewrites): one Op for two that share most of their work (GammaIncPair), the
 Subtensor merges ScanSaveMem needs (the linker leaves out PyTensor's general one), and
-one node for several small ones of a function whose code is long (BatchSmallElementwise).
+one node for several small ones of a function whose code is long (BatchSmallElementwise),
+and two of PyTensor's linear algebra rewrites made to hold for graphs they broke: log(det)
+of a batch of matrices (slogdet_of_batched_det), and solves of integer matrices that
+PyTensor factors into an LU typed as an integer (solve_integer_matrices_as_floats).
 
 Where two Ops share most of their work, one Op computes both. A censored Gamma model's
 logp and gradient evaluate gammaincc(a, x) (the survival of the censored points) and
@@ -15,6 +18,8 @@ last bits: 2 and 27 of 5,000 random points, within 3e-14 of each other).
 
 from __future__ import annotations
 
+from copy import copy
+
 import numpy as np
 import pytensor.scalar.basic as ps
 import pytensor.scalar.math as psm
@@ -26,7 +31,10 @@ from pytensor.graph.rewriting.basic import GraphRewriter, in2out, node_rewriter
 from pytensor.graph.traversal import apply_depends_on
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scan.op import Scan
-from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor import nlinalg, slinalg
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.rewriting.blockwise import blockwise_of
 from pytensor.tensor.rewriting.subtensor import local_subtensor_merge
 from pytensor.tensor.subtensor import Subtensor, get_idx_list
 from scipy import special
@@ -128,6 +136,94 @@ _INDEX_IN_RANGE = CheckAndRaise(IndexError, "index out of bounds of a Scan's res
 # Before ScanSaveMem (position 1.61 of optdb), which reads the merged indices.
 optdb["canonicalize"].register("stablehlo_merge_subtensors_of_scan_outputs",
                                merge_subtensors_of_scan_outputs, TAG)
+
+
+@node_rewriter([nlinalg.det])
+def slogdet_of_batched_det(fgraph, node):
+    """sign(det(x)), log(abs(det(x))) and log(det(x)) -> SLogDet's outputs, for any
+    batch of matrices x.
+
+    PyTensor's own rewrite (`slogdet_specialization`, which the linker leaves out)
+    builds an unbatched SLogDet, whose make_node asserts a 2-d input: `pt.log(det(x))`
+    of a (2, 3, 3) x failed with a bare AssertionError in every compiled mode.
+    Like it, this one does nothing where det(x) has another reader, which would then
+    need the determinant itself as well, and for complex matrices, whose determinant's
+    log keeps a phase that log|det| has not."""
+    if node.inputs[0].type.numpy_dtype.kind == "c":
+        return None
+    replaced = {}
+    for client, _ in fgraph.clients[node.outputs[0]]:
+        if _elemwise_of(client, ps.Sign):
+            replaced[client.outputs[0]] = "sign"
+        elif _elemwise_of(client, ps.Log):
+            replaced[client.outputs[0]] = "log"
+        elif _elemwise_of(client, ps.Abs):
+            logs = [reader for reader, _ in fgraph.clients[client.outputs[0]] if _elemwise_of(reader, ps.Log)]
+            if not logs:
+                return None
+            replaced[logs[-1].outputs[0]] = "log_abs"
+        else:
+            return None
+    if not replaced:
+        return None
+    sign, log_abs = Blockwise(nlinalg.SLogDet())(node.inputs[0])
+    nan = pt.as_tensor(np.array(np.nan, dtype=log_abs.dtype))
+    found = {"sign": sign, "log_abs": log_abs, "log": pt.where(pt.eq(sign, -1), nan, log_abs)}
+    return {old: pt.cast(found[which], old.dtype) for old, which in replaced.items()}
+
+
+optdb["specialize"].register("stablehlo_slogdet_of_batched_det", slogdet_of_batched_det, TAG)
+
+
+@node_rewriter([blockwise_of(slinalg.Solve)])
+def solve_integer_matrices_as_floats(fgraph, node):
+    """solve(a, b) of an integer (or bool) a -> solve(cast(a), b), cast to the solve's
+    output dtype, which is also the one scipy's LAPACK runs in for these inputs.
+
+    PyTensor's `reuse_decomposition_multiple_solves` (specialize) turns solves that
+    share an a into `lu_factor(a)` and `lu_solve`s, and LUFactor types its factor with
+    a's dtype: for an int64 a, an int64 factor whose values are floats, which this
+    backend refuses (README, "results PyTensor types narrower than their values").
+    The gradient of `solve(a, b)` is such a pair of solves, so `pytensor.grad` of a
+    solve with an integer matrix failed here where the Python, C and JAX modes ran it.
+    Where a is a transpose of an integer matrix, the cast goes under the transpose, so
+    that solves with a and a.T still share one factorization."""
+    if not _integer_solve(node):
+        return None
+    a = node.inputs[0]
+    dtype = node.outputs[0].dtype
+    if a.owner is not None and isinstance(a.owner.op, DimShuffle):
+        cast = a.owner.op(pt.cast(a.owner.inputs[0], dtype))
+    else:
+        cast = pt.cast(a, dtype)
+    return node.op.make_node(cast, *node.inputs[1:]).outputs
+
+
+@node_rewriter([Scan])
+def solve_integer_matrices_as_floats_in_scans(fgraph, node):
+    """The same inside a Scan's step, where PyTensor's
+    `scan_split_non_sequence_decomposition_and_solve` factors a non-sequence a."""
+    inner = node.op.fgraph
+    if not any(_integer_solve(inner_node) for inner_node in inner.apply_nodes):
+        return None
+    inner, _ = inner.clone_get_equiv()
+    in2out(solve_integer_matrices_as_floats, solve_integer_matrices_as_floats_in_scans).rewrite(inner)
+    op = copy(node.op)
+    op.fgraph = inner
+    return op.make_node(*node.inputs).outputs
+
+
+def _integer_solve(node) -> bool:
+    return (isinstance(node.op, Blockwise) and isinstance(node.op.core_op, slinalg.Solve)
+            and node.inputs[0].type.numpy_dtype.kind in "biu")
+
+
+# Before the Scan rewrites (optdb position 0.05), which factor a Scan's non-sequence a,
+# and specialize, which factors the outer graph's; again in stabilize, for the solves of
+# `inv_as_solve` (inv(a) @ b -> solve(a, b)).
+optdb.register("stablehlo_solve_integer_matrices_as_floats",
+               in2out(solve_integer_matrices_as_floats, solve_integer_matrices_as_floats_in_scans), TAG, position=0.04)
+optdb["stabilize"].register("stablehlo_solve_integer_matrices_as_floats", solve_integer_matrices_as_floats, TAG)
 
 
 # Elementwise functions whose code is long (polynomials, a rare branch under `where_some`,

@@ -993,6 +993,57 @@ def test_results_pytensor_types_narrower_than_their_values_are_refused(build, dt
         pytensor.function([x], build(x), mode=MODE)
 
 
+
+@pytest.mark.parametrize("a_dtype", ["int8", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("b_dtype", ["int64", "float32"])
+def test_solves_of_integer_matrices_run_as_in_the_python_mode(a_dtype, b_dtype):
+    """PyTensor factors an a shared by several solves (a gradient's) into `lu_factor(a)`,
+    whose factor it types with a's integer dtype; such solves run as in the Python mode,
+    in the outer graph, batched and in a Scan's step (rewrites.solve_integer_matrices_as_floats)."""
+    rng = np.random.default_rng(7)
+    if a_dtype == "bool":  # unit upper triangular: never singular
+        values = np.triu(rng.random((2, 3, 3)) < 0.5, 1) | np.eye(3, dtype=bool)
+    else:
+        values = (rng.integers(0, 4, (2, 3, 3)) + 5 * np.eye(3)).astype(a_dtype)
+    b_values = rng.integers(-3, 4, (2, 3)).astype(b_dtype)
+    a, b = pt.tensor("a", shape=(None, 3, 3), dtype=a_dtype), pt.tensor("b", shape=(None, 3), dtype=b_dtype)
+    x = sl.solve(a, b, b_ndim=1)
+    outputs = [x, sl.solve(pt.swapaxes(a, -1, -2), b, b_ndim=1) + x, (nl.matrix_inverse(a[0]) @ b.T).T]
+    if b_dtype.startswith("float"):
+        outputs.append(pytensor.grad(x.sum(), b))
+    tol = {"rtol": 1e-5, "atol": 1e-6} if b_dtype == "float32" else {}
+    compare_with_py([a, b], outputs, [values, b_values], **tol)
+    # In a Scan's step, against float64 numpy: the Python mode's Scan runs its step
+    # rewritten, and PyTensor's LUFactor of an int8, int16, uint8 or bool matrix is
+    # scipy's lu_factor, which computes in float32 (7e-9 off here) where the solve the
+    # graph holds computes in float64.
+    v = pt.dvector("v")
+    steps = pytensor.scan(lambda v, m: sl.solve(m, v) + sl.solve(m.T, v), outputs_info=[v],
+                          non_sequences=[a[0]], n_steps=3, return_updates=False)
+    got, grad = pytensor.function([a, v], [steps, pytensor.grad(steps[-1].sum(), v)], mode=MODE)(values, [1.0, -2.0, 3.0])
+    m = values[0].astype("float64")
+    step = np.linalg.inv(m) + np.linalg.inv(m.T)
+    expected = [np.linalg.matrix_power(step, k) @ [1.0, -2.0, 3.0] for k in (1, 2, 3)]
+    np.testing.assert_allclose(got, expected, rtol=1e-13)
+    np.testing.assert_allclose(grad, np.linalg.matrix_power(step, 3).T @ np.ones(3), rtol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_log_det_of_a_batch_of_matrices_is_slogdet(dtype):
+    """log(det(x)), log(abs(det(x))) and sign(det(x)) become SLogDet for any batch of
+    matrices (PyTensor's rewrite asserted a matrix: rewrites.slogdet_of_batched_det)."""
+    values = np.array([[[2.0, 1.0], [1.0, 3.0]], [[0.0, 1.0], [1.0, 0.0]], [[1.0, 2.0], [2.0, 4.0]]], dtype)
+    x = pt.tensor("x", shape=(None, 2, 2), dtype=dtype)
+    det = nl.det(x)
+    outputs = [pt.log(det), pt.log(pt.abs(det)), pt.sign(det), *nl.slogdet(x), pt.log(nl.det(x[0]))]
+    fn = pytensor.function([x], outputs, mode=MODE)
+    assert any(isinstance(getattr(node.op, "core_op", None), nl.SLogDet) for node in fn.maker.fgraph.apply_nodes)
+    got = compare_with_py([x], outputs, [values])
+    np.testing.assert_array_equal(got[0][1:], [np.nan, -np.inf])  # det -1 and 0
+    np.testing.assert_array_equal(got[2], [1, -1, 0])
+    z = pt.zmatrix("z")  # the log of a complex determinant keeps its phase
+    compare_with_py([z], [pt.log(nl.det(z))], [np.array([[1 + 2j, 0.5], [0.3j, 2 - 1j]])])
+
 def test_lu_solve_and_expm_gradient():
     rng = np.random.default_rng(25)
     a, b = rng.normal(size=(4, 4)), rng.normal(size=(4, 2))
