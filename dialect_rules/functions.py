@@ -11,13 +11,16 @@ results and are raised by the caller, as in @main.
 
 from __future__ import annotations
 
+import pytensor.tensor as pt
 from pytensor.compile.builders import OpFromGraph
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import _vectorize_node, clone_replace
 from pytensor.graph.rewriting.basic import dfs_rewriter
 from pytensor.graph.traversal import toposort, truncated_graph_inputs
+from pytensor.raise_op import CheckAndRaise
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.pad import Pad
 from pytensor.tensor.rewriting.blockwise import local_blockwise_alloc, local_useless_unbatched_blockwise
 from pytensor.tensor.rewriting.subtensor import local_blockwise_inc_subtensor, local_blockwise_of_subtensor
 from pytensor.tensor.shape import Shape, Shape_i
@@ -40,13 +43,43 @@ def lower_op_from_graph(ctx, node, *operands):
     fn = ctx.memo.get(key)
     if fn is None:
         inputs, outputs = list(inner.inputs), list(inner.outputs)
+        bound = {inner.inputs[i]: node.inputs[i] for i in constant}
+        if isinstance(node.op, Pad) and node.op.pad_mode in _PERIODIC_PADS:
+            outputs = [_checked_periodic_pad(node.op.pad_mode, *[bound.get(v, v) for v in inputs[:2]], outputs[0])]
         if constant:
-            bound = {inner.inputs[i]: node.inputs[i] for i in constant}
             outputs = clone_replace(outputs, replace=bound)
             inputs = [v for i, v in enumerate(inputs) if i not in constant]
         fn = ctx.memo[key] = lower_function(ctx, inputs, outputs, _symbol(node.op))
     operands = [x for i, x in enumerate(operands) if i not in constant]
     return tuple(ctx.call_function(fn, operands, len(node.outputs)))
+
+
+# Pad modes that PyTensor builds from copies of the axis (a Scan of them for reflect and
+# symmetric), sized by divisions by the axis length (less one, for reflect).
+_PERIODIC_PADS = ("reflect", "symmetric", "wrap")
+
+
+def _checked_periodic_pad(mode: str, x, pad_width, padded):
+    """`padded` (PyTensor's graph) behind the checks its sizes need, raised as ValueErrors.
+
+    Where those divisions are by zero, the Python mode raises ZeroDivisionError (or an
+    OverflowError); here integer division by zero gives 0, as numpy's arrays do, and the
+    result had the wrong shape: `pad([3.0], 2, mode="reflect")` was `[3.0]`, and a padded
+    empty axis stayed empty. An empty axis padded in these modes is numpy's ValueError;
+    reflect of a length-1 axis, which numpy repeats, PyTensor's graph cannot build."""
+    widths = pt.broadcast_to(pad_width, (x.ndim, 2)).sum(axis=1)
+    for axis in range(x.ndim):
+        size, padded_here = x.shape[axis], pt.gt(widths[axis], 0)
+        empty = f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'"
+        padded = CheckAndRaise(ValueError, empty)(padded, pt.or_(pt.gt(size, 0), pt.bitwise_not(padded_here)))
+        if mode == "reflect":
+            single = (f"mode='reflect' cannot pad axis {axis}, of length 1, in PyTensor's Pad (its "
+                      "reflection has no other entry); numpy repeats the entry, as mode='edge' does")
+            padded = CheckAndRaise(ValueError, single)(padded, pt.or_(pt.neq(size, 1), pt.bitwise_not(padded_here)))
+    return padded
+
+
+@register_batched(OpFromGraph)
 
 
 @register_batched(OpFromGraph)

@@ -9,7 +9,7 @@ from pytensor.graph.fg import FunctionGraph
 from pytensor.raise_op import Assert
 
 from lowering import lower
-from tests.helpers import RAW_MODE, compare_with_py
+from tests.helpers import MODE, RAW_MODE, compare_with_py
 from tests.values import ALL_DTYPES
 
 
@@ -93,6 +93,29 @@ def test_pad_reflect_and_symmetric_through_scan(mode, width):
     out = pt.pad(x, ((width, 1), (0, width)), mode=mode)
     compare_with_py([x], [out], [np.arange(12.0).reshape(3, 4)])
 
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric", "wrap"])
+def test_pad_of_degenerate_axes_raises_or_gives_numpys_result(mode):
+    """PyTensor's periodic pads divide by an axis' length (less one for reflect): the
+    Python mode raises ZeroDivisionError even where the axis is not padded; here an
+    axis numpy cannot pad raises numpy's ValueError, reflect of a padded length-1 axis a
+    ValueError naming the axis, and the rest is numpy's result, never a wrong shape."""
+    x = pt.matrix("x")
+    padded = pytensor.function([x], pt.pad(x, ((0, 0), (2, 1)), mode=mode), mode=MODE)
+    for value in (np.arange(3.0)[None], np.arange(6.0).reshape(2, 3)):
+        np.testing.assert_array_equal(padded(value), np.pad(value, ((0, 0), (2, 1)), mode=mode))
+    with pytest.raises(ValueError):  # (where its shapes do not fit the graph, before running)
+        padded(np.ones((2, 0)))
+    v = pt.vector("v")
+    empty = "can't extend empty axis 0 using modes other than 'constant'" if mode != "reflect" else ""
+    with pytest.raises(ValueError, match=empty):
+        pytensor.function([v], pt.pad(v, 2, mode=mode), mode=MODE)(np.ones(0))
+    if mode == "reflect":
+        with pytest.raises(ValueError, match="cannot pad axis 1, of length 1"):
+            padded(np.ones((2, 1)))
+    else:
+        np.testing.assert_array_equal(padded(np.full((2, 1), 3.0)), np.full((2, 4), 3.0))
 
 def test_einsum_kron_and_diag():
     a, b, v = pt.matrix("a"), pt.tensor3("b"), pt.vector("v")
