@@ -31,6 +31,45 @@ def module_bytecode(module: ir.Module) -> bytes:
     return buf.getvalue()
 
 
+def order_leading_constants(module: ir.Module) -> None:
+    """Each function's leading constants in an order of their own (type, then value),
+    so that one graph gives one module, byte for byte, in every process.
+
+    MLIR's folding hoists the constants of a loop body to the top of its function in
+    an order that can change from process to process (a censored Gamma model's two
+    hoisted splats swapped places in one run of four): the same graph then missed the
+    executable caches, the on-disk one included, keyed by the module's bytes. Constants
+    have no operands, so any order of a leading run of them is the same program."""
+    for function in module.body.operations:
+        if not function.regions or not function.regions[0].blocks:
+            continue
+        block = function.regions[0].blocks[0]
+        leading, after = [], None
+        for op in block.operations:
+            if op.operation.name != "stablehlo.constant":
+                after = op.operation
+                break
+            leading.append(op.operation)
+        if after is None or len(leading) < 2:
+            continue
+        for op in sorted(leading, key=_constant_key):
+            op.move_before(after)
+
+
+def _constant_key(op) -> tuple[str, str]:
+    try:
+        value = ir.DenseElementsAttr(op.attributes["value"])
+    except ValueError:  # (not dense elements)
+        return str(op.result.type), str(op.attributes["value"])
+    if value.is_splat:
+        return str(op.result.type), str(value.get_splat_value())
+    try:
+        data = np.asarray(value).tobytes()
+    except (TypeError, ValueError, RuntimeError):  # (an element type numpy has no buffer for)
+        data = str(value).encode()
+    return str(op.result.type), hashlib.sha256(data).hexdigest()
+
+
 class ExecutableCache:
     """LRU of compiled executables keyed by (platform, module fingerprint)."""
 
@@ -301,6 +340,7 @@ def compile_module(
     `lock` guards the module's context while the module is read, not while XLA compiles.
     `large`: for the CPU client of a function with large data (`cpu_threads`)."""
     with lock or contextlib.nullcontext():
+        order_leading_constants(module)
         bytecode = module_bytecode(module)
         elemental = platform == "cpu" and suits_elemental_emitter(module)
         # The small-loop functions' kernels come from the elemental emitter too.

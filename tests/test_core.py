@@ -1453,6 +1453,37 @@ def test_a_second_process_loads_its_executables_from_the_opt_in_disk_cache(tmp_p
     assert all(entry.read_bytes() != b"not an executable" for entry in entries)
 
 
+
+def test_leading_constants_have_one_order_so_one_graph_is_one_module():
+    """MLIR's folding hoists a loop's constants to the top of the function in an order
+    that changed between processes (a censored Gamma model's module differed in one run
+    of four, and missed the disk cache); compiled modules order them by type and value."""
+    import itertools
+
+    from lowering.compile import order_leading_constants
+
+    constants = [
+        "%a = stablehlo.constant dense<0> : tensor<4xi8>",
+        "%b = stablehlo.constant dense<-13.8> : tensor<4xf64>",
+        "%c = stablehlo.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf64>",
+        "%d = stablehlo.constant dense<2.5> : tensor<4xf64>",
+    ]
+    body = """
+    %0 = stablehlo.convert %a : (tensor<4xi8>) -> tensor<4xf64>
+    %1 = stablehlo.add %b, %c : tensor<4xf64>
+    %2 = stablehlo.multiply %1, %d : tensor<4xf64>
+    %3 = stablehlo.add %2, %0 : tensor<4xf64>
+    return %3 : tensor<4xf64>"""
+    modules = set()
+    with make_ir_context():
+        for order in itertools.permutations(constants):
+            text = "func.func @main() -> tensor<4xf64> {\n" + "\n".join(order) + body + "\n}"
+            module = ir.Module.parse(text)
+            order_leading_constants(module)
+            assert module.operation.verify()
+            modules.add(str(module))  # (the bytecode would hold each op's line in `text`)
+    assert len(modules) == 1
+
 def test_a_second_process_loads_a_sampler_of_an_unnamed_generator_from_the_disk_cache(tmp_path, monkeypatch):
     """An unnamed random generator shared variable prints as its Generator's repr, with
     the object's address, and node names become the module's locations: the address
