@@ -1467,13 +1467,19 @@ def test_leading_constants_have_one_order_so_one_graph_is_one_module():
         "%b = stablehlo.constant dense<-13.8> : tensor<4xf64>",
         "%c = stablehlo.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf64>",
         "%d = stablehlo.constant dense<2.5> : tensor<4xf64>",
+        "%e = stablehlo.constant dense<(1.0, 0.0)> : tensor<4xcomplex<f64>>",
+        "%f = stablehlo.constant dense<[(1.0, 2.0), (0.0, 1.0), (3.0, 0.0), (0.5, 0.5)]> : tensor<4xcomplex<f64>>",
+        "%g = stablehlo.constant dense<[true, false, true, true]> : tensor<4xi1>",
     ]
     body = """
     %0 = stablehlo.convert %a : (tensor<4xi8>) -> tensor<4xf64>
     %1 = stablehlo.add %b, %c : tensor<4xf64>
     %2 = stablehlo.multiply %1, %d : tensor<4xf64>
     %3 = stablehlo.add %2, %0 : tensor<4xf64>
-    return %3 : tensor<4xf64>"""
+    %4 = stablehlo.multiply %e, %f : tensor<4xcomplex<f64>>
+    %5 = stablehlo.real %4 : (tensor<4xcomplex<f64>>) -> tensor<4xf64>
+    %6 = stablehlo.select %g, %3, %5 : tensor<4xi1>, tensor<4xf64>
+    return %6 : tensor<4xf64>"""
     modules = set()
     with make_ir_context():
         for order in itertools.permutations(constants):
