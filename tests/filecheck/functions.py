@@ -78,3 +78,17 @@ from pytensor import wrap_jax
 jcos = wrap_jax(lambda v: jnp.cos(v) * 2)
 xj = pt.vector("xj", shape=(3,), dtype="float32")
 print_ir("wrap_jax", [xj], [jcos(xj)], raw=True)
+
+# Pad in reflect mode (an OpFromGraph): the padded axis' length is checked before
+# PyTensor's graph divides by it less one (1: ValueError naming the axis; 0: numpy's
+# "can't extend empty axis"), where integer division by zero would give 0 and the axis
+# would come back unpadded.
+# CHECK-LABEL: TEST: pad_reflect opt
+# CHECK-DAG: %[[ZERO:[a-z_0-9]+]] = stablehlo.constant dense<0> : tensor<i64>
+# CHECK-DAG: %[[ONE:[a-z_0-9]+]] = stablehlo.constant dense<1> : tensor<i64>
+# CHECK: %[[N:[0-9]+]] = stablehlo.get_dimension_size %arg0, dim = 0
+# CHECK-NEXT: %[[LEN:[0-9]+]] = stablehlo.convert %[[N]]
+# CHECK-NEXT: stablehlo.compare NE, %[[LEN]], %[[ONE]], SIGNED
+# CHECK-NEXT: stablehlo.compare GT, %[[LEN]], %[[ZERO]], SIGNED
+v = pt.vector("v")
+print_ir("pad_reflect", [v], [pt.pad(v, 2, mode="reflect")])
