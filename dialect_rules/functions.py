@@ -80,9 +80,6 @@ def _checked_periodic_pad(mode: str, x, pad_width, padded):
 
 
 @register_batched(OpFromGraph)
-
-
-@register_batched(OpFromGraph)
 def lower_batched_op_from_graph(ctx, node, batch_ndim, *operands):
     """Blockwise(OpFromGraph): the inner graph vectorized over the batch dims (its Ops
     become their Blockwise forms, `_vectorize`), lowered once, where each of those has

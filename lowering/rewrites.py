@@ -175,6 +175,11 @@ def slogdet_of_batched_det(fgraph, node):
 optdb["specialize"].register("stablehlo_slogdet_of_batched_det", slogdet_of_batched_det, TAG)
 
 
+def _integer_solve(node) -> bool:
+    return (isinstance(node.op, Blockwise) and isinstance(node.op.core_op, slinalg.Solve)
+            and node.inputs[0].type.numpy_dtype.kind in "biu")
+
+
 @node_rewriter([blockwise_of(slinalg.Solve)])
 def solve_integer_matrices_as_floats(fgraph, node):
     """solve(a, b) of an integer (or bool) a -> solve(cast(a), b), cast to the solve's
@@ -211,11 +216,6 @@ def solve_integer_matrices_as_floats_in_scans(fgraph, node):
     op = copy(node.op)
     op.fgraph = inner
     return op.make_node(*node.inputs).outputs
-
-
-def _integer_solve(node) -> bool:
-    return (isinstance(node.op, Blockwise) and isinstance(node.op.core_op, slinalg.Solve)
-            and node.inputs[0].type.numpy_dtype.kind in "biu")
 
 
 # Before the Scan rewrites (optdb position 0.05), which factor a Scan's non-sequence a,
