@@ -212,7 +212,7 @@ def solve_integer_matrices_as_floats_in_scans(fgraph, node):
     if not any(_integer_solve(inner_node) for inner_node in inner.apply_nodes):
         return None
     inner, _ = inner.clone_get_equiv()
-    in2out(solve_integer_matrices_as_floats, solve_integer_matrices_as_floats_in_scans).rewrite(inner)
+    _INTEGER_SOLVES.rewrite(inner)
     op = copy(node.op)
     op.fgraph = inner
     return op.make_node(*node.inputs).outputs
@@ -221,8 +221,8 @@ def solve_integer_matrices_as_floats_in_scans(fgraph, node):
 # Before the Scan rewrites (optdb position 0.05), which factor a Scan's non-sequence a,
 # and specialize, which factors the outer graph's; again in stabilize, for the solves of
 # `inv_as_solve` (inv(a) @ b -> solve(a, b)).
-optdb.register("stablehlo_solve_integer_matrices_as_floats",
-               in2out(solve_integer_matrices_as_floats, solve_integer_matrices_as_floats_in_scans), TAG, position=0.04)
+_INTEGER_SOLVES = in2out(solve_integer_matrices_as_floats, solve_integer_matrices_as_floats_in_scans)
+optdb.register("stablehlo_solve_integer_matrices_as_floats", _INTEGER_SOLVES, TAG, position=0.04)
 optdb["stabilize"].register("stablehlo_solve_integer_matrices_as_floats", solve_integer_matrices_as_floats, TAG)
 
 
