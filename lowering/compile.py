@@ -60,11 +60,12 @@ def _constant_key(op) -> tuple[str, str]:
     kind = str(op.result.type)
     try:
         value = ir.DenseElementsAttr(op.attributes["value"])
-        if not value.is_splat:
-            return kind, hashlib.sha256(np.asarray(value).tobytes()).hexdigest()
     except (TypeError, ValueError):  # (element types the bindings do not read, as complex)
-        pass
-    return kind, str(op).partition("=")[2]  # (a splat prints one element)
+        # (printed without verifying it, which costs 9 ms an op in a long function)
+        return kind, op.get_asm(use_local_scope=True, assume_verified=True).partition("=")[2]
+    if value.is_splat:
+        return kind, str(value)  # (one element)
+    return kind, hashlib.sha256(np.asarray(value).tobytes()).hexdigest()
 
 
 class ExecutableCache:
