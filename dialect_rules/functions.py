@@ -17,14 +17,16 @@ from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import _vectorize_node, clone_replace
 from pytensor.graph.rewriting.basic import dfs_rewriter
-from pytensor.graph.traversal import toposort, truncated_graph_inputs
+from pytensor.graph.traversal import applys_between, graph_inputs, toposort, truncated_graph_inputs
 from pytensor.raise_op import CheckAndRaise
+from pytensor.scalar import IntDiv, Mod
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.pad import Pad
 from pytensor.tensor.rewriting.blockwise import local_blockwise_alloc, local_useless_unbatched_blockwise
 from pytensor.tensor.rewriting.subtensor import local_blockwise_inc_subtensor, local_blockwise_of_subtensor
 from pytensor.tensor.shape import Shape, Shape_i
-from pytensor.tensor.type import TensorType
+from pytensor.tensor.type import TensorType, discrete_dtypes
 
 from dialect_rules.blockwise import lower_per_entry
 from lowering.graph import find_unsupported, io_toposort, lower_function
@@ -45,7 +47,8 @@ def lower_op_from_graph(ctx, node, *operands):
         inputs, outputs = list(inner.inputs), list(inner.outputs)
         bound = {inner.inputs[i]: node.inputs[i] for i in constant}
         if isinstance(node.op, Pad) and node.op.pad_mode in _PERIODIC_PADS:
-            outputs = [_checked_periodic_pad(node.op.pad_mode, *[bound.get(v, v) for v in inputs[:2]], outputs[0])]
+            outputs = [_checked_periodic_pad(node.op.pad_mode, *[bound.get(v, v) for v in inputs[:2]],
+                                             _divisors_at_least_one(outputs[0]))]
         if constant:
             outputs = clone_replace(outputs, replace=bound)
             inputs = [v for i, v in enumerate(inputs) if i not in constant]
@@ -77,6 +80,22 @@ def _checked_periodic_pad(mode: str, x, pad_width, padded):
                       "reflection has no other entry); numpy repeats the entry, as mode='edge' does")
             padded = CheckAndRaise(ValueError, single)(padded, pt.or_(pt.neq(size, 1), pt.bitwise_not(padded_here)))
     return padded
+
+
+def _divisors_at_least_one(output):
+    """`output` with the divisor of each integer division and remainder in its graph
+    (not in its Scans') raised to at least 1. Where a divisor is 0 the pad's checks
+    raise, but the shapes computed from that division must still be shapes: with run-time
+    widths the module is specialized to them before it runs, and a quotient by 0 did not
+    fold (an MLIR message about a dynamically shaped constant, not the checks' error).
+    Elsewhere the results are the same."""
+    divisions = {
+        node.outputs[0]: node.op(node.inputs[0], pt.maximum(node.inputs[1], 1))
+        for node in applys_between(graph_inputs([output]), [output])
+        if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, IntDiv | Mod)
+        and node.inputs[1].type.dtype in discrete_dtypes
+    }
+    return clone_replace(output, replace=divisions) if divisions else output
 
 
 @register_batched(OpFromGraph)

@@ -107,15 +107,25 @@ def test_pad_of_degenerate_axes_raises_or_gives_numpys_result(mode):
         np.testing.assert_array_equal(padded(value), np.pad(value, ((0, 0), (2, 1)), mode=mode))
     with pytest.raises(ValueError):  # (where its shapes do not fit the graph, before running)
         padded(np.ones((2, 0)))
-    v = pt.vector("v")
-    empty = "can't extend empty axis 0 using modes other than 'constant'" if mode != "reflect" else ""
+    v, w = pt.vector("v"), pt.lscalar("w")
+    empty = "can't extend empty axis 0 using modes other than 'constant'"
     with pytest.raises(ValueError, match=empty):
         pytensor.function([v], pt.pad(v, 2, mode=mode), mode=MODE)(np.ones(0))
+    # widths known at the call only: the module is specialized to them before it runs,
+    # so the shapes computed from a division by 0 must still fold
+    by_width = pytensor.function([v, w], pt.pad(v, w, mode=mode), mode=MODE)
+    with pytest.raises(ValueError, match=empty):
+        by_width(np.ones(0), 1)
+    np.testing.assert_array_equal(by_width(np.full(1, 3.0), 0), [3.0])
+    np.testing.assert_array_equal(by_width(np.arange(3.0), 5), np.pad(np.arange(3.0), 5, mode=mode))
     if mode == "reflect":
         with pytest.raises(ValueError, match="cannot pad axis 1, of length 1"):
             padded(np.ones((2, 1)))
+        with pytest.raises(ValueError, match="cannot pad axis 0, of length 1"):
+            by_width(np.ones(1), 2)
     else:
         np.testing.assert_array_equal(padded(np.full((2, 1), 3.0)), np.full((2, 4), 3.0))
+        np.testing.assert_array_equal(by_width(np.full(1, 3.0), 2), np.full(5, 3.0))
 
 def test_einsum_kron_and_diag():
     a, b, v = pt.matrix("a"), pt.tensor3("b"), pt.vector("v")

@@ -92,3 +92,17 @@ print_ir("wrap_jax", [xj], [jcos(xj)], raw=True)
 # CHECK-NEXT: stablehlo.compare GT, %[[LEN]], %[[ZERO]], SIGNED
 v = pt.vector("v")
 print_ir("pad_reflect", [v], [pt.pad(v, 2, mode="reflect")])
+
+# Pad in wrap mode with a width known at the call only: the module is specialized to
+# that width before it runs, so PyTensor's division of the width by the axis' length
+# divides by at least 1 (where the length is 0 the check above raises; a quotient by 0
+# did not fold, and the specialization failed with an MLIR message instead).
+# CHECK-LABEL: TEST: pad_wrap_width opt
+# CHECK-DAG: %[[ONE:[a-z_0-9]+]] = stablehlo.constant dense<1> : tensor<i64>
+# CHECK: %[[N:[0-9]+]] = stablehlo.get_dimension_size %arg0, dim = 0
+# CHECK-NEXT: %[[LEN:[0-9]+]] = stablehlo.convert %[[N]]
+# CHECK: stablehlo.maximum %[[LEN]], %[[ONE]] : tensor<i64>
+# CHECK: stablehlo.remainder
+# CHECK: stablehlo.divide
+w = pt.lscalar("w")
+print_ir("pad_wrap_width", [v, w], [pt.pad(v, w, mode="wrap")])
