@@ -127,6 +127,7 @@ def test_pad_of_degenerate_axes_raises_or_gives_numpys_result(mode):
         np.testing.assert_array_equal(padded(np.full((2, 1), 3.0)), np.full((2, 4), 3.0))
         np.testing.assert_array_equal(by_width(np.full(1, 3.0), 2), np.full(5, 3.0))
 
+
 def test_einsum_kron_and_diag():
     a, b, v = pt.matrix("a"), pt.tensor3("b"), pt.vector("v")
     rng = np.random.default_rng(1)
