@@ -497,7 +497,10 @@ def _first_kind(v, x):
     value = select(hlo.and_(compare(x, zero, "LT"), hlo.not_(integer)), nan, value)
     # x = 0: 1 at order 0, 0 at positive or integer orders, else +-inf with the sign of
     # Gamma(v + 1) (J_v ~ (x/2)**v / Gamma(v + 1))
-    gamma_negative = compare(remainder(hlo.ceil(hlo.negate(_add(v, one))), _c(v, 2.0)), zero, "NE")
+    # (Gamma(v + 1) < 0 where v < -1 and ceil(-v) is even; read from v itself, as v + 1
+    # rounds to 1 for |v| below 1.1e-16, where -inf came out for scipy's inf)
+    gamma_negative = hlo.and_(compare(v, _c(v, -1.0), "LT"),
+                              compare(remainder(hlo.ceil(hlo.negate(v)), _c(v, 2.0)), zero, "EQ"))
     at_zero = select(hlo.or_(compare(v, zero, "GT"), integer), zero, select(gamma_negative, hlo.negate(inf), inf))
     at_zero = select(compare(v, zero, "EQ"), one, at_zero)
     edge = select(compare(x, zero, "EQ"), at_zero, nan)  # x = +-inf: scipy's NaN

@@ -17,7 +17,8 @@ _N = 3000
 
 # orders in [-20, 20] (integers and half-integers among them), x over 16 decades and
 # negative; and scipy's edges: x = 0, +-inf, NaN, non-integer orders at x < 0, and
-# I_-100.5(1e-3), past the float range
+# I_-100.5(1e-3), past the float range; J_v(0) of orders whose v + 1 rounds to an
+# integer (+inf and -inf with Gamma(v + 1)'s sign: -inf was given for v = -1e-17)
 _V = np.concatenate([
     _RNG.uniform(-20, 20, _N), _RNG.integers(-10, 11, 500).astype(float),
     _RNG.integers(-20, 21, 200) / 2, _RNG.uniform(-1, 1, 500),
@@ -26,8 +27,9 @@ _X = np.concatenate([
     np.exp(_RNG.uniform(np.log(1e-12), np.log(1e4), _N)), _RNG.uniform(-30, 30, 500),
     _RNG.uniform(0, 40, 200), _RNG.uniform(0, 5, 500),
 ])
-_EDGE_V = np.array([0, 1, 0.5, -0.5, -1, -1.5, -2.5, 2, 3, np.inf, -np.inf, np.nan, 1, 0, -0.0, 2.5, -3, -100.5])
-_EDGE_X = np.array([0, 0, 0, 0, 0, 0, 0, -2, -2, 1, 0, 1, np.inf, -np.inf, 0, -1, -0.0, 1e-3])
+_EDGE_V = np.array([0, 1, 0.5, -0.5, -1, -1.5, -2.5, 2, 3, np.inf, -np.inf, np.nan, 1, 0, -0.0, 2.5, -3, -100.5,
+                    -1e-300, -1e-17, -2 + 1e-15])
+_EDGE_X = np.array([0, 0, 0, 0, 0, 0, 0, -2, -2, 1, 0, 1, np.inf, -np.inf, 0, -1, -0.0, 1e-3, 0, 0, 0])
 
 
 def _evaluate(name, v, x):
