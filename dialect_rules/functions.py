@@ -21,7 +21,6 @@ from pytensor.graph.traversal import applys_between, graph_inputs, toposort, tru
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import IntDiv, Mod
 from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.pad import Pad
 from pytensor.tensor.rewriting.blockwise import local_blockwise_alloc, local_useless_unbatched_blockwise
 from pytensor.tensor.rewriting.subtensor import local_blockwise_inc_subtensor, local_blockwise_of_subtensor
@@ -31,6 +30,7 @@ from pytensor.tensor.type import TensorType, discrete_dtypes
 from dialect_rules.blockwise import lower_per_entry
 from lowering.graph import find_unsupported, io_toposort, lower_function
 from lowering.registry import lookup_batched_rule, register_batched, register_lowering
+from lowering.rewrites import elemwise_of
 
 
 def _symbol(op) -> str:
@@ -92,8 +92,7 @@ def _divisors_at_least_one(output):
     divisions = {
         node.outputs[0]: node.op(node.inputs[0], pt.maximum(node.inputs[1], 1))
         for node in applys_between(graph_inputs([output]), [output])
-        if isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, IntDiv | Mod)
-        and node.inputs[1].type.dtype in discrete_dtypes
+        if elemwise_of(node, IntDiv | Mod) and node.inputs[1].type.dtype in discrete_dtypes
     }
     return clone_replace(output, replace=divisions) if divisions else output
 

@@ -66,17 +66,19 @@ class GammaIncPair(ps.ScalarOp):
 gammainc_pair = GammaIncPair(name="gammainc_pair")
 
 
-def _elemwise_of(node, scalar_op_type) -> bool:
+def elemwise_of(node, scalar_op_type) -> bool:
+    """Whether `node` (an Apply, or a client that is not one) is an Elemwise of a
+    `scalar_op_type` (a class or a union of them)."""
     return isinstance(getattr(node, "op", None), Elemwise) and isinstance(node.op.scalar_op, scalar_op_type)
 
 
 @node_rewriter([Elemwise])
 def pair_incomplete_gamma(fgraph, node):
     """gammaincc(k, x) and gammainc(k, x) of the same variables -> one GammaIncPair."""
-    if not _elemwise_of(node, psm.GammaIncC):
+    if not elemwise_of(node, psm.GammaIncC):
         return None
     for client, _ in fgraph.clients[node.inputs[0]]:
-        if _elemwise_of(client, psm.GammaInc) and client.inputs == node.inputs:
+        if elemwise_of(client, psm.GammaInc) and client.inputs == node.inputs:
             p, q = Elemwise(gammainc_pair)(*node.inputs)
             return {client.outputs[0]: p, node.outputs[0]: q}
     return None
@@ -153,12 +155,12 @@ def slogdet_of_batched_det(fgraph, node):
         return None
     replaced = {}
     for client, _ in fgraph.clients[node.outputs[0]]:
-        if _elemwise_of(client, ps.Sign):
+        if elemwise_of(client, ps.Sign):
             replaced[client.outputs[0]] = "sign"
-        elif _elemwise_of(client, ps.Log):
+        elif elemwise_of(client, ps.Log):
             replaced[client.outputs[0]] = "log"
-        elif _elemwise_of(client, ps.Abs):
-            logs = [reader for reader, _ in fgraph.clients[client.outputs[0]] if _elemwise_of(reader, ps.Log)]
+        elif elemwise_of(client, ps.Abs):
+            logs = [reader for reader, _ in fgraph.clients[client.outputs[0]] if elemwise_of(reader, ps.Log)]
             if not logs:
                 return None
             replaced[logs[-1].outputs[0]] = "log_abs"
