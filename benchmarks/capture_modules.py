@@ -17,13 +17,13 @@ import lowering.compile as comp
 _compile_bytecode = comp.compile_bytecode
 
 
-def _capturing(bytecode, platform="cpu", fp_contraction=True, host_callbacks=(), elemental=False, large=False):
+def _capturing(bytecode, platform="cpu", fp_contraction=True, host_callbacks=(), **options):
     if not host_callbacks:
         path = Path(os.environ["CAPTURE_MODULES_DIR"]) / f"{hashlib.sha256(bytecode).hexdigest()[:16]}.mlirbc"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(bytecode)
-    return _compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large)
+    return _compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, **options)
 
 
 comp.compile_bytecode = _capturing
