@@ -54,7 +54,7 @@ from lowering.builders import (
     value_dtype,
     vector_element,
 )
-from lowering.regions import any_true, cumulative, fold, prefix_scan, scatter_indexed, sort, while_loop
+from lowering.regions import any_true, cumulative, fold, prefix_scan, scan_identity, scatter_indexed, sort, while_loop
 from lowering.registry import register_lowering
 
 @register_lowering(CpuContiguous)
@@ -62,21 +62,16 @@ def lower_cpu_contiguous(ctx, node, x):
     return x  # XLA decides layouts; every result it returns is a C-contiguous array
 
 
-_COMBINE = {
-    ("add", False): (hlo.add, 0),
-    ("mul", False): (hlo.multiply, 1),
-    ("add", True): (hlo.or_, False),
-    ("mul", True): (hlo.and_, True),
-}
+_COMBINE = {("add", False): hlo.add, ("mul", False): hlo.multiply, ("add", True): hlo.or_, ("mul", True): hlo.and_}
 
 
 @register_lowering(CumOp)
 def lower_cumop(ctx, node, x):
     dtype = np.dtype(value_dtype(x))
-    combine, identity = _COMBINE[(node.op.mode, dtype == np.bool_)]
+    combine = _COMBINE[(node.op.mode, dtype == np.bool_)]
     axis = node.op.axis % node.inputs[0].type.ndim
-    # (each block's rows combined one by one: twice as fast a call, slower to compile)
-    return cumulative(x, axis, combine, identity, written_out=True)
+    # (each row combined into the total before it, in numpy's order: `regions.in_order_blocks`)
+    return cumulative(x, axis, combine, scan_identity(combine, dtype), written_out=True)
 
 
 @register_lowering(SearchsortedOp)

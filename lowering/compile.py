@@ -23,6 +23,7 @@ from jax.extend.mlir import ir
 from lowering._jax_internal import DeviceList, enable_x64, load_lapack, make_ir_context
 from lowering._jax_internal import xla_client as _xc
 from lowering.errors import ForkedProcessError
+from lowering.regions import expand_in_order_scans
 
 
 def module_bytecode(module: ir.Module) -> bytes:
@@ -334,17 +335,28 @@ def compile_module(
     lock=None, large: bool = False,
 ):
     """Compile (or fetch) the executable for a static-shaped module, with XLA:CPU's
-    elemental emitter where that compiles faster and runs as fast (`suits_elemental_emitter`).
+    elemental emitter where that compiles faster and runs as fast (`suits_elemental_emitter`),
+    and its small-loop threshold where the module's loops allow (`takes_small_loops`; where
+    they do not, `cumsum`'s loops over blocks are written out: `expand_in_order_scans`).
     `lock` guards the module's context while the module is read, not while XLA compiles.
     `large`: for the CPU client of a function with large data (`cpu_threads`)."""
     with lock or contextlib.nullcontext():
+        small_loops = takes_small_loops(module.operation, platform, fp_contraction)
+        if not small_loops:  # (each step of such a loop would go through XLA's executor)
+            expand_in_order_scans(module.operation)
         order_leading_constants(module)
         bytecode = module_bytecode(module)
         elemental = platform == "cpu" and suits_elemental_emitter(module)
-        # The small-loop functions' kernels come from the elemental emitter too.
-        small_loops = elemental or (platform == "cpu" and _loops_fit_elemental_stack(module))
     return compile_bytecode(bytecode, platform, fp_contraction, host_callbacks, elemental=elemental, large=large,
                             small_loops=small_loops)
+
+
+def takes_small_loops(module_op: ir.Operation, platform: str = "cpu", fp_contraction: bool = True) -> bool:
+    """Whether `compile_module` compiles the module with XLA:CPU's small-loop threshold
+    (SMALL_LOOP_BYTES): on the CPU, where the multiply-adds may contract, and where every
+    loop fits the elemental emitter's stack (the small-loop functions' kernels come from
+    that emitter; a module that suits it has no loop that does not)."""
+    return platform == "cpu" and fp_contraction and _loops_fit_elemental_stack(module_op)
 
 
 # XLA:CPU compiles a module with its elemental emitter in about 0.6x the time its MLIR
@@ -385,8 +397,8 @@ def _fits_elemental_stack(op: ir.Module | ir.Operation) -> bool:
     return ops <= ELEMENTAL_MAX_OPS
 
 
-def _loops_fit_elemental_stack(module: ir.Module) -> bool:
-    """Whether every while loop of `module`, the loops nested in it included, holds at
+def _loops_fit_elemental_stack(module_op: ir.Operation) -> bool:
+    """Whether every while loop of the module, the loops nested in it included, holds at
     most ELEMENTAL_MAX_OPS ops. In a module the elemental emitter does not suit, the
     small loops' functions are all it compiles (SMALL_LOOP_BYTES): the code around them
     may be any length."""
@@ -399,7 +411,7 @@ def _loops_fit_elemental_stack(module: ir.Module) -> bool:
         fits = _fits_elemental_stack(op)
         return ir.WalkResult.SKIP if fits else ir.WalkResult.INTERRUPT
 
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
     return fits
 
 

@@ -15,10 +15,12 @@ from lowering.builders import (
     cast_shape,
     compare,
     dim_add,
+    dim_max,
     dim_product,
     dim_quotient,
     dim_sub,
     dim_value,
+    dynamic_index,
     full,
     full_like,
     gather_dims,
@@ -33,6 +35,7 @@ from lowering.builders import (
     splat,
     transpose,
     value_dtype,
+    with_static_dims,
 )
 from lowering.types import static_shape, tensor_type
 
@@ -369,47 +372,137 @@ _STATIC_SCAN_MAX = 256
 def prefix_scan(x, axis, combine, identity, written_out: bool = False):
     """Inclusive scan along `axis`, of a size known only at run time (a reduce_window
     needs n as an attribute) or longer than _STATIC_SCAN_MAX. The axis is padded with
-    `identity` to m blocks of _SCAN_BLOCK rows, `_doubling_scan` scans the blocks' totals
-    (log2 m rounds of gathers), and each block is combined with the total of the blocks
-    before it. Every shape is static once n is.
+    `identity` to m blocks of _SCAN_BLOCK rows. Every shape is static once n is.
 
-    Within a block, a reduce_window scans the rows; `written_out`, each block's total is
-    its rows combined in order and its rows are then combined in order from the total of
-    the blocks before it, two passes XLA fuses into one loop each. That runs twice as fast
-    (10^5 float64s of a run-time size: 198-221 µs a call against 393-435; 2·10^4: 55-64
-    against 101; NUMBA: 86 at 10^5) and compiles slower (0.1-0.2 s more for each scan,
-    whose 16 chained combines XLA emits per element), so it is for `cumsum`/`cumprod`,
-    which may run at every call of a sampler, and not for the samplers' own prefix sums.
-    Without it, 10^5 float64s took 1,045 µs with the doubling scan over all rows."""
-    rank = len(static_shape(x.type))
-    perm = [axis] + [d for d in range(rank) if d != axis]
-    moved = transpose(x, perm)
-    dims = shape_of(moved)
-    n, k = dims[0], dim_product(dims[1:])
-    rows = reshape(moved, [n, k])
+    By default `_doubling_scan` scans the blocks' totals (log2 m rounds of gathers), a
+    reduce_window the rows within each block, and each block is combined with the total
+    of the blocks before it. `written_out` (`cumsum`/`cumprod`, which may run at every
+    call of a sampler, not the samplers' own prefix sums): the rows are combined one by
+    one in numpy's order, by a loop over the blocks (`in_order_blocks`), or where the
+    loop would run through XLA's executor, in blocks of rows written out
+    (`blocks_written_out`). Without either, 10^5 float64s took 1,045 µs with the doubling
+    scan over all rows."""
+    dims = shape_of(x)
+    # (p, n, q): the dims before the axis, the axis, the dims after it
+    p, n, q = dim_product(dims[:axis]), dims[axis], dim_product(dims[axis + 1:])
     b = _SCAN_BLOCK
-    m = dim_quotient(dim_add(n, b - 1), b)
+    m = dim_max(dim_quotient(dim_add(n, b - 1), b), 1)  # (a block to read when n is 0)
     dtype = value_dtype(x)
-    padded = hlo.concatenate([rows, full(identity, [dim_sub(dim_product([m, b]), n), k], dtype)], 0)
-    blocks = reshape(padded, [m, b, k])
+    rows = reshape(x, [p, n, q])
+    padded = hlo.concatenate([rows, full(identity, [p, dim_sub(dim_product([m, b]), n), q], dtype)], 1)
+    blocks = reshape(padded, [p, m, b, q])
     if written_out:
-        parts = [slice_axis(blocks, 1, j, j + 1) for j in range(b)]
-        totals = reshape(functools.reduce(combine, parts), [m, k])
+        scanned = in_order_blocks(blocks, combine, identity)
     else:
-        within = cumulative(blocks, 1, combine, identity)  # (a reduce_window of b)
-        totals = reshape(slice_axis(within, 1, b - 1, b), [m, k])
-    before = _doubling_scan(totals, combine, identity)  # through each block
-    # block i + 1 starts from the total through block i, the first from the identity
-    offsets = slice_axis(hlo.concatenate([full(identity, [1, k], dtype), before], 0), 0, 0, m)
-    if written_out:
-        running = [combine(reshape(offsets, [m, 1, k]), parts[0])]
-        for part in parts[1:]:
-            running.append(combine(running[-1], part))
-        scanned = hlo.concatenate(running, 1)
-    else:
-        scanned = combine(within, broadcast_in_dim(offsets, [m, b, k], [0, 2]))
-    out = slice_axis(reshape(scanned, [dim_product([m, b]), k]), 0, 0, n)
-    return transpose(reshape(out, dims), list(np.argsort(perm)))
+        within = cumulative(blocks, 2, combine, identity)  # (a reduce_window of b)
+        totals = reshape(slice_axis(within, 2, b - 1, b), [p, m, q])
+        scanned = combine(within, broadcast_in_dim(_offsets(totals, combine, identity), [p, m, b, q], [0, 1, 3]))
+    out = slice_axis(reshape(scanned, [p, dim_product([m, b]), q]), 1, 0, n)
+    return reshape(out, dims)
+
+
+def _offsets(totals, combine, identity):
+    """What each of m blocks starts from, given their totals (p, m, q): the identity for
+    the first, the total through block i for block i + 1 (`_doubling_scan`)."""
+    p, m, q = shape_of(totals)
+    rows = reshape(transpose(totals, [1, 0, 2]), [m, dim_product([p, q])])
+    before = _doubling_scan(rows, combine, identity)
+    starts = hlo.concatenate([full(identity, [1, dim_product([p, q])], value_dtype(totals)), before], 0)
+    return transpose(reshape(slice_axis(starts, 0, 0, m), [m, p, q]), [1, 0, 2])
+
+
+# The attribute naming the combine of `in_order_blocks`' loop, for `expand_in_order_scans`.
+IN_ORDER_SCAN = "pytensor.in_order_scan"
+_IN_ORDER_COMBINES = {"stablehlo.add": hlo.add, "stablehlo.multiply": hlo.multiply,
+                      "stablehlo.or": hlo.or_, "stablehlo.and": hlo.and_}
+
+
+def scan_identity(combine, dtype):
+    """The value a scan by `combine` (one of _IN_ORDER_COMBINES') starts from in `dtype`,
+    which numpy's cumsum/cumprod do not need (they start from the first element): every
+    value combined with it comes back to the bit. A float sum's is -0.0, since 0.0 + -0.0
+    is 0.0. (A complex product's 1 + 0j changes the signs of some zeros: (1 + 0j) *
+    (-0.0 - 0.0j) is 0.0 - 0.0j; no complex value keeps them all.)"""
+    dtype = np.dtype(dtype)
+    if combine is hlo.add:
+        return dtype.type(complex(-0.0, -0.0) if dtype.kind == "c" else -0.0 if dtype.kind == "f" else 0)
+    return dtype.type(combine in (hlo.multiply, hlo.and_))
+
+
+def in_order_blocks(blocks, combine, identity):
+    """The inclusive scan of (p, m, b, q) `blocks` down their m * b rows (axis 1 and 2),
+    each row combined with the total before it in order, as numpy's `cumsum` adds: a
+    loop over the m blocks carrying the running total (p, q), each step reading its
+    block, combining its b rows and writing them back in place.
+
+    XLA:CPU compiles such a loop into one function where its small-loop threshold is set
+    (`compile.takes_small_loops`): `cumsum` of 10^5 float64s of a run-time size took
+    93-113 µs a call against 145-158 with `blocks_written_out`, its first call 0.04-0.06 s
+    against 0.17-0.24 (benchmarks/README.md, "Single Ops: scans"). Through XLA's executor
+    each step would cost a microsecond or so (7 ms for those 10^5), so the loop carries
+    IN_ORDER_SCAN, and `expand_in_order_scans` turns it into `blocks_written_out` for
+    modules compiled otherwise."""
+    p, m, b, q = shape_of(blocks)
+    combines = set()
+
+    def cond(values):
+        return compare(values[0], dim_value(m), "LT")
+
+    def body(values):
+        i, total, rows = values
+        block = dynamic_index(rows, [1], [i])  # (p, 1, b, q)
+        running = []
+        for j in range(b):
+            total = combine(total, slice_axis(block, 2, j, j + 1))
+            running.append(total)
+        combines.add(total.owner.operation.name)
+        update = with_static_dims(hlo.concatenate(running, 2), [None, 1, b, None])
+        zero = dim_value(0)
+        return [hlo.add(i, dim_value(1)), total, hlo.dynamic_update_slice(rows, update, [zero, i, zero, zero])]
+
+    init = [dim_value(0), full(identity, [p, 1, 1, q], value_dtype(blocks)), blocks]
+    *_, scanned = while_loop(init, cond, body)
+    (name,) = combines
+    if name in _IN_ORDER_COMBINES:
+        scanned.owner.attributes[IN_ORDER_SCAN] = ir.StringAttr.get(name)
+    return scanned
+
+
+def blocks_written_out(blocks, combine, identity):
+    """`in_order_blocks`' scan without a loop over the blocks: each block's total is its
+    rows combined in order, `_offsets` scans the totals, and each block's rows are then
+    combined in order from the total of the blocks before it, two passes XLA fuses into
+    one loop each (10^5 float64s of a run-time size: 198-221 µs a call against 393-435
+    with a reduce_window within the blocks; 0.1-0.2 s more to compile, for the 16
+    chained combines XLA emits per element)."""
+    p, m, b, q = shape_of(blocks)
+    parts = [slice_axis(blocks, 2, j, j + 1) for j in range(b)]
+    totals = reshape(functools.reduce(combine, parts), [p, m, q])
+    running = [combine(reshape(_offsets(totals, combine, identity), [p, m, 1, q]), parts[0])]
+    for part in parts[1:]:
+        running.append(combine(running[-1], part))
+    return hlo.concatenate(running, 2)
+
+
+def expand_in_order_scans(module_op: ir.Operation) -> None:
+    """Every loop of `in_order_blocks` in the module as `blocks_written_out`, for a module
+    XLA compiles without its small-loop threshold, or that another compiler reads."""
+    loops = []
+
+    def visit(op):
+        if op.name == "stablehlo.while" and IN_ORDER_SCAN in op.attributes:
+            loops.append(op)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for op in loops:
+        combine = _IN_ORDER_COMBINES[ir.StringAttr(op.attributes[IN_ORDER_SCAN]).value]
+        blocks = op.operands[2]
+        with ir.InsertionPoint(op), op.location:
+            scanned = blocks_written_out(blocks, combine, scan_identity(combine, value_dtype(blocks)))
+        op.results[2].replace_all_uses_with(scanned)
+        op.erase()
 
 
 def _doubling_scan(rows, combine, identity):

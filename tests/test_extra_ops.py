@@ -43,6 +43,25 @@ def test_cumsum_of_empty_and_nan():
                     [np.zeros((0, 3))])
 
 
+@pytest.mark.parametrize("mode", ["STABLEHLO", "STABLEHLO_NO_FMA"])
+@pytest.mark.parametrize("length", [5, None, 300], ids=["static", "run-time", "static-long"])
+def test_cumsum_of_negative_zeros_keeps_their_sign(length, mode):
+    """numpy's cumsum starts from the first element, so -0.0s sum to -0.0; a scan from
+    0.0 would give 0.0 (0.0 + -0.0 is 0.0). Each path starts from -0.0 instead
+    (`regions.scan_identity`): the reduce_window, the blocks' loop and the blocks written
+    out. (A complex product has no such start: (1 + 0j) * (-0.0 - 0.0j) is 0.0 - 0.0j.)"""
+    for dtype, zero in (("float64", -0.0), ("float32", -0.0), ("complex128", complex(-0.0, -0.0))):
+        x = pt.tensor("x", dtype=dtype, shape=(length, 2))
+        v = np.full((length or 40, 2), zero, dtype=dtype)
+        outputs, expected = [pt.cumsum(x, axis=0)], [np.cumsum(v, axis=0)]
+        if dtype != "complex128":
+            outputs.append(pt.cumprod(x, axis=0))
+            expected.append(np.cumprod(v, axis=0))
+        for g, e in zip(pytensor.function([x], outputs, mode=mode)(v), expected):
+            assert np.array_equal(g, e) and (np.signbit(g.real) == np.signbit(e.real)).all(), dtype
+            assert (np.signbit(g.imag) == np.signbit(e.imag)).all(), dtype
+
+
 def test_a_scatter_at_the_cumsum_of_no_counts():
     """The cumsum of an empty run-time vector folds to an empty constant once the call's
     shapes are known, and a scatter at it to a scatter of nothing: MHLO's folder crashed
@@ -290,3 +309,62 @@ def test_cumsum_cumprod_across_scan_blocks(n, static):
     for k, (g, e) in enumerate(zip(got, expected)):
         assert_same(g, e, rtol=1e-12, label=f"output {k}")
     assert_same(got_near_one, np.cumprod(near_one, axis=0), rtol=1e-12)
+
+
+def test_long_cumsums_add_in_numpys_order_in_one_compiled_loop(monkeypatch):
+    """Along an axis of more than 256 (or of a run-time size), each element is combined
+    into the total before it, in numpy's order (`regions.in_order_blocks`): numpy's floats
+    to the bit, with terms from 1e-8 to 1e8; the loop over the blocks runs as one function
+    of XLA:CPU (its small-loop call). A module compiled without that threshold
+    (STABLEHLO_NO_FMA, or a module with a loop too long for the elemental emitter) gets
+    the blocks written out instead (`expand_in_order_scans`), as does an exported one:
+    numpy's values to rounding, and no loop left over the blocks."""
+    import lowering.compile as comp
+    from lowering import lower
+    from lowering.export import export_portable, load_portable_artifact
+    from pytensor.graph.fg import FunctionGraph
+
+    hlo_texts = []
+    real = comp.compile_bytecode
+
+    def recording(*args, **kwargs):
+        exe = real(*args, **kwargs)
+        hlo_texts.append(exe.hlo_modules()[0].to_string())
+        return exe
+
+    monkeypatch.setattr(comp, "compile_bytecode", recording)
+    rng = np.random.default_rng(3)
+    for dtype in ("float64", "float32", "complex128"):
+        x = pt.tensor("x", dtype=dtype, shape=(None, None))
+        v = rng.normal(size=(3001, 5)) * 10.0 ** rng.integers(-8, 9, size=(3001, 5))
+        v = (v + 1j * v[::-1] if dtype == "complex128" else v).astype(dtype)
+        near_one = (1 + 1e-3 * rng.normal(size=(3001, 5))).astype(dtype)
+        outputs = [pt.cumsum(x, axis=0), pt.cumsum(x), pt.cumprod(x, axis=0), pt.cumsum(x.T, axis=1)]
+        expected = [np.cumsum(v, axis=0), np.cumsum(v), np.cumprod(near_one, axis=0), np.cumsum(v.T, axis=1)]
+        fn = pytensor.function([x], outputs, mode="STABLEHLO")
+        got = fn(v)
+        got[2] = fn(near_one)[2]
+        for k, (g, e) in enumerate(zip(got, expected)):
+            assert g.dtype == e.dtype and np.array_equal(g, e), (dtype, k)
+        assert "xla_cpu_small_call" in hlo_texts[-1]
+
+    x, w = pt.dvector("x"), pt.dvector("w")
+    v = rng.normal(size=40_003) * 10.0 ** rng.integers(-8, 9, size=40_003)
+    near_one = 1 + 1e-3 * rng.normal(size=40_003)
+
+    def written_out(mode):
+        hlo_texts.clear()
+        got = pytensor.function([x, w], [pt.cumsum(x), pt.cumprod(w)], mode=mode)(v, near_one)
+        assert_same(got[0], np.cumsum(v), rtol=1e-12, atol=1e-12 * np.abs(v).max())
+        assert_same(got[1], np.cumprod(near_one), rtol=1e-12)
+        (text,) = hlo_texts
+        assert "xla_cpu_small_call" not in text and "dynamic-update-slice" not in text, mode
+
+    written_out("STABLEHLO_NO_FMA")
+    with monkeypatch.context() as patch:
+        patch.setattr(comp, "ELEMENTAL_MAX_OPS", 10)  # every loop is past it
+        written_out("STABLEHLO")
+    lowered = lower(FunctionGraph([x], [pt.cumsum(x)], clone=True))
+    assert "in_order_scan" in lowered.as_text()
+    exported = str(load_portable_artifact(export_portable(lowered)))
+    assert "in_order_scan" not in exported and "dynamic_update_slice" not in exported

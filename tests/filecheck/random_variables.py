@@ -84,7 +84,7 @@ print_ir("gamma", [rng, a], [nxt, x])
 # draws back.
 # CHECK-LABEL: TEST: gamma_static_size opt
 # CHECK: stablehlo.while({{.*}}) : tensor<2xui32>, tensor<20000xi1>, tensor<20000xf64>, tensor<i1>
-# CHECK: "stablehlo.reduce_window"({{.*}}window_dimensions = array<i64: 1, 16, 1>
+# CHECK: "stablehlo.reduce_window"({{.*}}window_dimensions = array<i64: 1, 1, 16, 1>
 # CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1250x1xi32>
 # CHECK: "stablehlo.scatter"
 # CHECK: }) : (tensor<1250xi32>, tensor<20000x1xi32>, tensor<20000xi32>) -> tensor<1250xi32>

@@ -1,10 +1,13 @@
 # RUN: %PYTHON %s | FileCheck %s
 # Sorting is one stable stablehlo.sort whose comparator puts NaN last (numpy's order);
 # argsort sorts an iota alongside. Cumulative ops are a reduce_window when the scanned
-# dim is static, otherwise log2(n) rounds of a while combining rows with shifted rows.
+# dim is static and short, otherwise a loop over blocks of 16 rows.
 import pytensor.tensor as pt
+from pytensor.graph.fg import FunctionGraph
 
 from ir_printing import print_ir
+from lowering import lower
+from lowering.regions import expand_in_order_scans
 
 x = pt.matrix("x")
 
@@ -24,32 +27,50 @@ print_ir("argsort", [x], [pt.argsort(x, axis=0)], raw=True)
 xs = pt.matrix("xs", shape=(3, 5))
 print_ir("cumsum_static", [xs], [pt.cumsum(xs, axis=1)])
 
-# Of an axis of a size known only at run time: padded with 1s to blocks of 16 rows, each
-# block's product its 16 rows multiplied in order, a loop doubling its reach over those
-# totals (row gathers), then each block's rows multiplied in order from the product of
-# the blocks before it, the 16 running products joined along the block's dim.
+# Of an axis of a size known only at run time: the (1, n, k) rows padded with 1s to blocks
+# of 16, then a loop over the blocks carrying the running products of the k columns (as
+# numpy multiplies: each row into the product before it), each step reading its block,
+# multiplying its 16 rows in order and writing them back. The loop is marked for
+# `expand_in_order_scans` (below).
 # CHECK-LABEL: TEST: cumprod_dynamic opt
-# CHECK: stablehlo.dynamic_reshape {{.*}} -> tensor<?x16x?xf64>
-# CHECK-COUNT-16: stablehlo.real_dynamic_slice {{.*}} -> tensor<?x1x?xf64>
-# CHECK-COUNT-15: stablehlo.multiply {{.*}} : tensor<?x1x?xf64>
-# CHECK: stablehlo.while
-# CHECK: stablehlo.shift_left
-# CHECK: "stablehlo.dynamic_gather"
-# CHECK: stablehlo.multiply
-# CHECK-COUNT-16: stablehlo.multiply {{.*}} : tensor<?x1x?xf64>
-# CHECK: stablehlo.concatenate {{.*}} dim = 1 : {{.*}} -> tensor<?x16x?xf64>
+# CHECK: stablehlo.dynamic_reshape {{.*}} -> tensor<1x?x16x?xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1x1x1x?xf64>, tensor<1x?x16x?xf64> attributes {pytensor.in_order_scan = "stablehlo.multiply"}
+# CHECK: "stablehlo.dynamic_gather"(%iterArg_{{[0-9]+}}, {{.*}} -> tensor<1x1x16x?xf64>
+# CHECK: stablehlo.multiply %iterArg_{{[0-9]+}}, {{.*}} : tensor<1x1x1x?xf64>
+# CHECK-COUNT-15: stablehlo.multiply {{.*}} : tensor<1x1x1x?xf64>
+# CHECK: stablehlo.concatenate {{.*}} dim = 2 : {{.*}} -> tensor<1x1x16x?xf64>
+# CHECK: stablehlo.dynamic_update_slice %iterArg_{{[0-9]+}}, {{.*}} -> tensor<1x?x16x?xf64>
 # CHECK-NOT: reduce_window
 print_ir("cumprod_dynamic", [x], [pt.cumprod(x, axis=0)])
 
-# A static axis longer than 256 is scanned by blocks too (1,000 rows: 63 blocks).
+# A static axis longer than 256 is scanned by the blocks' loop too (1,000 rows: 63 blocks).
 # CHECK-LABEL: TEST: cumsum_static_long opt
-# CHECK-COUNT-16: stablehlo.slice {{.*}} -> tensor<63x1x1xf64>
-# CHECK-COUNT-15: stablehlo.add {{.*}} : tensor<63x1x1xf64>
-# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<63x1xf64>
-# CHECK-COUNT-16: stablehlo.add {{.*}} : tensor<63x1x1xf64>
-# CHECK: stablehlo.concatenate {{.*}} dim = 1 : {{.*}} -> tensor<63x16x1xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<1x1x1x1xf64>, tensor<1x63x16x1xf64> attributes {pytensor.in_order_scan = "stablehlo.add"}
+# CHECK: stablehlo.dynamic_slice {{.*}} sizes = [1, 1, 16, 1]
+# CHECK-COUNT-16: stablehlo.add {{.*}} : tensor<1x1x1x1xf64>
+# CHECK: stablehlo.dynamic_update_slice
 long = pt.vector("long", shape=(1000,))
 print_ir("cumsum_static_long", [long], [pt.cumsum(long)])
+
+# Compiled without XLA:CPU's small-loop threshold (STABLEHLO_NO_FMA, a module with a long
+# loop, a GPU), the loop would run each block through XLA's executor: `compile_module`
+# makes it each block's total, its 16 rows added in order, a loop doubling its reach over
+# those totals (row gathers), then each block's rows added in order from the total of the
+# blocks before it.
+# CHECK-LABEL: TEST: cumsum_static_long_expanded
+# CHECK-NOT: in_order_scan
+# CHECK-COUNT-16: stablehlo.slice {{.*}} -> tensor<1x63x1x1xf64>
+# CHECK-COUNT-15: stablehlo.add {{.*}} : tensor<1x63x1x1xf64>
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<63x1xf64>
+# CHECK: "stablehlo.gather"
+# CHECK-COUNT-16: stablehlo.add {{.*}} : tensor<1x63x1x1xf64>
+# CHECK: stablehlo.concatenate {{.*}} dim = 2 : {{.*}} -> tensor<1x63x16x1xf64>
+# CHECK-NOT: in_order_scan
+lowered = lower(FunctionGraph([long], [pt.cumsum(long)], clone=True))
+with lowered.lock, lowered.context:
+    expand_in_order_scans(lowered.module.operation)
+print("TEST: cumsum_static_long_expanded")
+print(lowered.as_text())
 
 # searchsorted: compare every value with every element (numpy's NaN order) and count.
 # CHECK-LABEL: TEST: searchsorted opt
