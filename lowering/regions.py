@@ -421,8 +421,9 @@ def scan_identity(combine, dtype):
     """The value a scan by `combine` (one of _IN_ORDER_COMBINES') starts from in `dtype`,
     which numpy's cumsum/cumprod do not need (they start from the first element): every
     value combined with it comes back to the bit. A float sum's is -0.0, since 0.0 + -0.0
-    is 0.0. (A complex product's 1 + 0j changes the signs of some zeros: (1 + 0j) *
-    (-0.0 - 0.0j) is 0.0 - 0.0j; no complex value keeps them all.)"""
+    is 0.0 (not `identity_value`'s 0.0, what numpy's sum of nothing is). (A complex
+    product's 1 + 0j changes the signs of some zeros: (1 + 0j) * (-0.0 - 0.0j) is
+    0.0 - 0.0j; no complex value keeps them all.)"""
     dtype = np.dtype(dtype)
     if combine is hlo.add:
         return dtype.type(complex(-0.0, -0.0) if dtype.kind == "c" else -0.0 if dtype.kind == "f" else 0)
@@ -442,8 +443,8 @@ def in_order_blocks(blocks, combine, identity):
     each step would cost a microsecond or so (7 ms for those 10^5), so the loop carries
     IN_ORDER_SCAN, and `expand_in_order_scans` turns it into `blocks_written_out` for
     modules compiled otherwise."""
+    (name,) = [name for name, fn in _IN_ORDER_COMBINES.items() if fn is combine]
     p, m, b, q = shape_of(blocks)
-    combines = set()
 
     def cond(values):
         return compare(values[0], dim_value(m), "LT")
@@ -455,16 +456,13 @@ def in_order_blocks(blocks, combine, identity):
         for j in range(b):
             total = combine(total, slice_axis(block, 2, j, j + 1))
             running.append(total)
-        combines.add(total.owner.operation.name)
         update = with_static_dims(hlo.concatenate(running, 2), [None, 1, b, None])
         zero = dim_value(0)
         return [hlo.add(i, dim_value(1)), total, hlo.dynamic_update_slice(rows, update, [zero, i, zero, zero])]
 
     init = [dim_value(0), full(identity, [p, 1, 1, q], value_dtype(blocks)), blocks]
     *_, scanned = while_loop(init, cond, body)
-    (name,) = combines
-    if name in _IN_ORDER_COMBINES:
-        scanned.owner.attributes[IN_ORDER_SCAN] = ir.StringAttr.get(name)
+    scanned.owner.attributes[IN_ORDER_SCAN] = ir.StringAttr.get(name)
     return scanned
 
 
