@@ -4,9 +4,10 @@
 
 Per workload and backend: the seconds to build the function and make its first call, the
 median time of a call with `trust_input` (results read back as numpy arrays; JAX returns
-before its work is done otherwise), and each backend's ratio to STABLEHLO. An input of shape `(None,)` has a size known only at run time, as
-most PyTensor graphs' inputs do; a static shape is lowered with it. Numbers depend on the
-machine; compare ratios within one run only.
+before its work is done otherwise), and each backend's ratio to STABLEHLO. An input of
+shape `(None,)` has a size known only at run time, as most PyTensor graphs' inputs do; a
+static shape is lowered with it. Numbers depend on the machine; compare ratios within one
+run only.
 """
 
 from __future__ import annotations
