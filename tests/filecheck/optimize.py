@@ -47,7 +47,9 @@ print_ir("minimize_lbfgsb", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(
 # L-BFGS-B with bounds: the loop carries the compact matrices (S, Y, S'Y, S'S and formt's
 # factor); the generalized Cauchy point's loop over the breakpoints (its slope and curvature
 # through the middle matrix), the subspace step in an `if` (formk's two Cholesky
-# factorizations), then lnsrlb's dcsrch loop; formt's factorization after it.
+# factorizations), then lnsrlb's dcsrch loop; formt's L D^-1 L' after it, a product of
+# maxcor x maxcor matrices (no maxcor**3 tensor: the module stays elemental), then its
+# factorization.
 # CHECK-LABEL: TEST: minimize_lbfgsb_bounds raw
 # CHECK: stablehlo.while({{.*}}) : {{.*}}tensor<10x3xf64>, tensor<10x3xf64>, tensor<10x10xf64>, tensor<10x10xf64>, tensor<10x10xf64>
 # CHECK: stablehlo.while({{.*}}) : tensor<3xi1>, tensor<i1>, tensor<f64>, tensor<f64>, tensor<3xf64>, tensor<3xf64>, tensor<3xf64>, tensor<f64>, tensor<f64>, tensor<20xf64>, tensor<20xf64>
@@ -56,6 +58,8 @@ print_ir("minimize_lbfgsb", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(
 # CHECK: stablehlo.custom_call @lapack_dpotrf_ffi
 # CHECK: stablehlo.while
 # CHECK: func.call @minimize_objective
+# CHECK-NOT: tensor<10x10x10xf64>
+# CHECK: stablehlo.dot_general {{.*}} contracting_dims = [1] x [1], {{.*}} : (tensor<10x10xf64>, tensor<10x10xf64>) -> tensor<10x10xf64>
 # CHECK: stablehlo.custom_call @lapack_dpotrf_ffi
 print_ir("minimize_lbfgsb_bounds", [x, a], list(minimize(((x - a) ** 2).sum() + pt.exp(x).sum(), x, method="L-BFGS-B",
                                                          optimizer_kwargs={"bounds": [(0.0, 2.0)]})), raw=True)
