@@ -378,8 +378,8 @@ ELEMENTAL_MAX_OPS = 4_000
 
 def suits_elemental_emitter(module: ir.Module) -> bool:
     """Whether every tensor of `module` (results and block arguments, loop states
-    included; static shapes) has at most SMALL_TENSOR_ELEMENTS elements, it has no
-    scatter, and at most ELEMENTAL_MAX_OPS ops."""
+    included, constants aside; static shapes) has at most SMALL_TENSOR_ELEMENTS elements,
+    it has no scatter, and at most ELEMENTAL_MAX_OPS ops."""
     return _fits_elemental_stack(module) and _small_tensors_only(module)
 
 
@@ -416,12 +416,13 @@ def _loops_fit_elemental_stack(module_op: ir.Operation) -> bool:
 
 
 def _small_tensors_only(module: ir.Module) -> bool:
-    """No tensor over SMALL_TENSOR_ELEMENTS elements (or of a dynamic shape), no scatter."""
+    """No tensor over SMALL_TENSOR_ELEMENTS elements (or of a dynamic shape), no scatter.
+    A constant does not count (a table of coefficients: what reads it counts)."""
     suits = True
 
     def visit(op):
         nonlocal suits
-        types = [r.type for r in op.results]
+        types = [] if op.name == "stablehlo.constant" else [r.type for r in op.results]
         for region in op.regions:
             for block in region.blocks:
                 types += [a.type for a in block.arguments]

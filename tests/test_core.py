@@ -720,8 +720,8 @@ def test_executable_cache_is_bounded():
 def test_modules_of_small_tensors_compile_with_the_faster_code_generator(monkeypatch):
     """XLA:CPU's elemental emitter compiles about 0.6x as long as its fusion emitters and
     runs as fast where every tensor has at most SMALL_TENSOR_ELEMENTS elements (a
-    reduction's input and a loop's state count, not just results) and there is no
-    scatter, whose fusion-emitted code ran up to 4x faster."""
+    reduction's input and a loop's state count, not just results; a constant does not)
+    and there is no scatter, whose fusion-emitted code ran up to 4x faster."""
     import lowering.compile as comp
 
     seen = []
@@ -744,6 +744,12 @@ def test_modules_of_small_tensors_compile_with_the_faster_code_generator(monkeyp
     for n, small in ((4, True), (limit, False)):
         assert_same(cumulative(np.arange(float(n))), np.cumsum(np.arange(float(n))))
         assert seen.pop() is small, n
+    # A constant does not count: a table of coefficients (the incomplete gamma function's
+    # 25 x 25), only what reads it.
+    table = np.arange(400.0).reshape(20, 20) / 400
+    product = pytensor.function([x], pt.constant(table) @ x, mode=mode)
+    assert_same(product(np.linspace(-1, 1, 20)), table @ np.linspace(-1, 1, 20), rtol=1e-14)
+    assert seen.pop() is True
     assert comp.elemental_overrides("cuda") == ()
     # An XLA that no longer knows the option (jaxlib 0.11) compiles as it would anyway.
     monkeypatch.setitem(comp._ELEMENTAL_OVERRIDES, "cpu", (("xla_cpu_no_such_option", "1"),))
