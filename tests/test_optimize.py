@@ -870,7 +870,8 @@ def test_root_takes_hybrjs_steps(problem, optimizer_kwargs):
 
 def test_root_of_random_systems_of_every_size():
     """A x-dependent system (tanh and cubes mixed by random matrices) of 1 to 11 variables,
-    one function called with each: converged or stopped, the iterates agree."""
+    one function called with each: converged or stopped, the iterates agree. The raw
+    graph at one size (each size is a compile of its own)."""
     x, m1, m2, c = pt.vector("x"), pt.matrix("m1"), pt.matrix("m2"), pt.vector("c")
     solution, success = root(m1 @ pt.tanh(x) + m2 @ x**3 / 10 + x - c, x)
     value_sets = []
@@ -879,7 +880,8 @@ def test_root_of_random_systems_of_every_size():
         n = [1, 2, 3, 5, 7, 8, 10, 11][seed]
         value_sets.append([rng.normal(size=n) * 2, rng.normal(size=(n, n)), rng.normal(size=(n, n)) * (seed % 3),
                            rng.normal(size=n) * 3])
-    compare_each_with_py([x, m1, m2, c], [solution, success], value_sets, **CLOSE)
+    compare_each_with_py([x, m1, m2, c], [solution, success], value_sets, modes=(MODE,), **CLOSE)
+    compare_with_py([x, m1, m2, c], [solution, success], value_sets[-1], modes=(RAW_MODE,), **CLOSE)
 
 
 def test_root_of_a_scalar_float32_and_empty_x():
@@ -1015,7 +1017,7 @@ def test_root_lm_of_random_systems_of_every_size():
     """Systems of 1 to 9 variables in as many or more equations that a point solves (where
     none does, lmder stops at a relative reduction of ftol and roundings decide where; where
     the Jacobian is singular they decide the iterates, README), one function called with
-    each: the iterates agree."""
+    each: the iterates agree. The raw graph at one size."""
     x, m1, m2, c, e = pt.vector("x"), pt.matrix("m1"), pt.matrix("m2"), pt.vector("c"), pt.matrix("e")
     solution, success = root(m1 @ pt.tanh(x) + m2 @ x**3 / 10 + e @ x - c, x, method="lm")
     value_sets = []
@@ -1026,7 +1028,8 @@ def test_root_lm_of_random_systems_of_every_size():
         solved = rng.normal(size=n)
         value_sets.append([solved + rng.normal(size=n), a, b, a @ np.tanh(solved) + b @ solved**3 / 10 + eye @ solved,
                            eye])
-    compare_each_with_py([x, m1, m2, c, e], [solution, success], value_sets, **CLOSE)
+    compare_each_with_py([x, m1, m2, c, e], [solution, success], value_sets, modes=(MODE,), **CLOSE)
+    compare_with_py([x, m1, m2, c, e], [solution, success], value_sets[2], modes=(RAW_MODE,), **CLOSE)
 
 
 def test_root_lm_of_a_scalar_float32_and_empty_x():
