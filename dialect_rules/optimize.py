@@ -797,7 +797,8 @@ def _formt(ctx, SY: _S, SS: _S, theta: _S, used: _S) -> tuple[_S, _S]:
     elemental emitter, which compiles it in half the time)."""
     k = shape_of(SY.v)[0]
     rows, cols = (_S(iota([k, k], a, "float64")) for a in (0, 1))
-    strict = _where(cols < rows, SY, 0.0)  # (used rows' slots k < i are used: D^-1 is finite there)
+    strict = _where(cols < rows, SY, 0.0)
+    # masked after dividing: an unused slot's D is 0, and a used slot's row reads used slots
     scaled = _where(cols < rows, SY / _S(broadcast_in_dim(diagonal(SY.v), [k, k], [1])), 0.0)
     ldl = _S(dot_general(strict.v, scaled.v, ([1], [1])))
     upper = _where(rows <= cols, SS, _S(transpose(SS.v, [1, 0])))  # S'S from its upper triangle
