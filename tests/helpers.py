@@ -98,6 +98,23 @@ def compare_each_with_py(inputs, outputs, value_sets, *, rtol=None, atol=None, m
     return all_results
 
 
+
+def record_emitter_choices(monkeypatch) -> list[bool]:
+    """Whether each compile from here on (in order) takes XLA's elemental emitter:
+    `compile_bytecode`'s `elemental`, as `compile_module` chose it."""
+    import lowering.compile as comp
+
+    choices = []
+    real = comp.compile_bytecode
+
+    def recording(*args, elemental=False, **kwargs):
+        choices.append(elemental)
+        return real(*args, elemental=elemental, **kwargs)
+
+    monkeypatch.setattr(comp, "compile_bytecode", recording)
+    return choices
+
+
 # --- random variables ----------------------------------------------------------
 
 N_DRAWS = 100_000

@@ -32,7 +32,7 @@ from lowering import (
 )
 from lowering._jax_internal import make_ir_context
 from lowering.passes import run_pipeline, split_pipeline
-from tests.helpers import MODE, PY_MODE, assert_same, compare_each_with_py, compare_with_py
+from tests.helpers import MODE, PY_MODE, assert_same, compare_each_with_py, compare_with_py, record_emitter_choices
 from tests.values import finite_values
 
 ALL_DTYPES = [
@@ -724,9 +724,7 @@ def test_modules_of_small_tensors_compile_with_the_faster_code_generator(monkeyp
     and there is no scatter, whose fusion-emitted code ran up to 4x faster."""
     import lowering.compile as comp
 
-    seen = []
-    real = comp.compile_bytecode
-    monkeypatch.setattr(comp, "compile_bytecode", lambda *a, elemental=False, **kw: seen.append(elemental) or real(*a, elemental=elemental, **kw))
+    seen = record_emitter_choices(monkeypatch)
     x, i = pt.dvector("x"), pt.lvector("i")
     mode = "STABLEHLO"  # a choice for the CPU
     fn = pytensor.function([x], [pt.exp(x).sum()], mode=mode)

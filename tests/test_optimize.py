@@ -21,7 +21,7 @@ from pytensor.tensor.optimize import minimize, minimize_scalar, root, root_scala
 from scipy.optimize import Bounds
 
 from lowering.errors import UnsupportedParameterError
-from tests.helpers import MODE, RAW_MODE, compare_each_with_py, compare_with_py
+from tests.helpers import MODE, RAW_MODE, compare_each_with_py, compare_with_py, record_emitter_choices
 
 # the iterates are scipy's; XLA's roundings of the objective move them in the last bits
 CLOSE = dict(rtol=1e-8, atol=1e-10)
@@ -297,14 +297,9 @@ def test_lbfgsb_with_bounds_of_a_few_variables_compiles_with_the_elemental_emitt
     """formt's L D^-1 L' is a product of two maxcor x maxcor matrices: summed over a
     maxcor**3 tensor (1,000 elements at the default maxcor) it kept every bounded L-BFGS-B
     from XLA's elemental emitter, which compiles the method in half the time."""
-    import lowering.compile as comp
-
-    seen = []
-    real = comp.compile_bytecode
-    monkeypatch.setattr(comp, "compile_bytecode",
-                        lambda *a, elemental=False, **kw: seen.append(elemental) or real(*a, elemental=elemental, **kw))
+    elemental = record_emitter_choices(monkeypatch)
     _takes_scipys_steps(_rosenbrock, method="L-BFGS-B", optimizer_kwargs={"bounds": [(-2.0, 0.5)] * 4})
-    assert seen == [True]
+    assert elemental == [True]
 
 
 def _bounds_errors_are_scipys(method):
