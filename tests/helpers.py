@@ -98,7 +98,6 @@ def compare_each_with_py(inputs, outputs, value_sets, *, rtol=None, atol=None, m
     return all_results
 
 
-
 def record_emitter_choices(monkeypatch) -> list[bool]:
     """Whether each compile from here on (in order) takes XLA's elemental emitter:
     `compile_bytecode`'s `elemental`, as `compile_module` chose it."""
