@@ -529,7 +529,7 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool
             drawn = _compacting(inner, m, draw, propose, params_m, left, out_m, isinstance(n, int), rows)
             return [scatter_indexed(out_n, [0], taken, drawn, False, _replace)]
 
-        return if_else(any_true(pending_n), [out.type], compact, lambda: [out_n])
+        return _compacted_if_pending(m, pending_n, [out.type], compact, lambda: [out_n])
 
     def by_rows():
         return [_rounds_by_rows(key, n, draw, propose, params, pending, out)]
@@ -644,6 +644,21 @@ def _level(n: Dim) -> tuple[Dim, Dim] | None:
     return m, select(compare(m, dim_value(COMPACT_MIN), "GE"), m, dim_value(0))
 
 
+def _compacted_if_pending(m: Dim, pending: ir.Value, types, compact, keep) -> list[ir.Value]:
+    """After a level's loop over all n elements: `compact()` where any element is still
+    `pending`, else `keep()`. Of a run-time m, inside an `if` on m >= COMPACT_MIN: below
+    it the level's limit was 0, so none is pending, and a module specialized to such a
+    size drops the compaction (`passes.fold_constant_if`), its scatter and its copy of
+    the loop, which XLA would otherwise compile (a scatter also keeps the module from
+    the elemental emitter, `compile.suits_elemental_emitter`)."""
+    def if_pending():
+        return if_else(any_true(pending), types, compact, keep)
+
+    if isinstance(m, int):
+        return if_pending()
+    return if_else(compare(m, dim_value(COMPACT_MIN), "GE"), types, if_pending, keep)
+
+
 def _slots(pending: ir.Value, n: Dim, m: Dim) -> tuple[ir.Value, ir.Value]:
     """Where compaction puts the elements of a flat `pending` mask of n when at most m of
     them hold: (taken, left), `taken` the (m, 1) positions of the pending elements in
@@ -734,7 +749,7 @@ def _evolving(n: Dim, state, params, active, step, holds: ir.Value, compacts: bo
         inner = _evolving(m, state_m, params_m, active, step, left, compacts=isinstance(n, int))
         return [scatter_indexed(x, [0], taken, y, False, _replace) for x, y in zip(state, inner, strict=True)]
 
-    return if_else(any_true(holds), [x.type for x in state], compact, lambda: state)
+    return _compacted_if_pending(m, holds, [x.type for x in state], compact, lambda: state)
 
 
 def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:

@@ -22,7 +22,7 @@ from lowering._jax_internal import enable_x64, make_ir_context
 from lowering.builders import compare, convert, full_like, ir_constant, polynomial_erf_inv, shape_of
 from lowering.regions import while_loop
 from lowering.compile import compile_module
-from lowering.passes import run_pipeline, specialize_pipeline
+from lowering.passes import LEGALIZE_CHLO, run_pipeline, specialize_pipeline
 from lowering.types import tensor_type
 from tests.helpers import PY_MODE, assert_distribution, device_put, draw
 
@@ -288,9 +288,9 @@ def test_gamma_edge_parameters():
 
 def _toy(n, dynamic, build, outputs=1):
     """Run `build(index)` (an i64 iota of n, as a value) in a module of its own; its
-    float64 results as numpy arrays, and the module's text. With `dynamic`, the module
-    takes the indices as a tensor<?xi32> and is specialized to n, as a size known only
-    at run time is."""
+    float64 results as numpy arrays, and the text of the module compiled. With
+    `dynamic`, the module takes the indices as a tensor<?xi32> and is specialized to n,
+    as a size known only at run time is (its `if`s on that size folded)."""
     with make_ir_context(), ir.Location.unknown():
         module = ir.Module.create()
         with ir.InsertionPoint(module.body):
@@ -300,9 +300,10 @@ def _toy(n, dynamic, build, outputs=1):
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
             with ir.InsertionPoint(fn.add_entry_block()):
                 func.return_(build(convert(fn.arguments[0], "int64")))
-        text = str(module)
         if dynamic:
             run_pipeline(module, specialize_pipeline([f"tensor<{n}xi32>"]))
+            run_pipeline(module, LEGALIZE_CHLO)
+        text = str(module)
         exe = compile_module(module, "cpu")
     args = [device_put(np.arange(n, dtype=np.int32))]
     return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()], text
@@ -351,11 +352,12 @@ def test_rejection_gives_each_pending_element_a_draw_from_its_own_parameters(n, 
     """Of a static size below 16 * COMPACT_MIN every round runs over the whole tensor;
     40,000 compact once, 300,000 twice, after whole rounds (an element of p = 0.05 leaves
     more than 1/16 pending after the first). A size known only at run time compacts
-    once, if it is 16 * COMPACT_MIN or more then. A draw scattered back to another
-    element, or made with another element's parameters, falls outside [i, i + 1)."""
+    once, if it is 16 * COMPACT_MIN or more then; specialized to a smaller size, the
+    module keeps no compaction. A draw scattered back to another element, or made with
+    another element's parameters, falls outside [i, i + 1)."""
     x, text = _toy_rejection(n, dynamic)
     levels = text.count("\"stablehlo.scatter\"(") // 2  # a scatter builds the slots, one writes back
-    assert levels == (1 if dynamic else {1000: 0, 40_000: 1, 300_000: 2}[n])
+    assert levels == {0: 0, 1000: 0, 40_000: 1, 300_000: 2}[n]
     _assert_toy_draws(x, n)
 
 
@@ -383,11 +385,11 @@ def test_rejection_by_rows_gives_each_pending_element_a_draw_from_its_own_parame
     """The last level runs row by row: of a static size, 17 elements (a row and one, so
     padded), 1,000, and 40,000 after compacting once to 2,500; a run-time size below
     16 * COMPACT_MIN from the first round, 40,000 after its one level (the module holds
-    both ways, for the sizes it may get). Each row's rounds draw from their own
-    counters: no uniform number comes twice."""
+    both ways, and specialized to a size keeps one). Each row's rounds draw from their
+    own counters: no uniform number comes twice."""
     x, text = _toy_rejection(n, dynamic, rows=True)
     levels = text.count("\"stablehlo.scatter\"(") // 2
-    assert levels == (1 if dynamic else {17: 0, 1000: 0, 40_000: 1}[n])
+    assert levels == {0: 0, 17: 0, 1000: 0, 40_000: 1}[n]
     assert "stablehlo.dynamic_update_slice" in text  # a row written back
     _assert_toy_draws(x, n)
 
@@ -418,7 +420,8 @@ def test_evolve_takes_each_element_to_its_own_stop(n, dynamic, chunks):
     """A toy search: element i counts x up to its target t_i, adding its own parameter
     i to y at each step, so it ends at (t_i, t_i * i). Static sizes compact as
     `rejection` does (none for 1,000, once for 40,000, twice for 300,000), run-time
-    sizes once; a state scattered back to another element, or stepped with another's
+    sizes once from 16 * COMPACT_MIN (specialized to 1,000, the module keeps no
+    compaction); a state scattered back to another element, or stepped with another's
     parameters, ends elsewhere. Lowered for the CPU (`chunks`), past _CHUNKS_FROM the
     search runs chunk by chunk, each chunk compacting once (5 of 60,000, or of 54,016
     with the last one's padding never stepping)."""
@@ -444,7 +447,7 @@ def test_evolve_takes_each_element_to_its_own_stop(n, dynamic, chunks):
 
     (x, y), text = _toy(n, dynamic, build, outputs=2)
     levels = text.count("\"stablehlo.scatter\"(") // 3  # one builds the slots, two write back
-    assert levels == (1 if dynamic or chunks else {1000: 0, 40_000: 1, 300_000: 2}[n])
+    assert levels == (1 if chunks or dynamic and n > 1000 else {0: 0, 1000: 0, 40_000: 1, 300_000: 2}[n])
     if chunks:
         assert f"tensor<5x{ {300_000: 60_000, 270_001: 54_016}[n] }xf64>" in text
     i = np.arange(n)

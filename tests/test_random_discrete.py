@@ -16,7 +16,7 @@ import pytensor.tensor as pt
 import pytest
 import scipy.stats as st
 
-from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, device_put, draw
+from tests.helpers import N_DRAWS, PY_MODE, assert_distribution, device_put, draw, record_emitter_choices
 
 N = N_DRAWS
 INF, NAN = np.inf, np.nan
@@ -457,6 +457,24 @@ def test_scalar_parameters_get_numpys_scalar_wording_and_float_counts_its_type_e
 
 
 # --- sizes known when lowering: rejection loops compact ---------------------------------------
+
+
+def test_a_small_size_read_at_run_time_draws_as_the_same_size_known_statically(monkeypatch):
+    """A posterior predictive's counts are sized by its data at run time. Below 16 *
+    COMPACT_MIN elements no loop compacts, and the module specialized to such a size
+    drops the compaction's branches (`random._compacted_if_pending`): the draws are
+    those of the same size known when lowering, to the bit, and 100 Poisson means (the
+    inversion's loop and PTRS's) compile with XLA's elemental emitter, which a scatter
+    left in the module would rule out."""
+    emitters = record_emitter_choices(monkeypatch)
+    lam = np.where(np.arange(100) % 2 == 0, 3.0, 20.0)
+    draws = []
+    for means in (pt.dvector("means"), pt.tensor("means", shape=(100,), dtype="float64")):
+        rng = pytensor.shared(np.random.default_rng(0))
+        draws.append(pytensor.function([means], pt.random.poisson(means, rng=rng), mode="STABLEHLO")(lam))
+    np.testing.assert_array_equal(*draws)
+    assert emitters == [True, True]
+    assert 2 < draws[0][::2].mean() < 4 and 18 < draws[0][1::2].mean() < 22
 
 
 @pytest.mark.parametrize(
