@@ -23,8 +23,8 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.special import _gamma, log_gamma
 from lowering.builders import (
-    all_of, any_of, compare, convert, divide, dot_general, full_like, ir_constant, is_inf, polynomial,
-    read_entry, reshape, select, shape_of,
+    all_of, any_of, broadcast_in_dim, compare, convert, divide, full_like, ir_constant, is_inf, polynomial,
+    read_entry, reshape, select, shape_of, static_slice,
 )
 from lowering.regions import any_true, converge, if_else, while_loop
 from lowering.registry import register_lowering
@@ -208,12 +208,20 @@ def _temme(a, x, signs, active):
     eta = hlo.sqrt(hlo.multiply(_c(a, -2.0), _log1pmx_small(divide(hlo.subtract(x, a), a))))
     eta = select(compare(ratio, one, "GT"), eta,
                  select(compare(ratio, one, "LT"), hlo.negate(eta), _c(a, 0.0)))
-    # c_k(eta) for every k at once: the table times the powers of eta, stacked first
-    powers, power = [], one
-    for n in range(_TEMME_TERMS):
-        powers.append(reshape(power, [1, *shape_of(a)]))
-        power = hlo.multiply(power, eta)
-    c = dot_general(ir_constant(_temme_coefficients()), hlo.concatenate(powers, 0), ((1,), (0,)))
+    table = ir_constant(_temme_coefficients())
+
+    def c_k(k):
+        """c_k(eta) from row k of the table by Horner's rule, in the loop: all of them
+        at once, the table times a (terms, n) stack of eta's powers, was a tensor of
+        25 n elements from n = 11 on, which kept small modules from XLA's elemental
+        emitter (`compile.suits_elemental_emitter`), and summed terms the loop never
+        reaches."""
+        row = read_entry(table, [k])
+        coefficient = lambda n: broadcast_in_dim(reshape(static_slice(row, [n], [n + 1]), []), shape_of(a), [])  # noqa: E731
+        value = coefficient(_TEMME_TERMS - 1)
+        for n in reversed(range(_TEMME_TERMS - 1)):
+            value = hlo.add(hlo.multiply(value, eta), coefficient(n))
+        return value
 
     eps = _c(a, _EPS)
 
@@ -224,7 +232,7 @@ def _temme(a, x, signs, active):
 
     def body(values):
         k, still, scale, total, previous = values
-        term = hlo.multiply(read_entry(c, [k]), scale)
+        term = hlo.multiply(c_k(k), scale)
         size = hlo.abs(term)
         grew = compare(size, previous, "GT")
         summed = select(grew, total, hlo.add(total, term))

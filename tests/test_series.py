@@ -11,7 +11,7 @@ import pytensor.tensor as pt
 import pytest
 import scipy.special as sp
 
-from tests.helpers import MODE, compare_with_py
+from tests.helpers import MODE, compare_with_py, record_emitter_choices
 
 # a, x pairs: tiny and huge arguments, a ~ x (slowest convergence), the switch line
 # x = a, x = 1, and scipy's edge cases (0, inf, NaN, negatives).
@@ -77,6 +77,17 @@ def test_incomplete_gamma_where_a_is_large_and_near_x():
     a[::40], x[::40] = scale[::40], scale[::40]  # x = a exactly, where eta = 0
     _assert_p_and_q_match_scipy(a, x, rtol=1e-12)
 
+
+def test_temmes_expansion_over_a_few_points_compiles_with_the_elemental_emitter(monkeypatch):
+    """Temme's c_k(eta) are summed in its loop from a row of its 25 x 25 table at a time:
+    the table times a stack of eta's powers was a tensor of 25 n elements, which kept
+    modules of 11 to 256 elements from XLA's faster-compiling elemental emitter."""
+    emitters = record_emitter_choices(monkeypatch)
+    rng = np.random.default_rng(2)
+    a = np.concatenate([rng.uniform(21.0, 199.0, 20), rng.uniform(201.0, 1e5, 20)])  # all in its region
+    x = a + rng.uniform(-1.0, 1.0, a.size) * np.where(a < 200.0, 0.25 * a, 4.0 * np.sqrt(a))
+    _assert_p_and_q_match_scipy(a, x, rtol=1e-12)
+    assert emitters == [True]
 
 def test_incomplete_gamma_at_huge_arguments():
     """Past x = 1e154 Legendre's fraction overflows in x (x + 1 - a): P(0.5, 1e200) was
