@@ -217,7 +217,10 @@ def _temme(a, x, signs, active):
         emitter (`compile.suits_elemental_emitter`), and summed terms the loop never
         reaches."""
         row = read_entry(table, [k])
-        coefficient = lambda n: broadcast_in_dim(reshape(static_slice(row, [n], [n + 1]), []), shape_of(a), [])  # noqa: E731
+
+        def coefficient(n):
+            return broadcast_in_dim(reshape(static_slice(row, [n], [n + 1]), []), shape_of(a), [])
+
         value = coefficient(_TEMME_TERMS - 1)
         for n in reversed(range(_TEMME_TERMS - 1)):
             value = hlo.add(hlo.multiply(value, eta), coefficient(n))

@@ -447,7 +447,7 @@ def test_evolve_takes_each_element_to_its_own_stop(n, dynamic, chunks):
 
     (x, y), text = _toy(n, dynamic, build, outputs=2)
     levels = text.count("\"stablehlo.scatter\"(") // 3  # one builds the slots, two write back
-    assert levels == (1 if chunks or dynamic and n > 1000 else {0: 0, 1000: 0, 40_000: 1, 300_000: 2}[n])
+    assert levels == (1 if chunks else {0: 0, 1000: 0, 40_000: 1, 300_000: 2}[n])
     if chunks:
         assert f"tensor<5x{ {300_000: 60_000, 270_001: 54_016}[n] }xf64>" in text
     i = np.arange(n)
