@@ -23,8 +23,8 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.special import _gamma, log_gamma
 from lowering.builders import (
-    all_of, any_of, broadcast_in_dim, compare, convert, divide, full_like, ir_constant, is_inf, polynomial,
-    read_entry, reshape, select, shape_of, static_slice,
+    all_of, any_of, compare, convert, divide, full_like, ir_constant, is_inf, polynomial, read_entry, reshape,
+    select, splat, static_slice,
 )
 from lowering.regions import any_true, converge, if_else, while_loop
 from lowering.registry import register_lowering
@@ -219,7 +219,7 @@ def _temme(a, x, signs, active):
         row = read_entry(table, [k])
 
         def coefficient(n):
-            return broadcast_in_dim(reshape(static_slice(row, [n], [n + 1]), []), shape_of(a), [])
+            return splat(reshape(static_slice(row, [n], [n + 1]), []), a)
 
         value = coefficient(_TEMME_TERMS - 1)
         for n in reversed(range(_TEMME_TERMS - 1)):
