@@ -19,7 +19,11 @@ joined with `select`:
 
 Where one Cephes branch calls itself several times (1/x's two terms, the recurrence
 on c's two starting values), the calls are stacked along a new leading axis and run
-through one set of loops.
+through one set of loops. Few of an element's stacked calls take the series (often one
+of its 72) or the recurrence in a (of 36), and a few elements take them long (the series
+near x = 1 runs to its 10,000 terms, the recurrence |a - c| or |a| steps): those two loops
+compact the elements still going (`regions.converge_compacting`). The others are over
+2 or 6 calls of each element, and short but for rare arguments.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from lowering.builders import (
     add_all, all_of, any_of, compare, convert, full_like, is_inf, multiply_all, reshape, select, shape_of, slice_axis,
     divide,
 )
-from lowering.regions import converge
+from lowering.regions import converge, converge_compacting
 from lowering.registry import register_lowering
 
 _EPS = 1e-13  # parameters this close to an integer count as integers
@@ -123,9 +127,9 @@ def _gamma_and_reciprocal(gammas, reciprocals):
 
 def _series(a, b, c, x, active):
     """sum_k (a)_k (b)_k / ((c)_k k!) x**k and Cephes' estimate of its relative loss."""
-    one = _c(a, 1.0)
-
-    def step(state):
+    def step(params, state):
+        a, b, c, x = params
+        one = _c(a, 1.0)
         k, u, s, umax, pole = state
         at_pole = _lt(hlo.abs(hlo.add(c, k)), _EPS)
         m = hlo.add(k, one)
@@ -140,8 +144,8 @@ def _series(a, b, c, x, active):
         ended = _or(compare(u, _c(u, 0.0), "EQ"), hlo.not_(hlo.is_finite(u)))
         return [m, u, s, umax, pole], _or(at_pole, _or(done, ended))
 
-    zero = _c(a, 0.0)
-    k, _, s, umax, pole = converge([zero, one, one, zero, zero], active, step, _MAX_STEPS)
+    zero, one = _c(a, 0.0), _c(a, 1.0)
+    k, _, s, umax, pole = converge_compacting([zero, one, one, zero, zero], [a, b, c, x], active, step, _MAX_STEPS)
     loss = _add(divide(hlo.multiply(_c(s, _MACHEP), umax), hlo.abs(s)), hlo.multiply(_c(k, _MACHEP), k))
     # Cephes stops at 10,000 terms and calls the result lost; a term at c + k = 0 is a pole.
     lost = _or(_gt(pole, 0.0), _ge(k, _MAX_STEPS))
@@ -172,7 +176,9 @@ def _hys2f1(a, b, c, x, active, depth=2):
     steps = hlo.abs(da)
     one = _c(a, 1.0)
 
-    def step(state):
+    def step(params, state):
+        b, c, x, direction, steps = params
+        one = _c(b, 1.0)
         n, t, f1, f0 = state
         common = _add(hlo.multiply(_c(t, 2.0), t), hlo.negate(c), hlo.negate(hlo.multiply(t, x)), hlo.multiply(b, x))
         down = hlo.subtract(
@@ -188,7 +194,8 @@ def _hys2f1(a, b, c, x, active, depth=2):
         return [n, hlo.add(t, direction), f0, f2], _ge(n, steps)
 
     init = [one, hlo.add(t, direction), f1, f0]
-    _, _, _, value = converge(init, _and(recur, _gt(steps, 1.0)), step, _MAX_STEPS)
+    _, _, _, value = converge_compacting(init, [b, c, x, direction, steps], _and(recur, _gt(steps, 1.0)), step,
+                                         _MAX_STEPS)
     value = select(recur, value, f1)
     value = select(_and(recur, _gt(steps, float(_MAX_STEPS))), _c(a, np.nan), value)
     return value, select(recur, hlo.add(loss1, loss0), loss1)

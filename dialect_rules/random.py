@@ -65,7 +65,10 @@ from lowering.builders import (
     vector_element,
     write_entry,
 )
-from lowering.regions import any_true, cumulative, fold, if_else, in_loop_once, scatter_indexed, where_some, while_loop
+from lowering.regions import (
+    any_true, compacted_if_pending, compaction_level, compaction_slots, if_else, in_loop_once, keep_update, more_than,
+    scatter_indexed, where_some, while_loop,
+)
 from lowering.registry import register_lowering
 from lowering.runtime import peek_key
 from lowering.types import KEY_DTYPE, KEY_SHAPE, static_shape, tensor_type
@@ -471,7 +474,7 @@ def _rounds(key, dims, draw, propose, params, pending, out, limit: Dim = 0) -> l
         return _round_loop(key, draw(first, dims), advance, propose, params, pending, out, limit)
 
     key, first = split(key, 2)
-    return if_else(_more_than(pending, limit), [pending.type, out.type], loop, lambda: [pending, out])
+    return if_else(more_than(pending, limit), [pending.type, out.type], loop, lambda: [pending, out])
 
 
 def _round_loop(source, numbers, advance, propose, params, pending, out, limit: Dim = 0) -> list[ir.Value]:
@@ -485,19 +488,12 @@ def _round_loop(source, numbers, advance, propose, params, pending, out, limit: 
         source, draw_next = advance(source)
         out = select(hlo.and_(pending, accepted), candidate, out)
         pending = hlo.and_(pending, hlo.not_(accepted))
-        again = _more_than(pending, limit)
+        again = more_than(pending, limit)
         numbers = if_else(again, [x.type for x in numbers], draw_next, lambda: numbers)
         return [source, pending, out, again, *numbers]
 
     state = [source, pending, out, ir_constant(np.True_), *numbers]
     return while_loop(state, lambda values: values[3], body)[1:3]
-
-
-def _more_than(mask: ir.Value, limit: Dim) -> ir.Value:
-    """0-d i1: whether more than `limit` elements of the flat `mask` hold."""
-    if isinstance(limit, int) and limit == 0:
-        return any_true(mask)
-    return compare(fold(convert(mask, "int64"), [0], hlo.add, 0), dim_value(limit), "GT")
 
 
 def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool = True, rows: bool = True) -> ir.Value:
@@ -513,7 +509,7 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool
     Without `compacts`, every round runs over all n. With `rows`, on the CPU, n below
     _ROWS_BELOW runs by rows instead (`_rounds_by_rows`): the last level, or a run-time
     n from the first round."""
-    level = _level(n) if compacts else None
+    level = compaction_level(n, _COMPACT_RATIO, COMPACT_MIN) if compacts else None
 
     def whole():
         return [_rounds(key, [n], draw, propose, params, pending, out)[1]]
@@ -524,12 +520,12 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool
         pending_n, out_n = _rounds(key_n, [n], draw, propose, params, pending, out, limit)
 
         def compact():
-            taken, left = _slots(pending_n, n, m)
+            taken, left = compaction_slots(pending_n, n, m)
             out_m, *params_m = (gather_indexed(x, [0], taken, front=False) for x in (out_n, *params))
             drawn = _compacting(inner, m, draw, propose, params_m, left, out_m, isinstance(n, int), rows)
-            return [scatter_indexed(out_n, [0], taken, drawn, False, _replace)]
+            return [scatter_indexed(out_n, [0], taken, drawn, False, keep_update)]
 
-        return _compacted_if_pending(m, pending_n, [out.type], compact, lambda: [out_n])
+        return compacted_if_pending(m, pending_n, [out.type], compact, lambda: [out_n], COMPACT_MIN)
 
     def by_rows():
         return [_rounds_by_rows(key, n, draw, propose, params, pending, out)]
@@ -633,53 +629,6 @@ def _rounds_by_rows(key, n: Dim, draw: Draw, propose, params, pending, out) -> i
     return _each_row(n, [pending, *params], [out], run)[0]
 
 
-def _level(n: Dim) -> tuple[Dim, Dim] | None:
-    """(m, limit) of a compacting level over n elements: the loop runs over all n while
-    more than `limit` are pending, then over m = n / _COMPACT_RATIO. None where a static
-    m is below COMPACT_MIN; of a run-time n, the limit is 0 (every round over all n)
-    where m is then."""
-    m = dim_quotient(n, _COMPACT_RATIO)
-    if isinstance(m, int):
-        return (m, m) if m >= COMPACT_MIN else None
-    return m, select(compare(m, dim_value(COMPACT_MIN), "GE"), m, dim_value(0))
-
-
-def _compacted_if_pending(m: Dim, pending: ir.Value, types, compact, keep) -> list[ir.Value]:
-    """After a level's loop over all n elements: `compact()` where any element is still
-    `pending`, else `keep()`. Of a run-time m, inside an `if` on m >= COMPACT_MIN: below
-    it the level's limit was 0, so none is pending, and a module specialized to such a
-    size drops the compaction (`passes.fold_constant_if`), its scatter and its copy of
-    the loop, which XLA would otherwise compile (a scatter also keeps the module from
-    the elemental emitter, `compile.suits_elemental_emitter`)."""
-    def if_pending():
-        return if_else(any_true(pending), types, compact, keep)
-
-    if isinstance(m, int):
-        return if_pending()
-    return if_else(compare(m, dim_value(COMPACT_MIN), "GE"), types, if_pending, keep)
-
-
-def _slots(pending: ir.Value, n: Dim, m: Dim) -> tuple[ir.Value, ir.Value]:
-    """Where compaction puts the elements of a flat `pending` mask of n when at most m of
-    them hold: (taken, left), `taken` the (m, 1) positions of the pending elements in
-    order (a gather's or a scatter's indices), `left` the (m,) mask of the slots they
-    fill. The slots past them hold n: a gather clamps it, a scatter drops it."""
-    # (a dim read at run time is below 2**31: `specialize` refuses larger ones)
-    index_dtype = "int64" if isinstance(n, int) and n >= 2**31 else "int32"
-    flags = convert(pending, index_dtype)
-    seen = cumulative(flags, 0, hlo.add, 0)
-    # The i-th pending element goes to slot i; the others to slot m, which is dropped.
-    slot = select(pending, hlo.subtract(seen, full_like(seen, 1)), splat(dim_value(m), seen))
-    slots = iota([m], 0, index_dtype)
-    taken = scatter_indexed(splat(dim_value(n), slots), [0], reshape(slot, [n, 1]), iota([n], 0, index_dtype), False, _replace)
-    left = compare(slots, splat(fold(flags, [0], hlo.add, 0), slots), "LT")
-    return reshape(taken, [m, 1]), left
-
-
-def _replace(_, update):
-    return update
-
-
 # Steps per iteration of `evolve`'s loop (best of 7 medians in one process): 10^5
 # Poisson(3) numbers, a search to about 14, 3.8-4.2 ms a call with one step, 2.8-3.5 with
 # 2, 4 or 8; a Poisson regression's posterior predictive draw 1.80 ms with 2, 1.66 with 4
@@ -735,21 +684,21 @@ def _evolving(n: Dim, state, params, active, step, holds: ir.Value, compacts: bo
                 values = [select(holds, new, old) for new, old in zip(step(params, values), values, strict=True)]
                 holds = hlo.and_(holds, active(params, values))
             return [holds, *values]
-        return while_loop([holds, *state], lambda values: _more_than(values[0], limit), body)
+        return while_loop([holds, *state], lambda values: more_than(values[0], limit), body)
 
-    level = _level(n) if compacts else None
+    level = compaction_level(n, _COMPACT_RATIO, COMPACT_MIN) if compacts else None
     if level is None:
         return steps(0)[1:]
     m, limit = level
     holds, *state = steps(limit)
 
     def compact():
-        taken, left = _slots(holds, n, m)
+        taken, left = compaction_slots(holds, n, m)
         state_m, params_m = ([gather_indexed(x, [0], taken, front=False) for x in xs] for xs in (state, params))
         inner = _evolving(m, state_m, params_m, active, step, left, compacts=isinstance(n, int))
-        return [scatter_indexed(x, [0], taken, y, False, _replace) for x, y in zip(state, inner, strict=True)]
+        return [scatter_indexed(x, [0], taken, y, False, keep_update) for x, y in zip(state, inner, strict=True)]
 
-    return _compacted_if_pending(m, holds, [x.type for x in state], compact, lambda: state)
+    return compacted_if_pending(m, holds, [x.type for x in state], compact, lambda: state, COMPACT_MIN)
 
 
 def marsaglia_tsang(key: ir.Value, alpha: ir.Value) -> ir.Value:

@@ -190,3 +190,35 @@ def device_put(value):
     from lowering.compile import get_backend
 
     return jax.device_put(np.asarray(value), get_backend("cpu").local_devices()[0])
+
+
+def run_toy(n, dynamic, build, outputs=1):
+    """Run `build(index)` (an i64 iota of n, as a value) in a module of its own; its
+    float64 results as numpy arrays, and the text of the module compiled. With
+    `dynamic`, the module takes the indices as a tensor<?xi32> and is specialized to n,
+    as a size known only at run time is (its `if`s on that size folded)."""
+    from jax.extend.mlir import ir
+    from jax.extend.mlir.dialects import func
+
+    from lowering._jax_internal import make_ir_context
+    from lowering.builders import convert
+    from lowering.compile import compile_module
+    from lowering.passes import LEGALIZE_CHLO, run_pipeline, specialize_pipeline
+    from lowering.types import tensor_type
+
+    with make_ir_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            shape = (None if dynamic else n,)
+            types = ir.FunctionType.get([tensor_type(shape, "int32")], [tensor_type(shape, "float64")] * outputs)
+            fn = func.FuncOp("main", types)
+            fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+            with ir.InsertionPoint(fn.add_entry_block()):
+                func.return_(build(convert(fn.arguments[0], "int64")))
+        if dynamic:
+            run_pipeline(module, specialize_pipeline([f"tensor<{n}xi32>"]))
+            run_pipeline(module, LEGALIZE_CHLO)
+        text = str(module)
+        exe = compile_module(module, "cpu")
+    args = [device_put(np.arange(n, dtype=np.int32))]
+    return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()], text

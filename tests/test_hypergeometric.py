@@ -43,8 +43,8 @@ def test_hyp2f1_integer_and_degenerate_cases():
     ab = [-3.0, -2.0, -1.0, 0.0, 0.5, 1.0, 2.0, 2.5, -2.5, 4.0]
     cs = [-3.0, -2.0, -0.5, 0.5, 1.0, 2.0, 3.0, 4.5, 6.0]
     xs = [-5.0, -2.0, -1.5, -1.0, -0.7, -0.3, 0.0, 0.3, 0.8, 1.0, 1.5]
-    # Near 1 the series runs its 10,000 steps, over the whole tensor: a call of its own
-    # with fewer points (one such element makes the loop that long for every element).
+    # Near 1 the series runs to its 10,000 steps (its few going elements compacted,
+    # `regions.converge_compacting`).
     near_one = np.array(list(itertools.product([-2.0, 0.5, 1.0, 2.5], [-1.0, 2.0, 4.0], [-2.0, 0.5, 1.0, 3.0, 4.5],
                                                [0.95, 0.999]))).T
     f = _hyp2f1()

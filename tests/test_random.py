@@ -22,9 +22,8 @@ from lowering._jax_internal import enable_x64, make_ir_context
 from lowering.builders import compare, convert, full_like, ir_constant, polynomial_erf_inv, shape_of
 from lowering.regions import while_loop
 from lowering.compile import compile_module
-from lowering.passes import LEGALIZE_CHLO, run_pipeline, specialize_pipeline
 from lowering.types import tensor_type
-from tests.helpers import PY_MODE, assert_distribution, device_put, draw
+from tests.helpers import PY_MODE, assert_distribution, device_put, draw, run_toy
 
 
 def _threefry(key, x0, x1, in_loop=False):
@@ -286,29 +285,6 @@ def test_gamma_edge_parameters():
 # --- rejection loops --------------------------------------------------------------------
 
 
-def _toy(n, dynamic, build, outputs=1):
-    """Run `build(index)` (an i64 iota of n, as a value) in a module of its own; its
-    float64 results as numpy arrays, and the text of the module compiled. With
-    `dynamic`, the module takes the indices as a tensor<?xi32> and is specialized to n,
-    as a size known only at run time is (its `if`s on that size folded)."""
-    with make_ir_context(), ir.Location.unknown():
-        module = ir.Module.create()
-        with ir.InsertionPoint(module.body):
-            shape = (None if dynamic else n,)
-            types = ir.FunctionType.get([tensor_type(shape, "int32")], [tensor_type(shape, "float64")] * outputs)
-            fn = func.FuncOp("main", types)
-            fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
-            with ir.InsertionPoint(fn.add_entry_block()):
-                func.return_(build(convert(fn.arguments[0], "int64")))
-        if dynamic:
-            run_pipeline(module, specialize_pipeline([f"tensor<{n}xi32>"]))
-            run_pipeline(module, LEGALIZE_CHLO)
-        text = str(module)
-        exe = compile_module(module, "cpu")
-    args = [device_put(np.arange(n, dtype=np.int32))]
-    return [np.asarray(r[0]) for r in exe.execute_sharded(args).disassemble_into_single_device_arrays()], text
-
-
 @contextlib.contextmanager
 def _cpu_loops(on: bool):
     """Lower as the samplers are for the CPU (by rows and chunks) where `on`."""
@@ -343,7 +319,7 @@ def _toy_rejection(n, dynamic=False, key=(7, 11), rows=False):
             random_rules.uniform_draws("float64", 1), propose, [offset, p], pending, full_like(offset, -1.0),
         )]
 
-    (x,), text = _toy(n, dynamic, build)
+    (x,), text = run_toy(n, dynamic, build)
     return x, text
 
 
@@ -445,7 +421,7 @@ def test_evolve_takes_each_element_to_its_own_stop(n, dynamic, chunks):
         zero = full_like(offset, 0.0)
         return random_rules.evolve([zero, zero], [target, offset], active, step)
 
-    (x, y), text = _toy(n, dynamic, build, outputs=2)
+    (x, y), text = run_toy(n, dynamic, build, outputs=2)
     levels = text.count("\"stablehlo.scatter\"(") // 3  # one builds the slots, two write back
     assert levels == (1 if chunks else {0: 0, 1000: 0, 40_000: 1, 300_000: 2}[n])
     if chunks:
@@ -466,7 +442,7 @@ def test_cauchy_quantile_is_within_a_few_ulps():
         u = random_rules.uniform(key, shape_of(index), "float64", open_zero=True)
         return [u, cauchy_of(u), cauchy_of(hlo.subtract(full_like(u, 1.0), u))]
 
-    (u, z, mirrored), _ = _toy(200_000, False, build, outputs=3)
+    (u, z, mirrored), _ = run_toy(200_000, False, build, outputs=3)
     w = 2 * u - 1
     near = np.abs(w) < 0.5
     reference = np.where(near, 1 / np.tan(np.pi * w / 2), np.sign(w) * np.tan(np.pi * (1 - np.abs(w)) / 2))
@@ -506,7 +482,7 @@ def test_box_muller_gives_each_pair_its_radius_and_angle(n, dynamic):
         u = random_rules.uniform(key, shape_of(index), "float64", open_zero=True)
         return [u, random_rules.box_muller(u)]
 
-    (u, z), _ = _toy(n, dynamic, build, outputs=2)
+    (u, z), _ = run_toy(n, dynamic, build, outputs=2)
     h = n // 2
     first, second = z[:h], z[h: 2 * h]
     np.testing.assert_allclose(first**2 + second**2, -2 * np.log(u[:h]), rtol=1e-13)
@@ -537,7 +513,7 @@ def test_uniforms_are_consecutive_ranges_of_counters_in_and_out_of_loops(n, dyna
             *random_rules.uniforms(key, dims, "float64", 2, offset=size),
         ]
 
-    (*results,), _ = _toy(n, dynamic, build, outputs=11)
+    (*results,), _ = run_toy(n, dynamic, build, outputs=11)
     reference, ciphers, in_loop, skipped = results[:3], results[3:6], results[6:9], results[9:]
     assert len({r.tobytes() for r in reference}) == 3
     for got in (ciphers, in_loop, [reference[0], *skipped]):

@@ -462,7 +462,7 @@ def test_scalar_parameters_get_numpys_scalar_wording_and_float_counts_its_type_e
 def test_a_small_size_read_at_run_time_draws_as_the_same_size_known_statically(monkeypatch):
     """A posterior predictive's counts are sized by its data at run time. Below 16 *
     COMPACT_MIN elements no loop compacts, and the module specialized to such a size
-    drops the compaction's branches (`random._compacted_if_pending`): the draws are
+    drops the compaction's branches (`regions.compacted_if_pending`): the draws are
     those of the same size known when lowering, to the bit, and 100 Poisson means (the
     inversion's loop and PTRS's) compile with XLA's elemental emitter, which a scatter
     left in the module would rule out."""

@@ -394,3 +394,53 @@ def test_owens_t_gradient_and_a_skew_normal_logcdf():
     rng = np.random.default_rng(0)
     outputs = [pt.owens_t(h, a), *pytensor.grad(pt.owens_t(h, a).sum(), [h, a])]
     compare_with_py([h, a], outputs, [rng.normal(size=(3, 4)), rng.normal(size=4) * 3])
+
+
+@pytest.mark.parametrize("n, dynamic, compacts", [(4096, False, True), (4096, True, True), (700, True, False),
+                                                  (200, False, False)])
+def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic, compacts):
+    """`regions.converge_compacting` against `converge` in one module: element i counts
+    to its target (3 for most, 1,500 for every 500th, past the 2,000-step limit for every
+    1,000th) adding its own increment; every 7th is inactive. The counts and sums are
+    `converge`'s, the limit included: a compacted level that restarted the step count
+    would take those elements past it. From 4,096 elements (m = 256) the loop compacts
+    once (a scatter back); at 700, known only at run time, the module specialized to it
+    keeps none (m = 43 is below CONVERGE_COMPACT_MIN), nor at 200."""
+    from jax.extend.mlir.dialects import stablehlo as hlo
+
+    from lowering.builders import compare, convert, full_like, select
+    from lowering.regions import converge, converge_compacting
+    from tests.helpers import run_toy
+
+    limit = 2000
+
+    def build(index):
+        i = convert(index, "float64")
+
+        def every(k):
+            return compare(hlo.remainder(index, full_like(index, k)), full_like(index, 0), "EQ")
+
+        target = select(every(1000), full_like(i, 3000.0), select(every(500), full_like(i, 1500.0), full_like(i, 3.0)))
+        increment = hlo.add(i, full_like(i, 0.5))
+        active = hlo.not_(every(7))
+
+        def step(params, state):
+            target, increment = params
+            k, total = state
+            k = hlo.add(k, full_like(k, 1.0))
+            return [k, hlo.add(total, increment)], compare(k, target, "GE")
+
+        init = [full_like(i, 0.0), full_like(i, -1.0)]
+        compacted = converge_compacting(init, [target, increment], active, step, limit)
+        whole = converge(init, active, lambda state: step([target, increment], state), limit)
+        return [*compacted, *whole]
+
+    (k, total, whole_k, whole_total), text = run_toy(n, dynamic, build, outputs=4)
+    index = np.arange(n)
+    expected_k = np.where(index % 1000 == 0, limit, np.where(index % 500 == 0, 1500, 3)).astype(float)
+    expected_k[index % 7 == 0] = 0
+    np.testing.assert_array_equal(k, expected_k)
+    np.testing.assert_array_equal(total, np.where(expected_k > 0, expected_k * (index + 0.5) - 1, -1.0))
+    np.testing.assert_array_equal(k, whole_k)
+    np.testing.assert_array_equal(total, whole_total)
+    assert ("stablehlo.scatter" in text) == compacts
