@@ -41,6 +41,17 @@ def _scan(shape: tuple[int, ...], static: bool, op=pt.cumsum, axis=None, dtype: 
     return build
 
 
+def _hyp2f1(n: int, x_from: float):
+    """hyp2f1 of n points: a, b, c uniform in [-5, 5], x in [x_from, 1) (near 1 the series
+    takes Cephes' 10,000 terms)."""
+    def build():
+        a, b, c, x = (pt.dvector(name) for name in "abcx")
+        rng = np.random.default_rng(0)
+        values = [rng.uniform(-5, 5, n) for _ in range(3)] + [rng.uniform(x_from, 1, n)]
+        return [a, b, c, x], [pt.hyp2f1(a, b, c, x)], values
+    return build
+
+
 WORKLOADS = {
     **{f"cumsum-{label}-{'static' if static else 'run-time'}": _scan((n,), static)
        for n, label in ((1000, "1e3"), (100_000, "1e5"), (1_000_000, "1e6")) for static in (False, True)},
@@ -48,6 +59,8 @@ WORKLOADS = {
     "cumsum-1e5-float32-run-time": _scan((100_000,), False, dtype="float32"),
     "cumprod-1e5-run-time": _scan((100_000,), False, op=pt.cumprod),
     **{f"cumsum-1000x100-axis{axis}-run-time": _scan((1000, 100), False, axis=axis) for axis in (0, 1)},
+    **{f"hyp2f1-{n}": _hyp2f1(n, -3.0) for n in (20, 200, 2000)},
+    "hyp2f1-2000-near-one": _hyp2f1(2000, 0.9),
 }
 
 
