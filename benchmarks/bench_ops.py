@@ -52,6 +52,20 @@ def _hyp2f1(n: int, x_from: float):
     return build
 
 
+def _incomplete(name: str, n: int):
+    """gammainc(a, x) or betainc(a, b, x/200) of n points: a, b uniform in [0.1, 100], x in
+    [0, 200] (the series' and continued fractions' steps vary from point to point)."""
+    def build():
+        rng = np.random.default_rng(0)
+        a, b, x = (rng.uniform(0.1, 100, n), rng.uniform(0.1, 100, n), rng.uniform(0, 200, n))
+        if name == "gammainc":
+            inputs = [pt.dvector("a"), pt.dvector("x")]
+            return inputs, [pt.gammainc(*inputs)], [a, x]
+        inputs = [pt.dvector("a"), pt.dvector("b"), pt.dvector("x")]
+        return inputs, [pt.betainc(*inputs)], [a, b, x / 200]
+    return build
+
+
 WORKLOADS = {
     **{f"cumsum-{label}-{'static' if static else 'run-time'}": _scan((n,), static)
        for n, label in ((1000, "1e3"), (100_000, "1e5"), (1_000_000, "1e6")) for static in (False, True)},
@@ -61,6 +75,8 @@ WORKLOADS = {
     **{f"cumsum-1000x100-axis{axis}-run-time": _scan((1000, 100), False, axis=axis) for axis in (0, 1)},
     **{f"hyp2f1-{n}": _hyp2f1(n, -3.0) for n in (20, 200, 2000)},
     "hyp2f1-2000-near-one": _hyp2f1(2000, 0.9),
+    **{f"{name}-{label}": _incomplete(name, n) for name in ("gammainc", "betainc")
+       for n, label in ((2000, "2e3"), (10_000, "1e4"), (100_000, "1e5"))},
 }
 
 

@@ -26,7 +26,7 @@ from lowering.builders import (
     all_of, any_of, compare, convert, divide, full_like, ir_constant, is_inf, polynomial, read_entry, reshape,
     select, splat, static_slice,
 )
-from lowering.regions import any_true, converge, if_else, while_loop
+from lowering.regions import any_true, converge, converge_compacting, if_else, while_loop
 from lowering.registry import register_lowering
 from lowering.rewrites import GammaIncPair
 
@@ -72,14 +72,16 @@ def _lower_series(a, x, active):
     """P(a, x) = x**a e**-x / Gamma(a+1) * sum_n x**n / ((a+1)...(a+n))."""
     one = _c(a, 1.0)
 
-    def step(state):
+    def step(params, state):
+        (x,) = params
+        one = _c(x, 1.0)
         r, c, total = state
         r = hlo.add(r, one)
         c = hlo.multiply(c, divide(x, r))
         total = hlo.add(total, c)
-        return [r, c, total], compare(divide(c, total), _c(a, _EPS), "LE")
+        return [r, c, total], compare(divide(c, total), _c(x, _EPS), "LE")
 
-    _, _, total = converge([a, one, one], active, step, _MAX_STEPS)
+    _, _, total = converge_compacting([a, one, one], [x], active, step, _MAX_STEPS)
     return divide(hlo.multiply(total, _prefactor(a, x)), a)
 
 
@@ -91,7 +93,9 @@ def _upper_fraction(a, x, active):
     pkm2, qkm2, pkm1, qkm1 = one, x, hlo.add(x, one), hlo.multiply(z, x)
     init = [_c(a, 0.0), y, z, pkm2, qkm2, pkm1, qkm1, divide(pkm1, qkm1)]
 
-    def step(state):
+    def step(params, state):
+        (a,) = params
+        one = _c(a, 1.0)
         c, y, z, pkm2, qkm2, pkm1, qkm1, ans = state
         c, y, z = hlo.add(c, one), hlo.add(y, one), hlo.add(z, _c(a, 2.0))
         yc = hlo.multiply(y, c)
@@ -107,7 +111,7 @@ def _upper_fraction(a, x, active):
         qkm2, qkm1 = hlo.multiply(qkm1, scale), hlo.multiply(qk, scale)
         return [c, y, z, pkm2, qkm2, pkm1, qkm1, ans], compare(t, _c(a, _EPS), "LE")
 
-    ans = converge(init, active, step, _MAX_STEPS)[-1]
+    ans = converge_compacting(init, [a], active, step, _MAX_STEPS)[-1]
     return hlo.multiply(ans, _prefactor(a, x))
 
 
@@ -128,15 +132,16 @@ def _upper_series(a, x, active):
     """Q(a, x) for small x: 1 - x**a/Gamma(a+1) + x**a/Gamma(a) sum_n (-x)**n/(n! (a+n))."""
     one = _c(a, 1.0)
 
-    def step(state):
+    def step(params, state):
+        a, x = params
         n, fac, total = state
-        n = hlo.add(n, one)
+        n = hlo.add(n, _c(a, 1.0))
         fac = hlo.multiply(fac, hlo.negate(divide(x, n)))
         term = divide(fac, hlo.add(a, n))
         total = hlo.add(total, term)
         return [n, fac, total], compare(hlo.abs(term), hlo.multiply(hlo.abs(total), _c(a, _EPS)), "LE")
 
-    _, _, total = converge([_c(a, 0.0), one, _c(a, 0.0)], active, step, _MAX_STEPS)
+    _, _, total = converge_compacting([_c(a, 0.0), one, _c(a, 0.0)], [a, x], active, step, _MAX_STEPS)
     a_log_x = hlo.multiply(a, hlo.log(x))
     head = hlo.negate(hlo.exponential_minus_one(hlo.subtract(a_log_x, _lgamma1p(a))))
     return hlo.subtract(head, hlo.multiply(hlo.exponential(hlo.subtract(a_log_x, log_gamma(a))), total))
@@ -471,14 +476,16 @@ def _beta_series(a, b, x, active, log_scaled_beta):
     first = divide(u, hlo.add(a, one))
     limit = divide(_c(a, _EPS), a)
 
-    def step(state):
+    def step(params, state):
+        a, b, x, limit = params
         n, t, total, _ = state
         t = hlo.multiply(t, divide(hlo.multiply(hlo.subtract(n, b), x), n))
         v = divide(t, hlo.add(a, n))
-        return [hlo.add(n, one), t, hlo.add(total, v), v], compare(hlo.abs(v), limit, "LE")
+        return [hlo.add(n, _c(a, 1.0)), t, hlo.add(total, v), v], compare(hlo.abs(v), limit, "LE")
 
     start_active = hlo.and_(active, compare(hlo.abs(first), limit, "GT"))
-    _, _, total, _ = converge([_c(a, 2.0), u, _c(a, 0.0), first], start_active, step, _MAX_STEPS)
+    init = [_c(a, 2.0), u, _c(a, 0.0), first]
+    _, _, total, _ = converge_compacting(init, [a, b, x, limit], start_active, step, _MAX_STEPS)
     # x**a (1 + a sum) / (a B(a, b)) as (s / a) x**a (1 + a sum) / (s B(a, b)): log B(a, b)
     # ~ -log s would cost eps |log s| of it (1.2e-13 at s = 1e-290).
     log_total = hlo.log_plus_one(hlo.multiply(a, hlo.add(total, first)))
@@ -494,14 +501,15 @@ def _beta_fraction(a, b, x, active, second: bool, max_steps: int):
     if second:
         z = divide(x, hlo.subtract(one, x))
         ks = [a, hlo.subtract(b, one), a, hlo.add(a, one), one, hlo.add(a, b), hlo.add(a, one), hlo.add(a, two)]
-        steps = [one, hlo.negate(one), two, two, one, one, two, two]
+        increments = (1.0, -1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0)
     else:
         z = x
         ks = [a, hlo.add(a, b), a, hlo.add(a, one), one, hlo.subtract(b, one), hlo.add(a, one), hlo.add(a, two)]
-        steps = [one, one, two, two, one, hlo.negate(one), two, two]
-    big, small = _c(a, _BIG), _c(a, 1 / _BIG)
+        increments = (1.0, 1.0, 2.0, 2.0, 1.0, -1.0, 2.0, 2.0)
 
-    def step(state):
+    def step(params, state):
+        (z,) = params
+        one, big, small = _c(z, 1.0), _c(z, _BIG), _c(z, 1 / _BIG)
         k, (pkm2, qkm2, pkm1, qkm1, ans) = state[:8], state[8:]
         xk = hlo.negate(divide(hlo.multiply(hlo.multiply(z, k[0]), k[1]), hlo.multiply(k[2], k[3])))
         pk, qk = hlo.add(pkm1, hlo.multiply(pkm2, xk)), hlo.add(qkm1, hlo.multiply(qkm2, xk))
@@ -509,20 +517,20 @@ def _beta_fraction(a, b, x, active, second: bool, max_steps: int):
         xk = divide(hlo.multiply(hlo.multiply(z, k[4]), k[5]), hlo.multiply(k[6], k[7]))
         pk, qk = hlo.add(pkm1, hlo.multiply(pkm2, xk)), hlo.add(qkm1, hlo.multiply(qkm2, xk))
         pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
-        r = divide(pk, select(compare(qk, _c(a, 0.0), "NE"), qk, one))
-        r = select(compare(qk, _c(a, 0.0), "NE"), r, ans)
-        nonzero = compare(r, _c(a, 0.0), "NE")
+        r = divide(pk, select(compare(qk, _c(z, 0.0), "NE"), qk, one))
+        r = select(compare(qk, _c(z, 0.0), "NE"), r, ans)
+        nonzero = compare(r, _c(z, 0.0), "NE")
         t = select(nonzero, hlo.abs(divide(hlo.subtract(ans, r), select(nonzero, r, one))), one)
         ans = select(nonzero, r, ans)
-        k = [hlo.add(ki, si) for ki, si in zip(k, steps)]
+        k = [hlo.add(ki, _c(ki, si)) for ki, si in zip(k, increments)]
         large = compare(hlo.add(hlo.abs(qk), hlo.abs(pk)), big, "GT")
         tiny = hlo.or_(compare(hlo.abs(qk), small, "LT"), compare(hlo.abs(pk), small, "LT"))
         scale = select(large, small, select(tiny, big, one))
         pkm2, pkm1, qkm2, qkm1 = (hlo.multiply(v, scale) for v in (pkm2, pkm1, qkm2, qkm1))
-        return [*k, pkm2, qkm2, pkm1, qkm1, ans], compare(t, _c(a, _THRESH), "LT")
+        return [*k, pkm2, qkm2, pkm1, qkm1, ans], compare(t, _c(z, _THRESH), "LT")
 
     init = [*ks, _c(a, 0.0), one, one, one, one]
-    return converge(init, active, step, max_steps)[-1]
+    return converge_compacting(init, [z], active, step, max_steps)[-1]
 
 
 def _beta_small_b(a, b, w, active, log_scaled_beta):
@@ -534,15 +542,17 @@ def _beta_small_b(a, b, w, active, log_scaled_beta):
     one = _c(a, 1.0)
     first = hlo.multiply(hlo.subtract(one, a), w)
 
-    def step(state):
+    def step(params, state):
+        a, b, w = params
         n, t, total = state
-        n = hlo.add(n, one)
+        n = hlo.add(n, _c(a, 1.0))
         t = hlo.multiply(t, divide(hlo.multiply(hlo.subtract(n, a), w), n))
         v = divide(t, hlo.add(n, b))
         total = hlo.add(total, v)
         return [n, t, total], compare(hlo.abs(v), hlo.multiply(hlo.abs(total), _c(a, _EPS)), "LE")
 
-    _, _, total = converge([one, first, divide(first, hlo.add(one, b))], active, step, _MAX_STEPS)
+    init = [one, first, divide(first, hlo.add(one, b))]
+    _, _, total = converge_compacting(init, [a, b, w], active, step, _MAX_STEPS)
     log_power = hlo.subtract(hlo.multiply(b, hlo.log(w)), log_scaled_beta)
     # Divided by b, for b near 1e-300 leaves b S (the terms of which) among the subnormals.
     head = divide(hlo.negate(hlo.exponential_minus_one(log_power)), b)

@@ -363,6 +363,7 @@ def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, le
                                    0 if level is None else level[1])
     if level is None:
         return state
+    _reads_no_outer_tensor(i.owner, params)
     m = level[0]
 
     def compact():
@@ -375,11 +376,51 @@ def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, le
     return compacted_if_pending(m, going, [x.type for x in state], compact, lambda: state, CONVERGE_COMPACT_MIN)
 
 
+def _reads_no_outer_tensor(loop: ir.Operation, params: Sequence[ir.Value]) -> None:
+    """Raise where an op inside `loop` reads a tensor of rank 1 or more from outside it
+    that is not one of `params` nor a constant: a compacted copy of the loop would read
+    it whole, not its slots."""
+    loop = loop.operation
+
+    def inside(value) -> bool:
+        op = value.owner.owner if isinstance(value.owner, ir.Block) else value.owner
+        op = op.operation
+        while op is not None:
+            if op == loop:
+                return True
+            op = op.parent
+        return False
+
+    def allowed(value) -> bool:
+        if not ir.RankedTensorType(value.type).rank or any(value == p for p in params) or inside(value):
+            return True
+        return not isinstance(value.owner, ir.Block) and value.owner.operation.name == "stablehlo.constant"
+
+    reads = []
+
+    def visit(op):
+        reads.extend(value for value in op.operands if not allowed(value))
+        return ir.WalkResult.ADVANCE
+
+    for region in loop.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                op.operation.walk(visit)
+    if reads:
+        raise ValueError(f"converge_compacting: a step reads {reads[0].type} from outside its state and params "
+                         "(pass it in params)")
+
+
 def more_than(mask: ir.Value, limit: Dim) -> ir.Value:
-    """0-d i1: whether more than `limit` elements of the flat `mask` hold."""
+    """0-d i1: whether more than `limit` elements of the flat `mask` hold. A limit read at
+    run time that may be 0 (`compaction_level`'s) selects the or-reduce for 0: once a
+    module is specialized to a size where it is 0, XLA keeps only that reduce."""
     if isinstance(limit, int) and limit == 0:
         return any_true(mask)
-    return compare(fold(convert(mask, "int64"), [0], hlo.add, 0), dim_value(limit), "GT")
+    counted = compare(fold(convert(mask, "int64"), [0], hlo.add, 0), dim_value(limit), "GT")
+    if isinstance(limit, int):
+        return counted
+    return select(compare(limit, dim_value(0), "EQ"), any_true(mask), counted)
 
 
 def compaction_level(n: Dim, ratio: int, minimum: int) -> tuple[Dim, Dim] | None:

@@ -444,3 +444,27 @@ def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic,
     np.testing.assert_array_equal(k, whole_k)
     np.testing.assert_array_equal(total, whole_total)
     assert ("stablehlo.scatter" in text) == compacts
+
+
+def test_a_compacting_loop_refuses_a_step_that_reads_a_tensor_it_was_not_given():
+    """A step that reads a tensor from outside its state and params would read it whole in
+    the compacted loop: `converge_compacting` says so when it is lowered (of a size known
+    only at run time, nothing else would notice before specialization)."""
+    from jax.extend.mlir.dialects import stablehlo as hlo
+
+    from lowering.builders import compare, convert, full_like
+    from lowering.regions import converge_compacting
+    from tests.helpers import run_toy
+
+    def build(index):
+        i = convert(index, "float64")
+
+        def step(params, state):
+            (k,) = state
+            k = hlo.add(k, full_like(k, 1.0))
+            return [k], compare(k, i, "GE")  # i, not a param
+
+        return converge_compacting([full_like(i, 0.0)], [], compare(i, full_like(i, 0.0), "GT"), step, 100)
+
+    with pytest.raises(ValueError, match="reads tensor<.*xf64> from outside its state and params"):
+        run_toy(4096, True, build)

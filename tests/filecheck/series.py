@@ -1,7 +1,11 @@
 # RUN: %PYTHON %s | FileCheck %s
-# Series special functions: each series or continued fraction is one stablehlo.while
+# Series special functions: each series or continued fraction is a stablehlo.while
 # over whole tensors, carrying the step count, the mask of elements still summing
 # and the series' state; elements whose terms vanished keep their state (select).
+# Those of gammainc and betainc compact (`regions.converge_compacting`): the loop over
+# all elements stops once at most n / 16 are going, and two more copies of it, each
+# inside `if`s (on its size, which specialization folds, and on whether any element is
+# still going), run over the going elements gathered, from the same step count.
 import pytensor.tensor as pt
 from pytensor.tensor.elemwise import Elemwise
 
@@ -15,14 +19,23 @@ a, x = pt.dvector("a"), pt.dvector("x")
 # most 25 steps, each reading row k of the 25 x 25 table and summing c_k(eta) from it by
 # Horner's rule (no dot of the table with a 25 x n stack of eta's powers).
 # CHECK-LABEL: TEST: gammainc opt
-# CHECK: stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>, tensor<?xf64>, tensor<?xf64>
-# CHECK: stablehlo.reduce
-# CHECK: stablehlo.or
+# CHECK: %[[P:.*]]:5 = stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>, tensor<?xf64>, tensor<?xf64>
+# The count of going elements against the level's limit, or (where the limit is 0) any:
+# CHECK: stablehlo.reduce{{.*}}applies stablehlo.add
+# CHECK: stablehlo.compare GT
+# CHECK: stablehlo.reduce{{.*}}applies stablehlo.or
 # CHECK: } do {
 # CHECK: stablehlo.divide
 # CHECK: stablehlo.select
-# CHECK: stablehlo.while
-# CHECK: stablehlo.while
+# CHECK: "stablehlo.scatter"
+# CHECK: %[[P1:.*]]:5 = stablehlo.while(%iterArg = %[[P]]#0,
+# CHECK: stablehlo.while(%iterArg = %[[P1]]#0,
+# CHECK: %[[Q:.*]]:10 = stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>
+# CHECK: %[[Q1:.*]]:10 = stablehlo.while(%iterArg = %[[Q]]#0,
+# CHECK: stablehlo.while(%iterArg = %[[Q1]]#0,
+# CHECK: %[[S:.*]]:5 = stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>
+# CHECK: %[[S1:.*]]:5 = stablehlo.while(%iterArg = %[[S]]#0,
+# CHECK: stablehlo.while(%iterArg = %[[S1]]#0,
 # CHECK: "stablehlo.if"
 # CHECK-NOT: stablehlo.dot_general
 # CHECK: stablehlo.while
@@ -38,9 +51,9 @@ print_ir("gammainc", [a, x], [pt.gammainc(a, x)])
 # (lowering/rewrites.py): one GammaIncPair, whose three loops and Temme's sum run once
 # for both, with one erfc for each tail.
 # CHECK-LABEL: TEST: gammainc_pair opt
-# CHECK-COUNT-3: stablehlo.while
+# CHECK-COUNT-3: stablehlo.while(%iterArg = %c{{[_0-9]*}}, {{.*}}) : tensor<i64>, tensor<?xi1>
 # CHECK: "stablehlo.if"
-# CHECK: stablehlo.while
+# CHECK: stablehlo.while(%iterArg = %c{{[_0-9]*}}, {{.*}}) : tensor<i64>, tensor<?xi1>
 # CHECK-NOT: stablehlo.while
 # CHECK-COUNT-2: chlo.erfc
 # CHECK-NOT: stablehlo.while
@@ -55,11 +68,12 @@ print_ir("gammainc_pair", [a, x], Elemwise(gammainc_pair)(a, x))
 # CHECK: stablehlo.and
 print_ir("gammainc_grad", [a, x], [pt.grad(pt.gammainc(a, x).sum(), a)], raw=True)
 
-# betainc: Cephes' power series and its two continued fractions, three loops.
+# betainc: Cephes' power series and its two continued fractions, three loops, each
+# compacting.
 b, x = pt.dvector("b"), pt.dvector("x")
 # CHECK-LABEL: TEST: betainc opt
-# CHECK-COUNT-3: stablehlo.while
-# CHECK-NOT: stablehlo.while
+# CHECK-COUNT-3: stablehlo.while(%iterArg = %c{{[_0-9]*}}, {{.*}}) : tensor<i64>, tensor<?xi1>
+# CHECK-NOT: stablehlo.while(%iterArg = %c{{[_0-9]*}}, {{.*}}) : tensor<i64>, tensor<?xi1>
 # CHECK: return
 print_ir("betainc", [a, b, x], [pt.betainc(a, b, x)])
 
