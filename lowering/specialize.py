@@ -84,6 +84,7 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
             if reads_dims:
                 _check_dims_readable(module)
             _check_branches_agree(module)
+            _check_operands_agree(module)
             raise
         if reads_dims:
             _check_dims_readable(module)
@@ -399,6 +400,32 @@ def _check_branches_agree(module: ir.Module) -> None:
                     f'error: "{where}": its branches give output {i} the shapes {shown}; '
                     "the result's shape would depend on the condition's value, and XLA needs one"
                 )
+
+
+# Elementwise ops: where refinement stopped short, one whose operands it made two static
+# shapes shows which node the arguments' shapes do not fit.
+_ELEMENTWISE = tuple(f"stablehlo.{name}" for name in (
+    "add", "subtract", "multiply", "divide", "remainder", "power", "atan2", "maximum", "minimum", "and", "or",
+    "xor", "compare", "select", "clamp", "shift_left", "shift_right_arithmetic", "shift_right_logical", "complex",
+))
+
+
+def _check_operands_agree(module: ir.Module) -> None:
+    """Name the node when refinement failed (refine-shapes may say only that it did not
+    converge, as in a module of many loops) and an elementwise op was left with operands
+    of two static shapes: the arguments' shapes do not fit that node."""
+    for op in ops_named(module.operation, *_ELEMENTWISE):
+        shapes = []
+        for value in op.operands:
+            t = ir.RankedTensorType(value.type)
+            if t.rank and t.has_static_shape and tuple(t.shape) not in shapes:
+                shapes.append(tuple(t.shape))
+        if len(shapes) > 1 and isinstance(op.location, ir.NameLoc):
+            shown = " and ".join(map(str, shapes))
+            raise PassPipelineError(
+                f'error: "{op.location.name_str}": elementwise operands of the shapes {shown}, '
+                "which do not broadcast together"
+            )
 
 
 def _terminator(region):

@@ -103,3 +103,12 @@ def test_hyp2f1_gradients_match_the_python_mode():
     values = [np.array([0.5, 1.5, 2.0, -0.3]), np.array([1.0, 0.7, 3.0, 2.2]),
               np.array([2.5, 3.0, 4.5, 1.7]), np.array([0.3, -0.6, 0.5, 0.1])]
     compare_with_py([a, b, c, x], pytensor.grad(out, [a, b, c, x]), values, rtol=1e-9)
+
+
+def test_hyp2f1_of_lengths_that_do_not_broadcast_names_the_node():
+    """Refinement of hyp2f1's module (many loops) stops without converging on arguments
+    of lengths 3 and 4; the error names the node and the two shapes, before anything
+    runs."""
+    with pytest.raises(ValueError, match=r"shapes \(3,\), \(4,\), \(3,\), \(3,\) do not fit the graph: "
+                       r"\"Hyp2f1\(a, b, c, x\)\": elementwise operands of the shapes \(3,\) and \(4,\)"):
+        _hyp2f1()(np.ones(3), np.ones(4), np.ones(3), np.ones(3))
