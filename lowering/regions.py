@@ -361,9 +361,9 @@ def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, le
     level = compaction_level(n, CONVERGE_COMPACT_RATIO, CONVERGE_COMPACT_MIN) if levels else None
     i, still, *state = _converging(i, still, state, lambda state: step(params, state), max_steps,
                                    0 if level is None else level[1])
+    _reads_no_outer_tensor(i.owner, params)  # (at every size: the same rule meets others)
     if level is None:
         return state
-    _reads_no_outer_tensor(i.owner, params)
     m = level[0]
 
     def compact():
@@ -372,6 +372,7 @@ def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, le
         inner = _compacting_levels(m, i, left, state_m, params_m, step, max_steps, levels - 1)
         return [scatter_indexed(x, [0], taken, y, False, keep_update) for x, y in zip(state, inner, strict=True)]
 
+    # A loop stopped by max_steps may leave more than m going, and nothing to step.
     going = hlo.and_(still, splat(compare(i, ir_constant(np.int64(max_steps)), "LT"), still))
     return compacted_if_pending(m, going, [x.type for x in state], compact, lambda: state, CONVERGE_COMPACT_MIN)
 

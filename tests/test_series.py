@@ -446,10 +446,12 @@ def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic,
     assert ("stablehlo.scatter" in text) == compacts
 
 
-def test_a_compacting_loop_refuses_a_step_that_reads_a_tensor_it_was_not_given():
+@pytest.mark.parametrize("n, dynamic", [(4096, True), (200, False)])
+def test_a_compacting_loop_refuses_a_step_that_reads_a_tensor_it_was_not_given(n, dynamic):
     """A step that reads a tensor from outside its state and params would read it whole in
     the compacted loop: `converge_compacting` says so when it is lowered (of a size known
-    only at run time, nothing else would notice before specialization)."""
+    only at run time, nothing else would notice before specialization), also at a static
+    size too small to compact, where the same rule would pass unnoticed."""
     from jax.extend.mlir.dialects import stablehlo as hlo
 
     from lowering.builders import compare, convert, full_like
@@ -467,4 +469,4 @@ def test_a_compacting_loop_refuses_a_step_that_reads_a_tensor_it_was_not_given()
         return converge_compacting([full_like(i, 0.0)], [], compare(i, full_like(i, 0.0), "GT"), step, 100)
 
     with pytest.raises(ValueError, match="reads tensor<.*xf64> from outside its state and params"):
-        run_toy(4096, True, build)
+        run_toy(n, dynamic, build)
