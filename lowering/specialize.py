@@ -15,7 +15,7 @@ from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import func
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from lowering.builders import dense_attr, static_slice, symbol_name
+from lowering.builders import ELEMENTWISE_OPS, dense_attr, static_slice, symbol_name
 from lowering.errors import PassPipelineError
 from lowering.passes import (
     FOLD_AND_REFINE,
@@ -402,19 +402,11 @@ def _check_branches_agree(module: ir.Module) -> None:
                 )
 
 
-# Elementwise ops: where refinement stopped short, one whose operands it made two static
-# shapes shows which node the arguments' shapes do not fit.
-_ELEMENTWISE = tuple(f"stablehlo.{name}" for name in (
-    "add", "subtract", "multiply", "divide", "remainder", "power", "atan2", "maximum", "minimum", "and", "or",
-    "xor", "compare", "select", "clamp", "shift_left", "shift_right_arithmetic", "shift_right_logical", "complex",
-))
-
-
 def _check_operands_agree(module: ir.Module) -> None:
     """Name the node when refinement failed (refine-shapes may say only that it did not
-    converge, as in a module of many loops) and an elementwise op was left with operands
-    of two static shapes: the arguments' shapes do not fit that node."""
-    for op in ops_named(module.operation, *_ELEMENTWISE):
+    converge, as in a module of many loops) and an elementwise op (`ELEMENTWISE_OPS`) was
+    left with operands of two static shapes: the arguments' shapes do not fit that node."""
+    for op in ops_named(module.operation, *ELEMENTWISE_OPS):
         shapes = []
         for value in op.operands:
             t = ir.RankedTensorType(value.type)
