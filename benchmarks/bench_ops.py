@@ -52,17 +52,31 @@ def _hyp2f1(n: int, x_from: float):
     return build
 
 
-def _incomplete(name: str, n: int):
-    """gammainc(a, x) or betainc(a, b, x/200) of n points: a, b uniform in [0.1, 100], x in
-    [0, 200] (the series' and continued fractions' steps vary from point to point)."""
+def _hyp2f1_grad(n: int):
+    """The gradient of sum(hyp2f1) wrt a, b and c (PyTensor's ScalarLoops, a while loop
+    each) at n points: a, b in [0.1, 3], c in [3.5, 6], x in [-0.9, 0.9]."""
+    def build():
+        a, b, c, x = (pt.dvector(name) for name in "abcx")
+        rng = np.random.default_rng(0)
+        values = [rng.uniform(0.1, 3, n), rng.uniform(0.1, 3, n), rng.uniform(3.5, 6, n), rng.uniform(-0.9, 0.9, n)]
+        return [a, b, c, x], pytensor.grad(pt.hyp2f1(a, b, c, x).sum(), [a, b, c]), values
+    return build
+
+
+def _incomplete(name: str, n: int, grad: bool = False):
+    """gammainc(a, x) or betainc(a, b, x/200) of n points, or (`grad`) the gradient of its
+    sum wrt a (ScalarLoops): a, b uniform in [0.1, 100], x in [0, 200] (the series' and
+    continued fractions' steps vary from point to point)."""
     def build():
         rng = np.random.default_rng(0)
         a, b, x = (rng.uniform(0.1, 100, n), rng.uniform(0.1, 100, n), rng.uniform(0, 200, n))
         if name == "gammainc":
-            inputs = [pt.dvector("a"), pt.dvector("x")]
-            return inputs, [pt.gammainc(*inputs)], [a, x]
-        inputs = [pt.dvector("a"), pt.dvector("b"), pt.dvector("x")]
-        return inputs, [pt.betainc(*inputs)], [a, b, x / 200]
+            inputs, values = [pt.dvector("a"), pt.dvector("x")], [a, x]
+            out = pt.gammainc(*inputs)
+        else:
+            inputs, values = [pt.dvector("a"), pt.dvector("b"), pt.dvector("x")], [a, b, x / 200]
+            out = pt.betainc(*inputs)
+        return inputs, [pytensor.grad(out.sum(), inputs[0]) if grad else out], values
     return build
 
 
@@ -77,6 +91,9 @@ WORKLOADS = {
     "hyp2f1-2000-near-one": _hyp2f1(2000, 0.9),
     **{f"{name}-{label}": _incomplete(name, n) for name in ("gammainc", "betainc")
        for n, label in ((2000, "2e3"), (10_000, "1e4"), (100_000, "1e5"))},
+    "hyp2f1-grad-2000": _hyp2f1_grad(2000),
+    **{f"{name}-grad-{label}": _incomplete(name, n, grad=True) for name in ("gammainc", "betainc")
+       for n, label in ((10_000, "1e4"), (100_000, "1e5"))},
 }
 
 

@@ -24,6 +24,7 @@ loop-carried flags and raised after the loop.
 
 from __future__ import annotations
 
+import numpy as np
 from jax.extend.mlir import ir
 from jax.extend.mlir.dialects import stablehlo as hlo
 from pytensor.scalar import ScalarType
@@ -40,8 +41,10 @@ from lowering.builders import (
     compare,
     convert,
     dim_size,
+    dim_product,
     dim_value,
     full,
+    full_like,
     dynamic_index,
     iota,
     ir_constant,
@@ -60,11 +63,13 @@ from lowering.builders import (
 )
 from lowering.errors import UnsupportedParameterError
 from lowering.graph import lower_function
-from lowering.regions import any_true, while_loop
+from lowering.regions import any_true, compacting_if_large, converge_compacting, while_loop
 from lowering.registry import register_lowering
 from lowering.types import is_rng_type, static_shape
 
 _I64 = "int64"
+# A ScalarLoop's elements stop at their own n_steps: the compacting loop needs no limit.
+_UNBOUNDED = np.iinfo(np.int64).max
 
 
 def _scalar(x: ir.Value) -> ir.Value:
@@ -320,15 +325,18 @@ def _refuse_untensored(node) -> None:
 
 @register_lowering(ScalarLoop)
 def lower_scalar_loop(ctx, node, n_steps, *operands):
-    """ScalarLoop inside an Elemwise (the gradients of gammainc, betainc, ...): one
-    `stablehlo.while` over whole tensors, each element running its own number of steps
-    (its `n_steps`, or until its condition holds); finished elements keep their state.
+    """ScalarLoop inside an Elemwise (the gradients of gammainc, betainc, hyp2f1, ...):
+    each element runs its own number of steps (its `n_steps`, or until its condition
+    holds), and finished elements keep their state. One `stablehlo.while` over whole
+    tensors; from `converge_compacting`'s first level (1,024 elements) the loop compacts
+    its going elements instead, since one element's long tail would step every element
+    (hyp2f1's gradient of 2,000 points: 14.0 ms a call whole, 5.7 compacting). Below
+    that the whole loop, whose step needs no going mask of its own, costs less.
     """
     op = node.op
     n_state = len(op.outputs) - int(op.is_while)
     init, constant = list(operands[:n_state]), list(operands[n_state:])
     steps = convert(n_steps, _I64)
-    like = init[0]
     if not op.is_while:
         if not ctx.can_raise():
             raise UnsupportedParameterError(node, "no `until` condition inside a region", "its n_steps check cannot raise here")
@@ -336,11 +344,29 @@ def lower_scalar_loop(ctx, node, n_steps, *operands):
             any_true(compare(steps, splat(dim_value(0), steps), "LT")), ValueError,
             "ScalarLoop does not have a termination condition.",
         )
-    dims = shape_of(like)
-    env = {c: full(c.data, dims, c.type.dtype) for c in inner_constants(op.fgraph)}
-    done = full(False, dims, "bool")
-    init_values = [dim_value(0), *init, done]
 
+    def step(state, constant):
+        """The inner graph once: the next state, cast to the state's types, and the
+        `until` flag (None without one)."""
+        env = {c: full(c.data, shape_of(state[0]), c.type.dtype) for c in inner_constants(op.fgraph)}
+        results = ctx.lower_graph(op.fgraph.inputs, op.fgraph.outputs, [*state, *constant], env)
+        new = [cast_shape(convert(r, value_dtype(old)), old.type)
+               for r, old in zip(results[:len(state)], state, strict=True)]
+        return new, cast_shape(convert(results[-1], "bool"), _flags_like(state[0])) if op.is_while else None
+
+    return tuple(compacting_if_large(
+        dim_product(shape_of(steps)), [x.type for x in init] + [_flags_like(steps)] * op.is_while,
+        lambda: _scalar_loop_compacting(op, init, constant, steps, step),
+        lambda: _scalar_loop_whole(op, init, constant, steps, step),
+    ))
+
+
+def _flags_like(x: ir.Value) -> ir.Type:
+    return ir.RankedTensorType.get(x.type.shape, ir.IntegerType.get_signless(1))
+
+
+def _scalar_loop_whole(op, init, constant, steps, step) -> list[ir.Value]:
+    """The ScalarLoop as one loop over every element: [*state, until] after it."""
     def active(i, done_now):
         running = compare(splat(i, steps), steps, "LT")
         return hlo.and_(running, hlo.not_(done_now))
@@ -351,14 +377,29 @@ def lower_scalar_loop(ctx, node, n_steps, *operands):
     def body(values):
         i, *state, done_now = values
         running = active(i, done_now)
-        results = ctx.lower_graph(op.fgraph.inputs, op.fgraph.outputs, [*state, *constant], env)
-        state = [
-            select(running, cast_shape(convert(new, value_dtype(old)), old.type), old)
-            for new, old in zip(results[:n_state], state, strict=True)
-        ]
+        new, until = step(state, constant)
+        state = [select(running, n, old) for n, old in zip(new, state, strict=True)]
         if op.is_while:
-            done_now = select(running, cast_shape(convert(results[-1], "bool"), done_now.type), done_now)
+            done_now = select(running, until, done_now)
         return [hlo.add(i, dim_value(1)), *state, done_now]
 
-    _, *state, done_now = while_loop(init_values, cond, body)
-    return tuple(state + [done_now]) if op.is_while else tuple(state)
+    done = full(False, shape_of(steps), "bool")
+    _, *state, done_now = while_loop([dim_value(0), *init, done], cond, body)
+    return state + [done_now] * op.is_while
+
+
+def _scalar_loop_compacting(op, init, constant, steps, step) -> list[ir.Value]:
+    """The ScalarLoop through `converge_compacting`: an element is done after its
+    `n_steps`-th step (the loop's count, which goes on across levels) or its `until`."""
+    until = [full(False, shape_of(steps), "bool")] * op.is_while
+
+    def counted(params, state, i):
+        steps, *constant = params
+        new, until = step(state[:len(init)], constant)
+        done = compare(splat(hlo.add(i, dim_value(1)), steps), steps, "GE")
+        if op.is_while:
+            return [*new, until], hlo.or_(done, until)
+        return new, done
+
+    active = compare(steps, full_like(steps, 0), "GT")
+    return converge_compacting([*init, *until], [steps, *constant], active, counted, _UNBOUNDED, counted=True)

@@ -299,7 +299,7 @@ def converge(
     """Iterate `step(state) -> (next state, done)` elementwise on whole tensors until
     every `active` element is done, or `max_steps`: an element keeps the state of the
     step that finished it (series summed until their terms vanish)."""
-    return _converging(ir_constant(np.int64(0)), active, list(init), step, max_steps, 0)[2:]
+    return _converging(ir_constant(np.int64(0)), active, list(init), lambda state, i: step(state), max_steps, 0)[2:]
 
 
 def _converging(i, still, state, step, max_steps: int, limit: Dim) -> list[ir.Value]:
@@ -312,7 +312,7 @@ def _converging(i, still, state, step, max_steps: int, limit: Dim) -> list[ir.Va
 
     def body(values):
         i, still, *state = values
-        new, done = step(state)
+        new, done = step(state, i)
         state = [select(still, n, s) for n, s in zip(new, state, strict=True)]
         return [hlo.add(i, ir_constant(np.int64(1))), hlo.and_(still, hlo.not_(done)), *state]
 
@@ -334,11 +334,14 @@ def converge_compacting(
     init: Sequence[ir.Value],
     params: Sequence[ir.Value],
     active: ir.Value,
-    step: Callable[[list[ir.Value], list[ir.Value]], tuple[Sequence[ir.Value], ir.Value]],
+    step: Callable[..., tuple[Sequence[ir.Value], ir.Value]],
     max_steps: int,
+    counted: bool = False,
 ) -> list[ir.Value]:
     """`converge` where `step(params, state)` reads nothing shaped like the state but
-    `state` and `params` (the values each element holds fixed, shaped like the state).
+    `state` and `params` (the values each element holds fixed, shaped like the state);
+    `counted`: `step(params, state, i)`, i the 0-d int64 count of steps before it (the
+    same for every element and level; cheaper than a count of each element's own).
 
     A step costs as much for a few going elements as for all of them: where most elements
     of a series need 30 terms and the last one 10,000, every element would step 10,000 times.
@@ -353,13 +356,28 @@ def converge_compacting(
     n = dim_product(dims)
     state, params = ([reshape(x, [n]) for x in xs] for xs in (init, params))
     i = ir_constant(np.int64(0))
-    state = _compacting_levels(n, i, reshape(active, [n]), state, params, step, max_steps, CONVERGE_LEVELS)
+    def stepping(params, state, i):
+        return step(params, state, i) if counted else step(params, state)
+
+    state = _compacting_levels(n, i, reshape(active, [n]), state, params, stepping, max_steps, CONVERGE_LEVELS)
     return [reshape(x, dims) for x in state]
+
+
+def compacting_if_large(n: Dim, types: Sequence[ir.Type], compacting: Callable[[], Sequence[ir.Value]],
+                        whole: Callable[[], Sequence[ir.Value]]) -> list[ir.Value]:
+    """`compacting()` where n elements reach `converge_compacting`'s first level, else
+    `whole()`: for a loop whose plain form costs less a step than `converge`'s (it need
+    not carry a going mask beside its own), so that sizes which cannot compact keep it. Of
+    a run-time n, an `if` that specialization folds."""
+    smallest = CONVERGE_COMPACT_RATIO * CONVERGE_COMPACT_MIN
+    if isinstance(n, int):
+        return list(compacting() if n >= smallest else whole())
+    return if_else(compare(dim_value(n), dim_value(smallest), "GE"), types, compacting, whole)
 
 
 def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, levels: int) -> list[ir.Value]:
     level = compaction_level(n, CONVERGE_COMPACT_RATIO, CONVERGE_COMPACT_MIN) if levels else None
-    i, still, *state = _converging(i, still, state, lambda state: step(params, state), max_steps,
+    i, still, *state = _converging(i, still, state, lambda state, i: step(params, state, i), max_steps,
                                    0 if level is None else level[1])
     _reads_no_outer_tensor(i.owner, params)  # (at every size: the same rule meets others)
     if level is None:

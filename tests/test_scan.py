@@ -433,6 +433,45 @@ def test_scalar_loop_negative_steps_raise_as_perform_does():
         f(np.array([2, -1]), np.ones(2), np.array(0.0))
 
 
+def _long_tail_values(size: int, rng) -> list[np.ndarray]:
+    """(n, x0, c) of `size` elements for `_scalar_loop`: most take 3 steps, every 7th
+    none; every 200th takes 900 from x0 = 1e300 halving (c = 0), its value telling its
+    step count; every 200th more may take 5,000 (its `until` stops it within ~30)."""
+    n = np.full(size, 3)
+    n[::7] = 0
+    x0, c = rng.normal(size=size), rng.normal(size=size)
+    n[5::200], x0[5::200], c[5::200] = 900, 1e300, 0.0
+    n[9::200] = 5000
+    return [n, x0, c]
+
+
+@pytest.mark.parametrize("is_while", [False, True])
+def test_a_scalar_loop_of_many_elements_steps_each_as_perform_does(is_while):
+    """From 1,024 elements a ScalarLoop compacts its going elements
+    (`regions.converge_compacting`); each element's state, its `until` flag and its
+    constants must follow it into the compacted slots and back, and its step count go on.
+    Sizes known only when called: 4,096 (two levels), 1,500 (one) and 700 (the whole loop)."""
+    n, x0, c = pt.lvector("n"), pt.dvector("x0"), pt.dvector("c")
+    outputs = _scalar_loop(is_while)(n, x0, c)
+    rng = np.random.default_rng(7)
+    compare_each_with_py([n, x0, c], outputs, [_long_tail_values(size, rng) for size in (4096, 1500, 700)])
+
+
+def test_a_scalar_loop_compacts_only_from_1024_elements():
+    """The compacted copies of the loop are module code XLA compiles; a loop too small to
+    compact keeps one `stablehlo.while`, whose step has no going mask to carry."""
+    def whiles(size):
+        n, x0, c = (pt.tensor(name, dtype=dtype, shape=(size,)) for name, dtype in zip("nxc", "idd"))
+        out = _scalar_loop(True)(pt.cast(n, "int64"), x0, c)
+        text = lower(FunctionGraph([n, x0, c], out, clone=True)).as_text()
+        loops = [line for line in text.splitlines() if "stablehlo.while" in line and "f64>" in line]
+        return [line.split(":")[-1].strip() for line in loops]  # the types each carries
+
+    assert whiles(1000) == ["tensor<i64>, tensor<1000xf64>, tensor<1000xi1>"]
+    # all 4,096 elements, then 256 (16 slots would be below the next level's minimum)
+    assert whiles(4096) == [f"tensor<i64>, tensor<{m}xi1>, tensor<{m}xf64>, tensor<{m}xi1>" for m in (4096, 256)]
+
+
 def test_a_while_scan_length_inside_another_scan_is_a_clear_error():
     """The trimmed length of a while-Scan nested in another loop is known only inside
     that loop: no probe of @main can measure it, and XLA has no dynamic shapes."""

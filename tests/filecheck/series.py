@@ -60,10 +60,20 @@ print_ir("gammainc", [a, x], [pt.gammainc(a, x)])
 # CHECK: return
 print_ir("gammainc_pair", [a, x], Elemwise(gammainc_pair)(a, x))
 
-# Its gradient wrt a: PyTensor's ScalarLoops, each a while whose elements stop on
-# their own `until` (the carried done mask is updated with a select).
+# Its gradient wrt a: PyTensor's ScalarLoops. Of 1,024 elements or more (an `if` on the
+# size, which specialization folds) each compacts as the series do, an element done at
+# its `until` or once the loop's count reaches its n_steps; below that, one while whose
+# elements stop on their own `until` (the carried done mask is updated with a select)
+# and which carries no going mask beside it.
 # CHECK-LABEL: TEST: gammainc_grad raw
-# CHECK: stablehlo.while
+# CHECK: %[[K:.*]] = stablehlo.constant dense<1024> : tensor<i64>
+# CHECK-NEXT: %[[BIG:.*]] = stablehlo.compare GE, %{{.*}}, %[[K]], SIGNED
+# CHECK-NEXT: "stablehlo.if"(%[[BIG]]) ({
+# CHECK: %[[L:.*]]:7 = stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>, tensor<?xf64>, tensor<?xi32>, tensor<?xf64>, tensor<?xi1>
+# CHECK: "stablehlo.scatter"
+# CHECK: %[[L1:.*]]:7 = stablehlo.while(%iterArg = %[[L]]#0,
+# CHECK: stablehlo.while(%iterArg = %[[L1]]#0,
+# CHECK: stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xf64>, tensor<?xf64>, tensor<?xi32>, tensor<?xf64>, tensor<?xi1>
 # CHECK: stablehlo.not
 # CHECK: stablehlo.and
 print_ir("gammainc_grad", [a, x], [pt.grad(pt.gammainc(a, x).sum(), a)], raw=True)
