@@ -80,6 +80,15 @@ def _incomplete(name: str, n: int, grad: bool = False):
     return build
 
 
+def _bessel(name: str, n: int):
+    """iv, jv or kve of n points: v uniform in [0, 20], x in [0, 100]."""
+    def build():
+        v, x = pt.dvector("v"), pt.dvector("x")
+        rng = np.random.default_rng(0)
+        return [v, x], [getattr(pt, name)(v, x)], [rng.uniform(0, 20, n), rng.uniform(0, 100, n)]
+    return build
+
+
 WORKLOADS = {
     **{f"cumsum-{label}-{'static' if static else 'run-time'}": _scan((n,), static)
        for n, label in ((1000, "1e3"), (100_000, "1e5"), (1_000_000, "1e6")) for static in (False, True)},
@@ -92,6 +101,7 @@ WORKLOADS = {
     **{f"{name}-{label}": _incomplete(name, n) for name in ("gammainc", "betainc")
        for n, label in ((2000, "2e3"), (10_000, "1e4"), (100_000, "1e5"))},
     "hyp2f1-grad-2000": _hyp2f1_grad(2000),
+    **{f"{name}-1e4": _bessel(name, 10_000) for name in ("iv", "jv", "kve")},
     **{f"{name}-grad-{label}": _incomplete(name, n, grad=True) for name in ("gammainc", "betainc")
        for n, label in ((10_000, "1e4"), (100_000, "1e5"))},
 }

@@ -18,6 +18,17 @@ x = pt.vector("x", dtype="float32")
 # CHECK: stablehlo.convert {{.*}} : (tensor<?xf64>) -> tensor<?xf32>
 print_ir("iv", [v, x], pt.iv(v, x), raw=True)
 
+# Steed's fraction (K's, and J's and Y's) takes many steps only for x near 1: it compacts
+# the elements still going (`regions.converge_compacting`), two more copies of its loop
+# of 13 values going on from its step count.
+# CHECK-LABEL: TEST: kve raw
+# CHECK: %[[S:.*]]:13 = stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>
+# CHECK: "stablehlo.scatter"
+# CHECK: %[[S1:.*]]:13 = stablehlo.while(%iterArg = %[[S]]#0,
+# CHECK: stablehlo.while(%iterArg = %[[S1]]#0,
+# CHECK: return
+print_ir("kve", [v, x], pt.kve(v, x), raw=True)
+
 # J: the Hankel sums meet cos(x), sin(x) and the exact sin(pi t) of the phase.
 # CHECK-LABEL: TEST: jv raw
 # CHECK: stablehlo.while
