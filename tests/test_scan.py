@@ -435,13 +435,15 @@ def test_scalar_loop_negative_steps_raise_as_perform_does():
 
 def _long_tail_values(size: int, rng) -> list[np.ndarray]:
     """(n, x0, c) of `size` elements for `_scalar_loop`: most take 3 steps, every 7th
-    none; every 200th takes 900 from x0 = 1e300 halving (c = 0), its value telling its
-    step count; every 200th more may take 5,000 (its `until` stops it within ~30)."""
+    none; every 200th takes 900 and every 1,000th 1,000 from x0 = 1e300 halving (c = 0),
+    their values telling their step counts; every 400th may take 5,000 (its `until` stops
+    it within ~30). At 16,384 elements 57 are going after 900 steps: a second level."""
     n = np.full(size, 3)
     n[::7] = 0
     x0, c = rng.normal(size=size), rng.normal(size=size)
     n[5::200], x0[5::200], c[5::200] = 900, 1e300, 0.0
-    n[9::200] = 5000
+    n[7::1000], x0[7::1000], c[7::1000] = 1000, 1e300, 0.0
+    n[9::400] = 5000
     return [n, x0, c]
 
 
@@ -450,11 +452,12 @@ def test_a_scalar_loop_of_many_elements_steps_each_as_perform_does(is_while):
     """From 1,024 elements a ScalarLoop compacts its going elements
     (`regions.converge_compacting`); each element's state, its `until` flag and its
     constants must follow it into the compacted slots and back, and its step count go on.
-    Sizes known only when called: 4,096 (two levels), 1,500 (one) and 700 (the whole loop)."""
+    Sizes known only when called: 16,384 (compacted to 1,024 slots, then 64), 1,500 (to
+    93) and 700 (the whole loop)."""
     n, x0, c = pt.lvector("n"), pt.dvector("x0"), pt.dvector("c")
     outputs = _scalar_loop(is_while)(n, x0, c)
     rng = np.random.default_rng(7)
-    compare_each_with_py([n, x0, c], outputs, [_long_tail_values(size, rng) for size in (4096, 1500, 700)])
+    compare_each_with_py([n, x0, c], outputs, [_long_tail_values(size, rng) for size in (16_384, 1500, 700)])
 
 
 def test_a_scalar_loop_compacts_only_from_1024_elements():
