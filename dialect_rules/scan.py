@@ -58,6 +58,7 @@ from lowering.builders import (
     slice_axis,
     splat,
     value_dtype,
+    with_dtype,
     with_scratch,
     write_entry,
 )
@@ -352,17 +353,13 @@ def lower_scalar_loop(ctx, node, n_steps, *operands):
         results = ctx.lower_graph(op.fgraph.inputs, op.fgraph.outputs, [*state, *constant], env)
         new = [cast_shape(convert(r, value_dtype(old)), old.type)
                for r, old in zip(results[:len(state)], state, strict=True)]
-        return new, cast_shape(convert(results[-1], "bool"), _flags_like(state[0])) if op.is_while else None
+        return new, cast_shape(convert(results[-1], "bool"), with_dtype(state[0].type, "bool")) if op.is_while else None
 
     return tuple(compacting_if_large(
-        dim_product(shape_of(steps)), [x.type for x in init] + [_flags_like(steps)] * op.is_while,
+        dim_product(shape_of(steps)), [x.type for x in init] + [with_dtype(steps.type, "bool")] * op.is_while,
         lambda: _scalar_loop_compacting(op, init, constant, steps, step),
         lambda: _scalar_loop_whole(op, init, constant, steps, step),
     ))
-
-
-def _flags_like(x: ir.Value) -> ir.Type:
-    return ir.RankedTensorType.get(x.type.shape, ir.IntegerType.get_signless(1))
 
 
 def _scalar_loop_whole(op, init, constant, steps, step) -> list[ir.Value]:

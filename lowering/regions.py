@@ -355,10 +355,11 @@ def converge_compacting(
     dims = shape_of(init[0])
     n = dim_product(dims)
     state, params = ([reshape(x, [n]) for x in xs] for xs in (init, params))
-    i = ir_constant(np.int64(0))
+
     def stepping(params, state, i):
         return step(params, state, i) if counted else step(params, state)
 
+    i = ir_constant(np.int64(0))
     state = _compacting_levels(n, i, reshape(active, [n]), state, params, stepping, max_steps, CONVERGE_LEVELS)
     return [reshape(x, dims) for x in state]
 
