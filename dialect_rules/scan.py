@@ -331,8 +331,9 @@ def lower_scalar_loop(ctx, node, n_steps, *operands):
     holds), and finished elements keep their state. One `stablehlo.while` over whole
     tensors; from `converge_compacting`'s first level (1,024 elements) the loop compacts
     its going elements instead, since one element's long tail would step every element
-    (hyp2f1's gradient of 2,000 points: 14.0 ms a call whole, 5.7 compacting). Below
-    that the whole loop, whose step needs no going mask of its own, costs less.
+    (bench_ops' hyp2f1 gradient of 2,000 points: 18.6-22.0 ms a call whole, 6.0-9.6
+    compacting). Below that the whole loop, whose step needs no going mask of its own,
+    costs less.
     """
     op = node.op
     n_state = len(op.outputs) - int(op.is_while)
