@@ -388,16 +388,18 @@ def _scalar_loop_whole(op, init, constant, steps, step) -> list[ir.Value]:
 
 def _scalar_loop_compacting(op, init, constant, steps, step) -> list[ir.Value]:
     """The ScalarLoop through `converge_compacting`: an element is done after its
-    `n_steps`-th step (the loop's count, which goes on across levels) or its `until`."""
-    until = [full(False, shape_of(steps), "bool")] * op.is_while
+    `n_steps`-th step (the loop's count, which goes on across levels) or its `until`.
+    The step reads each element's n_steps and constants from `params` (a compacted level
+    holds its own slots of them), never the whole `steps` and `constant`."""
+    not_yet = [full(False, shape_of(steps), "bool")] * op.is_while  # the until flag's start
 
     def counted(params, state, i):
-        steps, *constant = params
-        new, until = step(state[:len(init)], constant)
-        done = compare(splat(hlo.add(i, dim_value(1)), steps), steps, "GE")
+        own_steps, *own_constant = params
+        new, until = step(state[:len(init)], own_constant)
+        done = compare(splat(hlo.add(i, dim_value(1)), own_steps), own_steps, "GE")
         if op.is_while:
             return [*new, until], hlo.or_(done, until)
         return new, done
 
     active = compare(steps, full_like(steps, 0), "GT")
-    return converge_compacting([*init, *until], [steps, *constant], active, counted, _UNBOUNDED, counted=True)
+    return converge_compacting([*init, *not_yet], [steps, *constant], active, counted, _UNBOUNDED, counted=True)
