@@ -38,7 +38,6 @@ from lowering.builders import (
     dim_product,
     dim_quotient,
     dim_size,
-    dim_sub,
     dim_value,
     divide,
     dynamic_index,
@@ -49,10 +48,8 @@ from lowering.builders import (
     is_static,
     ir_constant,
     nearest_integer_and_offset,
-    pad_end,
     polynomial_erf_inv,
     polynomial_log,
-    read_entry,
     reshape,
     select,
     shape_of,
@@ -63,11 +60,10 @@ from lowering.builders import (
     static_slice,
     value_dtype,
     vector_element,
-    write_entry,
 )
 from lowering.regions import (
-    any_true, compacted_if_pending, compaction_level, compaction_slots, if_else, in_loop_once, keep_update, more_than,
-    scatter_indexed, where_some, while_loop,
+    any_true, compacted_if_pending, compaction_level, compaction_slots, each_row, if_else, in_loop_body, in_loop_once,
+    keep_update, more_than, row_count, scatter_indexed, where_some, while_loop,
 )
 from lowering.registry import register_lowering
 from lowering.runtime import peek_key
@@ -148,15 +144,7 @@ def threefry2x32(key: ir.Value, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, i
 def _in_loop() -> bool:
     """Whether ops built now land in a while loop's body or condition, at any depth; in
     a sampler lowered chunk by chunk (`_CHUNK_LOOP`), in a loop of the sampler's own."""
-    op = ir.InsertionPoint.current.block.owner.operation
-    top = _CHUNK_LOOP.get()
-    while op is not None and op.name != "func.func":
-        if top is not None and op == top:
-            return False
-        if op.name == "stablehlo.while":
-            return True
-        op = op.parent
-    return False
+    return in_loop_body(_CHUNK_LOOP.get())
 
 
 def split(key: ir.Value, n: int) -> list[ir.Value]:
@@ -455,7 +443,7 @@ def _chunked(key, n: int, size: int, draw, propose, params, pending, out) -> ir.
         (out,) = state
         return [_compacting(key_at(key, i), size, draw, propose, params, pending, out)]
 
-    return _each_row(n, [pending, *params], [out], run, lanes=size)[0]
+    return each_row(n, [pending, *params], [out], run, size)[0]
 
 
 def _rounds(key, dims, draw, propose, params, pending, out, limit: Dim = 0) -> list[ir.Value]:
@@ -561,40 +549,6 @@ _CHUNK_LOOP: ContextVar[ir.Operation | None] = ContextVar("chunk_loop", default=
 _ROWS_BELOW = _COMPACT_RATIO * COMPACT_MIN
 
 
-def _row_count(n: Dim, lanes: int = ROW_LANES) -> Dim:
-    """Rows of `lanes` that hold n elements."""
-    return dim_quotient(dim_add(n, lanes - 1), lanes)
-
-
-def _rows_of(x: ir.Value, rows: Dim, lanes: int = ROW_LANES) -> ir.Value:
-    """A flat tensor padded (with zeros) to rows * lanes elements, as (rows, lanes)."""
-    width = dim_product([rows, lanes])
-    return reshape(pad_end(x, [dim_sub(width, shape_of(x)[0])]), [rows, lanes])
-
-
-def _each_row(
-    n: Dim, rows_in: Sequence[ir.Value], rows_out: Sequence[ir.Value], run, lanes: int = ROW_LANES,
-) -> list[ir.Value]:
-    """Loop over the rows (of `lanes` elements) of flat tensors of n elements:
-    `run(i, inputs, outputs)` maps row i of `rows_in` (read only) and of `rows_out` to
-    the new rows of `rows_out`; the flat results."""
-    rows = _row_count(n, lanes)
-    # A run-time count of rows may be 0, where reading row i would not be valid IR: one
-    # more row, never read (as `with_scratch` does).
-    held = rows if isinstance(rows, int) else dim_add(rows, 1)
-    fixed = [_rows_of(x, held, lanes) for x in rows_in]
-    state = [_rows_of(x, held, lanes) for x in rows_out]
-
-    def body(values):
-        i, *state = values
-        row = run(i, [read_entry(x, [i]) for x in fixed], [read_entry(x, [i]) for x in state])
-        return [hlo.add(i, ir_constant(np.int64(1))), *(write_entry(x, y, [i]) for x, y in zip(state, row, strict=True))]
-
-    last = dim_value(rows)
-    done = while_loop([ir_constant(np.int64(0)), *state], lambda values: compare(values[0], last, "LT"), body)[1:]
-    return [slice_axis(reshape(x, [dim_product([held, lanes])]), 0, 0, n) for x in done]
-
-
 def _rounds_by_rows(key, n: Dim, draw: Draw, propose, params, pending, out) -> ir.Value:
     """`_rounds` over all n elements, row by row (ROW_LANES elements a row): each row
     runs its own rounds until its pending elements have their draws, a row with none
@@ -610,7 +564,7 @@ def _rounds_by_rows(key, n: Dim, draw: Draw, propose, params, pending, out) -> i
     Round r of row i draws from the counters from (r * rows + i) * 2**32 under `key`:
     no cipher spent on splitting keys, and no two rounds share a counter."""
     shift = ir_constant(np.uint64(32))
-    step = hlo.shift_left(convert(dim_value(_row_count(n)), U64), shift)
+    step = hlo.shift_left(convert(dim_value(row_count(n, ROW_LANES)), U64), shift)
 
     def run(i, fixed, state):
         pending, *params = fixed
@@ -626,7 +580,7 @@ def _rounds_by_rows(key, n: Dim, draw: Draw, propose, params, pending, out) -> i
 
         return if_else(any_true(pending), [out.type], loop, lambda: [out])
 
-    return _each_row(n, [pending, *params], [out], run)[0]
+    return each_row(n, [pending, *params], [out], run, ROW_LANES)[0]
 
 
 # Steps per iteration of `evolve`'s loop (best of 7 medians in one process): 10^5
@@ -671,7 +625,7 @@ def evolve(
         real = compare(index, splat(dim_value(n), index), "LT")
         return _evolving(size, state, params, active, step, hlo.and_(active(params, state), real))
 
-    return _each_row(n, list(params), list(state), run, lanes=size)
+    return each_row(n, list(params), list(state), run, size)
 
 
 def _evolving(n: Dim, state, params, active, step, holds: ir.Value, compacts: bool = True) -> list[ir.Value]:

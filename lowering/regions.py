@@ -29,6 +29,8 @@ from lowering.builders import (
     gather_indexed,
     iota,
     ir_constant,
+    pad_end,
+    read_entry,
     reshape,
     result_type,
     select,
@@ -38,6 +40,7 @@ from lowering.builders import (
     transpose,
     value_dtype,
     with_static_dims,
+    write_entry,
 )
 from lowering.types import static_shape, tensor_type
 
@@ -259,6 +262,52 @@ def while_loop(
     with ir.InsertionPoint(block):
         hlo.return_(list(body(list(block.arguments))))
     return list(op.results)
+
+
+def row_count(n: Dim, lanes: int) -> Dim:
+    """Rows of `lanes` that hold n elements."""
+    return dim_quotient(dim_add(n, lanes - 1), lanes)
+
+
+def rows_of(x: ir.Value, rows: Dim, lanes: int) -> ir.Value:
+    """A flat tensor padded (with zeros) to rows * lanes elements, as (rows, lanes)."""
+    width = dim_product([rows, lanes])
+    return reshape(pad_end(x, [dim_sub(width, shape_of(x)[0])]), [rows, lanes])
+
+
+def each_row(n: Dim, rows_in: Sequence[ir.Value], rows_out: Sequence[ir.Value], run, lanes: int) -> list[ir.Value]:
+    """Loop over the rows (of `lanes` elements) of flat tensors of n elements:
+    `run(i, inputs, outputs)` maps row i of `rows_in` (read only) and of `rows_out` to
+    the new rows of `rows_out`; the flat results."""
+    rows = row_count(n, lanes)
+    # A run-time count of rows may be 0, where reading row i would not be valid IR: one
+    # more row, never read (as `with_scratch` does).
+    held = rows if isinstance(rows, int) else dim_add(rows, 1)
+    fixed = [rows_of(x, held, lanes) for x in rows_in]
+    state = [rows_of(x, held, lanes) for x in rows_out]
+
+    def body(values):
+        i, *state = values
+        row = run(i, [read_entry(x, [i]) for x in fixed], [read_entry(x, [i]) for x in state])
+        written = [write_entry(x, y, [i]) for x, y in zip(state, row, strict=True)]
+        return [hlo.add(i, ir_constant(np.int64(1))), *written]
+
+    last = dim_value(rows)
+    done = while_loop([ir_constant(np.int64(0)), *state], lambda values: compare(values[0], last, "LT"), body)[1:]
+    return [slice_axis(reshape(x, [dim_product([held, lanes])]), 0, 0, n) for x in done]
+
+
+def in_loop_body(top: ir.Operation | None = None) -> bool:
+    """Whether ops built now land in a while loop's body or condition, at any depth (up to
+    `top`, a loop not counted, where given)."""
+    op = ir.InsertionPoint.current.block.owner.operation
+    while op is not None and op.name != "func.func":
+        if top is not None and op == top:
+            return False
+        if op.name == "stablehlo.while":
+            return True
+        op = op.parent
+    return False
 
 
 def in_loop_once(compute: Callable[[], Sequence[ir.Value]], like: Sequence[ir.Value]) -> list[ir.Value]:
