@@ -16,6 +16,7 @@ from lowering.context import LoweringContext, LoweringOptions
 from lowering.errors import UnsupportedTypeError
 from lowering.graph import lower_function
 from lowering.passes import DEFAULT_PIPELINE, PipelineReport, _verify, run_pipeline
+from lowering.regions import loops_by_rows
 from lowering.specialize import Signature, is_fully_static, scalar_arguments, specialize
 from lowering.types import KEY_SHAPE, is_rng_type, storage_dtype, to_ir_type
 
@@ -224,7 +225,7 @@ def lower(
                 raise UnsupportedTypeError(f"input {i} ({var.name or var}): {exc}") from None
         module = ir.Module.create()
         ctx = LoweringContext(context, module, options)
-        with dim_trace_memo():
+        with dim_trace_memo(), loops_by_rows(options.platform == "cpu"):
             lower_function(ctx, fgraph.inputs, fgraph.outputs, "main", public=True)
         _verify(module, "after lowering")
         raw_module = module.operation.clone() if pipeline else module.operation

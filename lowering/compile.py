@@ -23,7 +23,7 @@ from jax.extend.mlir import ir
 from lowering._jax_internal import DeviceList, enable_x64, load_lapack, make_ir_context
 from lowering._jax_internal import xla_client as _xc
 from lowering.errors import ForkedProcessError
-from lowering.regions import expand_in_order_scans
+from lowering.regions import written_for_the_executor
 
 
 def module_bytecode(module: ir.Module) -> bytes:
@@ -337,13 +337,13 @@ def compile_module(
     """Compile (or fetch) the executable for a static-shaped module, with XLA:CPU's
     elemental emitter where that compiles faster and runs as fast (`suits_elemental_emitter`),
     and its small-loop threshold where the module's loops allow (`takes_small_loops`; where
-    they do not, `cumsum`'s loops over blocks are written out: `expand_in_order_scans`).
+    they do not, what assumed them is rewritten: `regions.written_for_the_executor`).
     `lock` guards the module's context while the module is read, not while XLA compiles.
     `large`: for the CPU client of a function with large data (`cpu_threads`)."""
     with lock or contextlib.nullcontext():
         small_loops = takes_small_loops(module.operation, platform, fp_contraction)
         if not small_loops:  # (each step of such a loop would go through XLA's executor)
-            expand_in_order_scans(module.operation)
+            written_for_the_executor(module.operation)
         order_leading_constants(module)
         bytecode = module_bytecode(module)
         elemental = platform == "cpu" and suits_elemental_emitter(module)

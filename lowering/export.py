@@ -20,7 +20,7 @@ from lowering._jax_internal import (
 from lowering.builders import function_type
 from lowering.compile import module_bytecode
 from lowering.passes import PORTABLE_CHLO, run_pipeline
-from lowering.regions import expand_in_order_scans
+from lowering.regions import written_for_the_executor
 from lowering.specialize import is_fully_static, main_function
 from lowering.types import dtype_of
 
@@ -34,8 +34,8 @@ def portable_artifact(module: ir.Module, target_version: str | None = None) -> b
         copy = ir.Module.parse(module_bytecode(module))
         # VHLO has no CHLO ops, nor the `shape` ops CHLO expands into on `?` shapes.
         run_pipeline(copy, PORTABLE_CHLO)
-        # A consumer compiles loops as it will: none runs a loop over each block of rows.
-        expand_in_order_scans(copy.operation)
+        # A consumer compiles loops as it will: none runs a loop over each block or row.
+        written_for_the_executor(copy.operation)
         try:
             return serialize_portable_artifact(copy, target)
         except Exception as exc:  # jaxlib raises a bare error for unknown versions

@@ -3,7 +3,9 @@ types, append a block, enter it, lower the body, `stablehlo.return`."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from contextvars import ContextVar
 from typing import Callable, Sequence
 
 import numpy as np
@@ -377,6 +379,8 @@ def _converging(i, still, state, step, max_steps: int, limit: Dim) -> list[ir.Va
 CONVERGE_COMPACT_RATIO = 16
 CONVERGE_COMPACT_MIN = 64
 CONVERGE_LEVELS = 2
+# The size from which a loop has a level to compact to.
+CONVERGE_COMPACT_FROM = CONVERGE_COMPACT_RATIO * CONVERGE_COMPACT_MIN
 
 
 def converge_compacting(
@@ -400,17 +404,126 @@ def converge_compacting(
     are scattered back. Each element steps as in `converge`, the step count carried over
     to `max_steps`. Levels whose m is below CONVERGE_COMPACT_MIN are left out; of a size
     known at run time, the module holds every level inside an `if` on its m, which
-    specialization folds (`compacted_if_pending`): a small module keeps no scatter."""
+    specialization folds (`compacted_if_pending`): a small module keeps no scatter.
+
+    Lowered for the CPU (`loops_by_rows`), outside other loops, the elements first step
+    by rows (`_rows_first`) where more than m of them are active, and only those still
+    going after CONVERGE_ROW_STEPS steps reach the levels. (Inside a loop, another copy of
+    the step would count towards that loop's ops, which decide whether the module gets
+    XLA:CPU's small loops at all: `compile.takes_small_loops`.)"""
     dims = shape_of(init[0])
     n = dim_product(dims)
     state, params = ([reshape(x, [n]) for x in xs] for xs in (init, params))
+    active = reshape(active, [n])
 
     def stepping(params, state, i):
         return step(params, state, i) if counted else step(params, state)
 
     i = ir_constant(np.int64(0))
-    state = _compacting_levels(n, i, reshape(active, [n]), state, params, stepping, max_steps, CONVERGE_LEVELS)
+    if _BY_ROWS.get() and not in_loop_body():
+        i, active, *state = _rows_first(n, active, state, params, stepping, max_steps)
+    state = _compacting_levels(n, i, active, state, params, stepping, max_steps, CONVERGE_LEVELS)
     return [reshape(x, dims) for x in state]
+
+
+# On the CPU, `converge_compacting` steps its elements by rows of CONVERGE_ROW_LANES first,
+# each row until its own elements are done or CONVERGE_ROW_STEPS steps, from
+# CONVERGE_COMPACT_FROM elements. The levels' first loop streams every state tensor through
+# memory at each step until all but 1/16 of the elements are done: the incomplete gamma
+# function's series over 10^5 points (mostly 10-60 terms) stepped all of them some 35
+# times. A row's loop runs in cache (XLA:CPU compiles loops over little data into one
+# function, `compile.takes_small_loops`), and a row waits only for its own slowest
+# element. The cap leaves long tails to the levels: by rows alone, the one element of
+# hyp2f1's 2,000 points near x = 1 that sums 10,000 terms kept its row of 128 stepping,
+# 34 → 74 ms a call. Below CONVERGE_COMPACT_FROM a loop's tensors stay in cache anyway, and
+# rows cost more than they save: the censored Gamma model's 1,000 points took 176 → 215
+# µs a call by rows from 256 elements. (benchmarks/README.md, "Series by rows".)
+CONVERGE_ROW_LANES = 128
+CONVERGE_ROW_STEPS = 64
+_BY_ROWS: ContextVar[bool] = ContextVar("converge_by_rows", default=False)
+
+
+@contextlib.contextmanager
+def loops_by_rows(on: bool):
+    """While lowering inside it, `converge_compacting` steps by rows first if `on` (the
+    CPU; a GPU launches a kernel per step of a row's loop)."""
+    token = _BY_ROWS.set(on)
+    try:
+        yield
+    finally:
+        _BY_ROWS.reset(token)
+
+
+def _rows_first(n: Dim, active, state, params, step, max_steps: int) -> list[ir.Value]:
+    """[i, still, *state] after each row of CONVERGE_ROW_LANES elements has stepped until
+    its active elements are done, at most CONVERGE_ROW_STEPS times: i that cap (the count
+    each element still going has stepped), or 0 with `active` and `state` as they were
+    where no more than n / CONVERGE_COMPACT_RATIO elements are active (the levels compact
+    those at once: hyp2f1 of 20 points, whose stacked calls are few of them active, took
+    248 → 291-310 µs a call by rows) or n is below CONVERGE_COMPACT_FROM."""
+    steps = min(max_steps, CONVERGE_ROW_STEPS)
+
+    def run(_, own, row):
+        going, *row = row
+        i, going, *row = _converging(ir_constant(np.int64(0)), going, row, lambda s, i: step(own, s, i), steps, 0)
+        _reads_no_outer_tensor(i.owner, own)
+        return [going, *row]
+
+    def by_rows():
+        return [ir_constant(np.int64(steps)), *each_row(n, params, [active, *state], run, CONVERGE_ROW_LANES)]
+
+    def as_they_are():
+        return [ir_constant(np.int64(0)), active, *state]
+
+    types = [x.type for x in as_they_are()]
+
+    def where_dense():
+        values = if_else(more_than(active, dim_quotient(n, CONVERGE_COMPACT_RATIO)), types, by_rows, as_they_are)
+        values[0].owner.attributes[ROWS_FIRST] = ir.UnitAttr.get()
+        return values
+
+    return compacting_if_large(n, types, where_dense, as_they_are)
+
+
+# The attribute marking `_rows_first`'s `if`, for `drop_rows_first`.
+ROWS_FIRST = "pytensor.rows_first"
+
+
+def drop_rows_first(module_op: ir.Operation) -> None:
+    """Every `if` of `_rows_first` in the module replaced by its other branch (the state
+    as it was, the count at 0), for a module XLA compiles without its small-loop threshold
+    (whose executor would run each row's loop kernel by kernel: betaincinv of 10^4 points,
+    a Newton loop too long for the threshold around its incomplete betas, took 33 → 65 ms a
+    call by rows), or that another compiler reads."""
+    ifs = []
+
+    def visit(op):
+        if op.name == "stablehlo.if" and ROWS_FIRST in op.attributes:
+            ifs.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    for op in ifs:
+        block = op.regions[1].blocks[0]
+        *computed, returned = list(block.operations)
+        for inner in computed:  # (the count's constant)
+            inner.move_before(op)
+        for result, value in zip(op.results, returned.operands, strict=True):
+            result.replace_all_uses_with(value)
+        # (the pass pipeline moves constants out of regions: those only the rows read go too)
+        hoisted = {value.owner.operation: None for value in _read_from_outside(op) if _is_constant(value)}
+        op.erase()
+        for constant in hoisted:
+            if not list(constant.result.uses):
+                constant.erase()
+
+
+def written_for_the_executor(module_op: ir.Operation) -> None:
+    """The module without what only XLA:CPU's small loops run well (`compile.takes_small_loops`):
+    `cumsum`'s loops over blocks written out (`expand_in_order_scans`), `converge_compacting`'s
+    rows dropped (`drop_rows_first`)."""
+    expand_in_order_scans(module_op)
+    drop_rows_first(module_op)
 
 
 def compacting_if_large(n: Dim, types: Sequence[ir.Type], compacting: Callable[[], Sequence[ir.Value]],
@@ -419,10 +532,9 @@ def compacting_if_large(n: Dim, types: Sequence[ir.Type], compacting: Callable[[
     `whole()`: for a loop whose plain form costs less a step than `converge`'s (it need
     not carry a going mask beside its own), so that sizes which cannot compact keep it. Of
     a run-time n, an `if` that specialization folds."""
-    smallest = CONVERGE_COMPACT_RATIO * CONVERGE_COMPACT_MIN
     if isinstance(n, int):
-        return list(compacting() if n >= smallest else whole())
-    return if_else(compare(dim_value(n), dim_value(smallest), "GE"), types, compacting, whole)
+        return list(compacting() if n >= CONVERGE_COMPACT_FROM else whole())
+    return if_else(compare(dim_value(n), dim_value(CONVERGE_COMPACT_FROM), "GE"), types, compacting, whole)
 
 
 def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, levels: int) -> list[ir.Value]:
@@ -449,35 +561,40 @@ def _reads_no_outer_tensor(loop: ir.Operation, params: Sequence[ir.Value]) -> No
     """Raise where an op inside `loop` reads a tensor of rank 1 or more from outside it
     that is not one of `params` nor a constant: a compacted copy of the loop would read
     it whole, not its slots."""
-    loop = loop.operation
+    for value in _read_from_outside(loop):
+        if ir.RankedTensorType(value.type).rank and not any(value == p for p in params) and not _is_constant(value):
+            raise ValueError(f"converge_compacting: a step reads {value.type} from outside its state and params "
+                             "(pass it in params)")
 
-    def inside(value) -> bool:
-        op = value.owner.owner if isinstance(value.owner, ir.Block) else value.owner
-        op = op.operation
-        while op is not None:
-            if op == loop:
-                return True
-            op = op.parent
-        return False
 
-    def allowed(value) -> bool:
-        if not ir.RankedTensorType(value.type).rank or any(value == p for p in params) or inside(value):
-            return True
-        return not isinstance(value.owner, ir.Block) and value.owner.operation.name == "stablehlo.constant"
+def _read_from_outside(op: ir.Operation) -> list[ir.Value]:
+    """The values that ops inside `op`'s regions read and that are defined outside `op`."""
+    op = op.operation
+
+    def outside(value) -> bool:
+        owner = value.owner.owner if isinstance(value.owner, ir.Block) else value.owner
+        owner = owner.operation
+        while owner is not None:
+            if owner == op:
+                return False
+            owner = owner.parent
+        return True
 
     reads = []
 
-    def visit(op):
-        reads.extend(value for value in op.operands if not allowed(value))
+    def visit(inner):
+        reads.extend(value for value in inner.operands if outside(value))
         return ir.WalkResult.ADVANCE
 
-    for region in loop.regions:
+    for region in op.regions:
         for block in region.blocks:
-            for op in block.operations:
-                op.operation.walk(visit)
-    if reads:
-        raise ValueError(f"converge_compacting: a step reads {reads[0].type} from outside its state and params "
-                         "(pass it in params)")
+            for inner in block.operations:
+                inner.operation.walk(visit)
+    return reads
+
+
+def _is_constant(value: ir.Value) -> bool:
+    return not isinstance(value.owner, ir.Block) and value.owner.operation.name == "stablehlo.constant"
 
 
 def more_than(mask: ir.Value, limit: Dim) -> ir.Value:

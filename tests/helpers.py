@@ -114,6 +114,22 @@ def record_emitter_choices(monkeypatch) -> list[bool]:
     return choices
 
 
+def record_compiled_hlo(monkeypatch) -> list[str]:
+    """The HLO text XLA compiled, for each compile from here on (in order)."""
+    import lowering.compile as comp
+
+    texts = []
+    real = comp.compile_bytecode
+
+    def recording(*args, **kwargs):
+        exe = real(*args, **kwargs)
+        texts.append(exe.hlo_modules()[0].to_string())
+        return exe
+
+    monkeypatch.setattr(comp, "compile_bytecode", recording)
+    return texts
+
+
 # --- random variables ----------------------------------------------------------
 
 N_DRAWS = 100_000

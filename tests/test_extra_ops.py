@@ -7,7 +7,9 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from tests.helpers import MODE, PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py
+from tests.helpers import (
+    MODE, PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py, record_compiled_hlo,
+)
 from tests.values import ALL_DTYPES, edge_values
 
 
@@ -324,15 +326,7 @@ def test_long_cumsums_add_in_numpys_order_in_one_compiled_loop(monkeypatch):
     from lowering.export import export_portable, load_portable_artifact
     from pytensor.graph.fg import FunctionGraph
 
-    hlo_texts = []
-    real = comp.compile_bytecode
-
-    def recording(*args, **kwargs):
-        exe = real(*args, **kwargs)
-        hlo_texts.append(exe.hlo_modules()[0].to_string())
-        return exe
-
-    monkeypatch.setattr(comp, "compile_bytecode", recording)
+    hlo_texts = record_compiled_hlo(monkeypatch)
     rng = np.random.default_rng(3)
     for dtype in ("float64", "float32", "complex128"):
         x = pt.tensor("x", dtype=dtype, shape=(None, None))

@@ -15,7 +15,7 @@ from pytensor.compile.mode import Mode
 from pytensor.graph.fg import FunctionGraph
 from pytensor.scan.utils import until
 
-from lowering import lower
+from lowering import LoweringOptions, lower
 from lowering.linker import StableHLOLinker
 from tests.helpers import PLATFORM, PY_MODE, RAW_MODE, assert_same, compare_each_with_py, compare_with_py
 
@@ -462,17 +462,26 @@ def test_a_scalar_loop_of_many_elements_steps_each_as_perform_does(is_while):
 
 def test_a_scalar_loop_compacts_only_from_1024_elements():
     """The compacted copies of the loop are module code XLA compiles; a loop too small to
-    compact keeps one `stablehlo.while`, whose step has no going mask to carry."""
-    def whiles(size):
+    compact keeps one `stablehlo.while`, whose step has no going mask to carry. Lowered
+    for the CPU, a compacting loop steps by rows of 128 first (a loop over the rows, each
+    row's own loop); for a GPU, where each step of a row's loop would be a kernel launch,
+    it does not."""
+    def whiles(size, platform="cpu"):
         n, x0, c = (pt.tensor(name, dtype=dtype, shape=(size,)) for name, dtype in zip("nxc", "idd"))
         out = _scalar_loop(True)(pt.cast(n, "int64"), x0, c)
-        text = lower(FunctionGraph([n, x0, c], out, clone=True)).as_text()
+        options = LoweringOptions(platform=platform)
+        text = lower(FunctionGraph([n, x0, c], out, clone=True), options=options).as_text()
         loops = [line for line in text.splitlines() if "stablehlo.while" in line and "f64>" in line]
         return [line.split(":")[-1].strip() for line in loops]  # the types each carries
 
+    def carried(dims):
+        return f"tensor<i64>, tensor<{dims}xi1>, tensor<{dims}xf64>, tensor<{dims}xi1>"
+
     assert whiles(1000) == ["tensor<i64>, tensor<1000xf64>, tensor<1000xi1>"]
     # all 4,096 elements, then 256 (16 slots would be below the next level's minimum)
-    assert whiles(4096) == [f"tensor<i64>, tensor<{m}xi1>, tensor<{m}xf64>, tensor<{m}xi1>" for m in (4096, 256)]
+    levels = [carried(m) for m in (4096, 256)]
+    assert whiles(4096) == [carried("32x128"), carried("128"), *levels]
+    assert whiles(4096, "cuda") == levels
 
 
 def test_a_while_scan_length_inside_another_scan_is_a_clear_error():

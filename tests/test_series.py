@@ -11,7 +11,7 @@ import pytensor.tensor as pt
 import pytest
 import scipy.special as sp
 
-from tests.helpers import MODE, compare_with_py, record_emitter_choices
+from tests.helpers import MODE, compare_with_py, record_compiled_hlo, record_emitter_choices
 
 # a, x pairs: tiny and huge arguments, a ~ x (slowest convergence), the switch line
 # x = a, x = 1, and scipy's edge cases (0, inf, NaN, negatives).
@@ -396,20 +396,23 @@ def test_owens_t_gradient_and_a_skew_normal_logcdf():
     compare_with_py([h, a], outputs, [rng.normal(size=(3, 4)), rng.normal(size=4) * 3])
 
 
-@pytest.mark.parametrize("n, dynamic, compacts", [(4096, False, True), (4096, True, True), (700, True, False),
-                                                  (200, False, False)])
-def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic, compacts):
+@pytest.mark.parametrize("by_rows", [True, False])
+@pytest.mark.parametrize("n, dynamic, compacts", [(4096, False, True), (4096, True, True), (1500, True, True),
+                                                  (700, True, False), (200, False, False)])
+def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic, compacts, by_rows):
     """`regions.converge_compacting` against `converge` in one module: element i counts
     to its target (3 for most, 1,500 for every 500th, past the 2,000-step limit for every
     1,000th) adding its own increment; every 7th is inactive. The counts and sums are
     `converge`'s, the limit included: a compacted level that restarted the step count
     would take those elements past it. From 4,096 elements (m = 256) the loop compacts
     once (a scatter back); at 700, known only at run time, the module specialized to it
-    keeps none (m = 43 is below CONVERGE_COMPACT_MIN), nor at 200."""
+    keeps none (m = 43 is below CONVERGE_COMPACT_MIN), nor at 200. `by_rows` (the CPU's
+    lowering): from 1,024 elements, rows of 128 step first, at most 64 times (the last
+    row of 1,500 part padding), and the long counts go on from there."""
     from jax.extend.mlir.dialects import stablehlo as hlo
 
     from lowering.builders import compare, convert, full_like, select
-    from lowering.regions import converge, converge_compacting
+    from lowering.regions import converge, converge_compacting, loops_by_rows
     from tests.helpers import run_toy
 
     limit = 2000
@@ -435,7 +438,8 @@ def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic,
         whole = converge(init, active, lambda state: step([target, increment], state), limit)
         return [*compacted, *whole]
 
-    (k, total, whole_k, whole_total), text = run_toy(n, dynamic, build, outputs=4)
+    with loops_by_rows(by_rows):
+        (k, total, whole_k, whole_total), text = run_toy(n, dynamic, build, outputs=4)
     index = np.arange(n)
     expected_k = np.where(index % 1000 == 0, limit, np.where(index % 500 == 0, 1500, 3)).astype(float)
     expected_k[index % 7 == 0] = 0
@@ -444,6 +448,51 @@ def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic,
     np.testing.assert_array_equal(k, whole_k)
     np.testing.assert_array_equal(total, whole_total)
     assert ("stablehlo.scatter" in text) == compacts
+    assert ("x128xi1>" in text) == (by_rows and n >= 1024)
+
+
+def test_series_step_by_rows_only_where_xla_runs_them_in_one_function(monkeypatch):
+    """On the CPU, gammainc's loops over 4,096 points step by rows of 128 first
+    (`regions._rows_first`), each row's loop inside the function XLA:CPU compiles for a
+    small loop. A module compiled without that threshold (STABLEHLO_NO_FMA, or one with a
+    loop too long for the elemental emitter) or exported drops the rows
+    (`regions.drop_rows_first`), with scipy's values as before. Inside another loop
+    (gammaincinv's Newton loop, which evaluates P) no rows are built at all."""
+    import lowering.compile as comp
+    from lowering import lower
+    from lowering.export import export_portable, load_portable_artifact
+    from pytensor.graph.fg import FunctionGraph
+
+    hlo_texts = record_compiled_hlo(monkeypatch)
+    rng = np.random.default_rng(11)
+    a, x = pt.dvector("a"), pt.dvector("x")
+    values = [rng.uniform(0.1, 100, 4096), rng.uniform(0, 200, 4096)]
+
+    def run(mode):
+        hlo_texts.clear()
+        got = pytensor.function([a, x], pt.gammainc(a, x), mode=mode)(*values)
+        (text,) = hlo_texts
+        return got, ",128]" in text
+
+    expected = sp.gammainc(*values)
+    got, rows = run("STABLEHLO")
+    assert rows
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    got, rows = run("STABLEHLO_NO_FMA")
+    assert not rows
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    with monkeypatch.context() as patch:
+        patch.setattr(comp, "ELEMENTAL_MAX_OPS", 10)  # every loop is past it
+        got, rows = run("STABLEHLO")
+    assert not rows
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    n_a, n_x = (pt.tensor(name, dtype="float64", shape=(4096,)) for name in "ax")
+    lowered = lower(FunctionGraph([n_a, n_x], [pt.gammainc(n_a, n_x)], clone=True))
+    assert "rows_first" in lowered.as_text() and "x128x" in lowered.as_text()
+    exported = str(load_portable_artifact(export_portable(lowered)))
+    assert "rows_first" not in exported and "x128x" not in exported
+    inverse = lower(FunctionGraph([n_a, n_x], [pt.gammaincinv(n_a, n_x)], clone=True)).as_text()
+    assert "rows_first" not in inverse and "x128x" not in inverse
 
 
 @pytest.mark.parametrize("n, dynamic", [(4096, True), (200, False)])

@@ -20,9 +20,11 @@ print_ir("iv", [v, x], pt.iv(v, x), raw=True)
 
 # Steed's fraction (K's, and J's and Y's) takes many steps only for x near 1: it compacts
 # the elements still going (`regions.converge_compacting`), two more copies of its loop
-# of 13 values going on from its step count.
+# of 13 values going on from its step count, after rows of 128 have stepped (an `if`).
 # CHECK-LABEL: TEST: kve raw
-# CHECK: %[[S:.*]]:13 = stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>
+# CHECK: %[[R:.*]]:13 = "stablehlo.if"
+# CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x128xi1>, tensor<?x128xf64>
+# CHECK: %[[S:.*]]:13 = stablehlo.while(%iterArg = %[[R]]#0, {{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>
 # CHECK: "stablehlo.scatter"
 # CHECK: %[[S1:.*]]:13 = stablehlo.while(%iterArg = %[[S]]#0,
 # CHECK: stablehlo.while(%iterArg = %[[S1]]#0,
