@@ -83,8 +83,11 @@ def specialize(module_bytes: bytes, context: ir.Context, signature: Signature) -
         except PassPipelineError:
             if reads_dims:
                 _check_dims_readable(module)
-            _check_branches_agree(module)
+            # (operands first: arguments that do not broadcast together also leave the
+            # `if`s after them, such as `converge_compacting`'s rows, with branches of
+            # two shapes, and the elementwise op is where the user's graph meets them)
             _check_operands_agree(module)
+            _check_branches_agree(module)
             raise
         if reads_dims:
             _check_dims_readable(module)

@@ -495,6 +495,16 @@ def test_series_step_by_rows_only_where_xla_runs_them_in_one_function(monkeypatc
     assert "rows_first" not in inverse and "x128x" not in inverse
 
 
+def test_incomplete_gamma_of_arguments_that_do_not_broadcast_names_the_node():
+    """At 4,096 elements (by rows first, an `if` whose branches then disagree too) the
+    error is the elementwise one: the node, and the two shapes that do not broadcast."""
+    a, x = pt.dvector("a"), pt.dvector("x")
+    f = pytensor.function([a, x], pt.gammainc(a, x), mode="STABLEHLO")
+    with pytest.raises(ValueError, match=r"arguments of shapes \(4096,\), \(4095,\) do not fit the graph: "
+                       r"\"Gammainc\(a, x\)\": elementwise operands of the shapes \(4095,\) and \(4096,\)"):
+        f(np.ones(4096), np.ones(4095))
+
+
 @pytest.mark.parametrize("n, dynamic", [(4096, True), (200, False)])
 def test_a_compacting_loop_refuses_a_step_that_reads_a_tensor_it_was_not_given(n, dynamic):
     """A step that reads a tensor from outside its state and params would read it whole in
