@@ -26,7 +26,7 @@ from lowering.builders import (
     all_of, any_of, compare, convert, divide, full_like, ir_constant, is_inf, polynomial, read_entry, reshape,
     select, splat, static_slice,
 )
-from lowering.regions import any_true, converge, converge_compacting, if_else, while_loop
+from lowering.regions import any_true, converge, converge_compacting, if_else, where_few, while_loop
 from lowering.registry import register_lowering
 from lowering.rewrites import GammaIncPair
 
@@ -312,14 +312,17 @@ def _incomplete_gammas(a, x, uppers):
     q = select(fraction, q_fraction, q_series)
     values = [_pick(upper, select(d, q, hlo.subtract(one, p)), select(d, hlo.subtract(one, q), p))
               for upper, d in zip(uppers, direct_q)]
-    # Temme's expansion only where some element needs it: its table product alone would
-    # cost every call a third more where a stays small.
-    signs = [_pick(upper, one, _c(a, -1.0)) for upper in uppers]
-    values = if_else(
-        any_true(asymptotic), [v.type for v in values],
-        lambda: [select(asymptotic, t, v) for t, v in zip(_temme(safe_a, safe_x, signs, asymptotic), values)],
-        lambda: values,
-    )
+    # Temme's expansion only where some element needs it, over those alone where they
+    # are few: its table product would cost every call a third more where a stays small.
+    chosen = [upper for upper in uppers if not isinstance(upper, bool)]
+
+    def temme(active, params):
+        a, x, *given = params
+        given = iter(given)
+        signs = [_pick(upper if isinstance(upper, bool) else next(given), _c(a, 1.0), _c(a, -1.0)) for upper in uppers]
+        return _temme(a, x, signs, active)
+
+    values = where_few(asymptotic, [safe_a, safe_x, *chosen], temme, values)
     return [_incomplete_gamma_edges(a, x, upper, value, saturated) for upper, value in zip(uppers, values)]
 
 

@@ -680,6 +680,48 @@ def where_some(mask: ir.Value, value: ir.Value, compute: Callable[[], ir.Value])
     return if_else(any_true(mask), [value.type], lambda: [compute()], lambda: [value])[0]
 
 
+# `where_few` computes over m = n / FEW_RATIO slots when no more than m elements need it.
+FEW_RATIO = 4
+
+
+def where_few(mask: ir.Value, params: Sequence[ir.Value], compute: Callable[..., Sequence[ir.Value]],
+              values: Sequence[ir.Value], compacts: bool = True) -> list[ir.Value]:
+    """`values` with `compute(active, params)`'s outputs at the elements of `mask`, for
+    work that costs each element about the same and that few need. `mask`, `params`
+    and `values` share one shape; `compute` is elementwise, reading nothing shaped like
+    them but `params`, its outputs valid where `active` holds. Not computed where no
+    element holds (as `where_some`); with `compacts`, from CONVERGE_COMPACT_FROM
+    elements, outside loops, where no more than m = n / FEW_RATIO hold, computed over m
+    slots holding those elements (gathered with their params, in order), the outputs
+    scattered back; else over all n, selected by `mask`. Temme's expansion of the
+    incomplete gamma functions (25 terms of 25-term polynomials) over 10^5 random
+    points, 14% of them needing it, took 3.7 of a call's 16 ms over all of them.
+    Compacting puts a second copy of `compute` in the module, for XLA to compile."""
+    dims = shape_of(mask)
+    n = dim_product(dims)
+    types = [v.type for v in values]
+
+    def whole():
+        return [select(mask, c, v) for c, v in zip(compute(mask, params), values, strict=True)]
+
+    def compacted():
+        m = dim_quotient(n, FEW_RATIO)
+        flat_mask = reshape(mask, [n])
+
+        def few():
+            taken, left = compaction_slots(flat_mask, n, m)
+            outputs = compute(left, [gather_indexed(reshape(p, [n]), [0], taken, front=False) for p in params])
+            return [reshape(scatter_indexed(reshape(v, [n]), [0], taken, y, False, keep_update), dims)
+                    for v, y in zip(values, outputs, strict=True)]
+
+        return if_else(more_than(flat_mask, m), types, whole, few)
+
+    def where_any():
+        return whole() if not compacts or in_loop_body() else compacting_if_large(n, types, compacted, whole)
+
+    return if_else(any_true(mask), types, where_any, lambda: values)
+
+
 def scatter_indexed(x, axes, index, updates, front, combine):
     """x with `updates` (shaped like `gather_indexed(x, axes, index, front)`) combined in."""
     batch = list(shape_of(index))[:-1]

@@ -89,6 +89,33 @@ def test_temmes_expansion_over_a_few_points_compiles_with_the_elemental_emitter(
     _assert_p_and_q_match_scipy(a, x, rtol=1e-12)
     assert emitters == [True]
 
+@pytest.mark.parametrize("share", [0.1, 0.6])
+def test_temmes_expansion_over_a_share_of_many_points(share):
+    """From 1,024 points, where no more than a quarter need Temme's expansion, it runs
+    over a quarter of the slots, those points gathered (`regions.where_few`), and its
+    values are scattered back among the others'; above a quarter, over all of them. A
+    slot or an order mixed up would put another point's value there."""
+    rng = np.random.default_rng(5)
+    n = 4096
+    near = rng.uniform(size=n) < share
+    a = np.where(near, rng.uniform(21.0, 1e4, n), rng.uniform(0.1, 15.0, n))
+    x = np.where(near, a + rng.uniform(-4.0, 4.0, n) * np.sqrt(a), rng.uniform(0.0, 30.0, n))
+    _assert_p_and_q_match_scipy(a, x, rtol=1e-12)
+
+
+def test_temmes_expansion_compacts_only_outside_loops():
+    """A quarter of 4,096 slots (`where_few`) in gammainc's module; none inside
+    gammaincinv's Newton loop, where another copy of the expansion would count towards
+    that loop's ops (`compile.takes_small_loops`)."""
+    from lowering import lower
+    from pytensor.graph.fg import FunctionGraph
+
+    a, x = (pt.tensor(name, dtype="float64", shape=(4096,)) for name in "ax")
+    for out, compacts in ((pt.gammainc(a, x), True), (pt.gammaincinv(a, x), False)):
+        text = lower(FunctionGraph([a, x], [out], clone=True)).as_text()
+        assert ("tensor<1024xf64>" in text) == compacts
+
+
 def test_incomplete_gamma_at_huge_arguments():
     """Past x = 1e154 Legendre's fraction overflows in x (x + 1 - a): P(0.5, 1e200) was
     NaN. Far past the mean P is 1; for a past 1e100 Temme's expansion (uniform in x/a)

@@ -8,7 +8,8 @@
 # size (which specialization folds) and one on whether any element is still going,
 # their slots (a prefix sum, a scatter of their positions), a loop over them that
 # resumes at the first loop's step count and compacts once more the same way, and their
-# states scattered back.
+# states scattered back. Methods few elements take (the 1 - x formula's gamma functions, the psi
+# expansion, Gauss's sum at x = 1) run inside an `if` that some element does.
 import pytensor.tensor as pt
 
 from ir_printing import print_ir
@@ -35,7 +36,12 @@ a, b, c, x = (pt.dvector(n) for n in "abcx")
 # CHECK: %[[B:.*]]:6 = stablehlo.while(%{{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>
 # CHECK: %[[B1:.*]]:6 = stablehlo.while(%iterArg = %[[B]]#0,
 # CHECK: stablehlo.while(%iterArg = %[[B1]]#0,
-# The psi expansion's series and its finite sum:
+# The 1 - x formula's gamma functions, then the psi expansion's series and its finite
+# sum, each where some element of hyt2f1's 3 x 2 calls takes it:
+# CHECK: stablehlo.reduce{{.*}}applies stablehlo.or across dimensions = [0, 1, 2] : (tensor<3x2x?xi1>
+# CHECK-NEXT: "stablehlo.if"
+# CHECK: stablehlo.reduce{{.*}}applies stablehlo.or across dimensions = [0, 1, 2] : (tensor<3x2x?xi1>
+# CHECK-NEXT: "stablehlo.if"
 # CHECK-COUNT-2: stablehlo.while(%{{.*}}) : tensor<i64>, tensor<3x2x?xi1>
 # CHECK-NOT: stablehlo.while
 # CHECK: return

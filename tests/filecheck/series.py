@@ -51,6 +51,17 @@ a, x = pt.dvector("a"), pt.dvector("x")
 # CHECK-NOT: stablehlo.while
 # CHECK-NOT: stablehlo.dot_general
 # CHECK: chlo.erfc
+# Where no more than a quarter of the elements need it (`regions.where_few`), the same
+# over a quarter of the slots: the positions of those elements scattered into them, a
+# and x gathered from there (nothing else: the sign is a constant), the loop, and its
+# values scattered back.
+# CHECK: "stablehlo.scatter"
+# CHECK-COUNT-2: "stablehlo.dynamic_gather"
+# CHECK-NOT: "stablehlo.dynamic_gather"
+# CHECK: stablehlo.while
+# CHECK: stablehlo.dynamic_slice %{{.*}}, %iterArg, %{{.*}}, sizes = [1, 25]
+# CHECK: chlo.erfc
+# CHECK: "stablehlo.scatter"
 print_ir("gammainc", [a, x], [pt.gammainc(a, x)])
 
 # gammainc and gammaincc of the same a and x, as STABLEHLO's rewrite pairs them
