@@ -48,6 +48,13 @@ _EPS = 1e-13  # parameters this close to an integer count as integers
 _ETHRESH = 1e-12  # the loss above which another method is tried
 _MACHEP = np.finfo(np.float64).eps / 2
 _MAX_STEPS = 10000
+# The series' few longest elements (near x = 1, up to its 10,000 terms; of 2,000 random
+# points' 4,964 series, half took 35 terms or fewer, the longest 6,274) step in a third
+# level of `converge_compacting`'s as narrow as 16 slots (of 2,000 points, 35 slots after
+# 9,000 and 562): 0.75-0.81x a call there, 0.38-0.48x at 200 points (two A/Bs in one
+# process), for 0.6-0.8 s more compile at 2,000.
+_SERIES_LEVELS = 3
+_SERIES_NARROWEST = 16
 
 
 _c = full_like
@@ -149,7 +156,8 @@ def _series(a, b, c, x, active):
         return [m, u, s, umax, pole], _or(at_pole, _or(done, ended))
 
     zero, one = _c(a, 0.0), _c(a, 1.0)
-    k, _, s, umax, pole = converge_compacting([zero, one, one, zero, zero], [a, b, c, x], active, step, _MAX_STEPS)
+    k, _, s, umax, pole = converge_compacting([zero, one, one, zero, zero], [a, b, c, x], active, step, _MAX_STEPS,
+                                              levels=_SERIES_LEVELS, narrowest=_SERIES_NARROWEST)
     loss = _add(divide(hlo.multiply(_c(s, _MACHEP), umax), hlo.abs(s)), hlo.multiply(_c(k, _MACHEP), k))
     # Cephes stops at 10,000 terms and calls the result lost; a term at c + k = 0 is a pole.
     lost = _or(_gt(pole, 0.0), _ge(k, _MAX_STEPS))

@@ -374,8 +374,11 @@ def _converging(i, still, state, step, max_steps: int, limit: Dim) -> list[ir.Va
 # m = n / CONVERGE_COMPACT_RATIO are going, then over m, while m is CONVERGE_COMPACT_MIN or
 # more, at most CONVERGE_LEVELS times. hyp2f1 of 2,000 random points (its series over 72
 # copies of each, all but a few inactive) took 2.4 s a call, x in (0.9, 1) 3.9 s, when one
-# element's 10,000 terms stepped the whole tensor; compacting, 12-14 and 32 ms (a third
-# level: the same; a ratio of 32 or 64: slower at 20 points, whose m fell below the minimum).
+# element's 10,000 terms stepped the whole tensor; compacting, 12-14 and 32 ms (a ratio of
+# 32 or 64: slower at 20 points, whose m fell below the minimum). A third level, as narrow
+# as 16 slots, pays only where a few elements step far longer than the rest (hyp2f1's
+# series: its `levels` and `narrowest`): for every loop it cost up to 1 s more compile
+# (betainc's gradient at 10^4 points, 2.7 → 3.8 s) and gained nothing on gammainc.
 CONVERGE_COMPACT_RATIO = 16
 CONVERGE_COMPACT_MIN = 64
 CONVERGE_LEVELS = 2
@@ -390,6 +393,8 @@ def converge_compacting(
     step: Callable[..., tuple[Sequence[ir.Value], ir.Value]],
     max_steps: int,
     counted: bool = False,
+    levels: int = CONVERGE_LEVELS,
+    narrowest: int = CONVERGE_COMPACT_MIN,
 ) -> list[ir.Value]:
     """`converge` where `step(params, state)` reads nothing shaped like the state but
     `state` and `params` (the values each element holds fixed, shaped like the state);
@@ -405,6 +410,8 @@ def converge_compacting(
     to `max_steps`. Levels whose m is below CONVERGE_COMPACT_MIN are left out; of a size
     known at run time, the module holds every level inside an `if` on its m, which
     specialization folds (`compacted_if_pending`): a small module keeps no scatter.
+    `levels` and `narrowest` (the least m of a level after the first) are for loops
+    whose few longest elements step far longer than the rest (`CONVERGE_LEVELS`).
 
     Lowered for the CPU (`loops_by_rows`), outside other loops, the elements first step
     by rows (`_rows_first`) where more than m of them are active, and only those still
@@ -422,7 +429,8 @@ def converge_compacting(
     i = ir_constant(np.int64(0))
     if _BY_ROWS.get() and not in_loop_body():
         i, active, *state = _rows_first(n, active, state, params, stepping, max_steps)
-    state = _compacting_levels(n, i, active, state, params, stepping, max_steps, CONVERGE_LEVELS)
+    state = _compacting_levels(n, i, active, state, params, stepping, max_steps, levels, CONVERGE_COMPACT_MIN,
+                               narrowest)
     return [reshape(x, dims) for x in state]
 
 
@@ -537,8 +545,9 @@ def compacting_if_large(n: Dim, types: Sequence[ir.Type], compacting: Callable[[
     return if_else(compare(dim_value(n), dim_value(CONVERGE_COMPACT_FROM), "GE"), types, compacting, whole)
 
 
-def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, levels: int) -> list[ir.Value]:
-    level = compaction_level(n, CONVERGE_COMPACT_RATIO, CONVERGE_COMPACT_MIN) if levels else None
+def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, levels: int, minimum: int,
+                       narrowest: int) -> list[ir.Value]:
+    level = compaction_level(n, CONVERGE_COMPACT_RATIO, minimum) if levels else None
     i, still, *state = _converging(i, still, state, lambda state, i: step(params, state, i), max_steps,
                                    0 if level is None else level[1])
     _reads_no_outer_tensor(i.owner, params)  # (at every size: the same rule meets others)
@@ -549,12 +558,12 @@ def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, le
     def compact():
         taken, left = compaction_slots(still, n, m)
         state_m, params_m = ([gather_indexed(x, [0], taken, front=False) for x in xs] for xs in (state, params))
-        inner = _compacting_levels(m, i, left, state_m, params_m, step, max_steps, levels - 1)
+        inner = _compacting_levels(m, i, left, state_m, params_m, step, max_steps, levels - 1, narrowest, narrowest)
         return [scatter_indexed(x, [0], taken, y, False, keep_update) for x, y in zip(state, inner, strict=True)]
 
     # A loop stopped by max_steps may leave more than m going, and nothing to step.
     going = hlo.and_(still, splat(compare(i, ir_constant(np.int64(max_steps)), "LT"), still))
-    return compacted_if_pending(m, going, [x.type for x in state], compact, lambda: state, CONVERGE_COMPACT_MIN)
+    return compacted_if_pending(m, going, [x.type for x in state], compact, lambda: state, minimum)
 
 
 def _reads_no_outer_tensor(loop: ir.Operation, params: Sequence[ir.Value]) -> None:

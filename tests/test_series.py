@@ -424,22 +424,25 @@ def test_owens_t_gradient_and_a_skew_normal_logcdf():
 
 
 @pytest.mark.parametrize("by_rows", [True, False])
-@pytest.mark.parametrize("n, dynamic, compacts", [(4096, False, True), (4096, True, True), (1500, True, True),
-                                                  (700, True, False), (200, False, False)])
-def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic, compacts, by_rows):
+@pytest.mark.parametrize("n, dynamic, compacts, levels", [(4096, False, True, 2), (4096, True, True, 2),
+                                                          (4096, False, True, 3), (4096, True, True, 3),
+                                                          (1500, True, True, 2), (700, True, False, 2),
+                                                          (200, False, False, 2)])
+def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic, compacts, levels, by_rows):
     """`regions.converge_compacting` against `converge` in one module: element i counts
     to its target (3 for most, 1,500 for every 500th, past the 2,000-step limit for every
     1,000th) adding its own increment; every 7th is inactive. The counts and sums are
     `converge`'s, the limit included: a compacted level that restarted the step count
     would take those elements past it. From 4,096 elements (m = 256) the loop compacts
     once (a scatter back); at 700, known only at run time, the module specialized to it
-    keeps none (m = 43 is below CONVERGE_COMPACT_MIN), nor at 200. `by_rows` (the CPU's
+    keeps none (m = 43 is below CONVERGE_COMPACT_MIN), nor at 200. With `levels` 3 (as
+    narrow as 16 slots, hyp2f1's series) 4,096 compacts again, into 16. `by_rows` (the CPU's
     lowering): from 1,024 elements, rows of 128 step first, at most 64 times (the last
     row of 1,500 part padding), and the long counts go on from there."""
     from jax.extend.mlir.dialects import stablehlo as hlo
 
     from lowering.builders import compare, convert, full_like, select
-    from lowering.regions import converge, converge_compacting, loops_by_rows
+    from lowering.regions import CONVERGE_COMPACT_MIN, converge, converge_compacting, loops_by_rows
     from tests.helpers import run_toy
 
     limit = 2000
@@ -461,7 +464,8 @@ def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic,
             return [k, hlo.add(total, increment)], compare(k, target, "GE")
 
         init = [full_like(i, 0.0), full_like(i, -1.0)]
-        compacted = converge_compacting(init, [target, increment], active, step, limit)
+        compacted = converge_compacting(init, [target, increment], active, step, limit, levels=levels,
+                                        narrowest=16 if levels == 3 else CONVERGE_COMPACT_MIN)
         whole = converge(init, active, lambda state: step([target, increment], state), limit)
         return [*compacted, *whole]
 
@@ -476,6 +480,7 @@ def test_a_compacting_loop_steps_each_element_as_the_whole_loop_does(n, dynamic,
     np.testing.assert_array_equal(total, whole_total)
     assert ("stablehlo.scatter" in text) == compacts
     assert ("x128xi1>" in text) == (by_rows and n >= 1024)
+    assert ("tensor<16xf64>" in text) == (levels == 3)
 
 
 def test_series_step_by_rows_only_where_xla_runs_them_in_one_function(monkeypatch):

@@ -7,8 +7,9 @@
 # (`regions.converge_compacting`): a loop over all, then, inside an `if` on the level's
 # size (which specialization folds) and one on whether any element is still going,
 # their slots (a prefix sum, a scatter of their positions), a loop over them that
-# resumes at the first loop's step count and compacts once more the same way, and their
-# states scattered back. Methods few elements take (the 1 - x formula's gamma functions, the psi
+# resumes at the first loop's step count and compacts once more the same way (the
+# series: twice more, its last level as narrow as 16 slots), and their states scattered
+# back. Methods few elements take (the 1 - x formula's gamma functions, the psi
 # expansion, Gauss's sum at x = 1) run inside an `if` that some element does.
 import pytensor.tensor as pt
 
@@ -26,7 +27,10 @@ a, b, c, x = (pt.dvector(n) for n in "abcx")
 # CHECK: "stablehlo.scatter"
 # CHECK: %[[S1:.*]]:7 = stablehlo.while(%iterArg = %[[S]]#0,
 # CHECK: "stablehlo.scatter"
-# CHECK: stablehlo.while(%iterArg = %[[S1]]#0,
+# CHECK: %[[S2:.*]]:7 = stablehlo.while(%iterArg = %[[S1]]#0,
+# CHECK: "stablehlo.scatter"
+# CHECK: stablehlo.while(%iterArg = %[[S2]]#0,
+# CHECK-COUNT-5: "stablehlo.scatter"(%[[S2]]#
 # CHECK-COUNT-5: "stablehlo.scatter"(%[[S1]]#
 # CHECK-COUNT-5: "stablehlo.scatter"(%[[S]]#
 # The recurrence in a, inner level then outer:
