@@ -36,7 +36,7 @@ from lowering.builders import (
     add_all, compare, convert, divide, full_like, is_inf, is_nan, multiply_all, polynomial, remainder,
     select, sinpi,
 )
-from lowering.regions import converge, converge_compacting
+from lowering.regions import converge, converge_compacting, where_few
 from lowering.registry import register_lowering
 
 _EPS = np.finfo(np.float64).eps
@@ -95,11 +95,16 @@ def _sinhc(t):
     return select(small, _c(t, 1.0), _div(chlo.sinh(safe), safe))
 
 
-def _leading_term(v, x):
-    """(x/2)**v / Gamma(v + 1) for v >= 0: I_v and J_v where x**2/4 < eps (the
-    recurrences' ratios under- and overflow there)."""
-    power = hlo.power(_mul(_c(x, 0.5), x), v)  # exp(v log(x/2)) would lose |v log(x/2)| ulps
-    return _mul(power, hlo.exponential(hlo.negate(log_gamma(hlo.add(v, _c(v, 1.0))))))
+def _leading_term(v, x, where):
+    """(x/2)**v / Gamma(v + 1) for v >= 0 where `where` holds (0 elsewhere; computed only
+    if some element does): I_v and J_v where x**2/4 < eps (the recurrences' ratios
+    under- and overflow there)."""
+    def leading(_, params):
+        v, x = params
+        power = hlo.power(_mul(_c(x, 0.5), x), v)  # exp(v log(x/2)) would lose |v log(x/2)| ulps
+        return [_mul(power, hlo.exponential(hlo.negate(log_gamma(hlo.add(v, _c(v, 1.0))))))]
+
+    return where_few(where, [v, x], leading, [_c(x, 0.0)], compacts=False)[0]
 
 
 def _converged(delta, total):
@@ -152,7 +157,14 @@ def _hankel_terms(v, x, active):
 def _temme_series(mu, x, active, bessel_y):
     """Temme's series for |mu| <= 1/2 (converging fast for x < 2): K_mu(x) and
     K_mu+1(x), or -Y_mu(x) and -Y_mu+1(x) with `bessel_y` (NR's bessik and bessjy:
-    the same recurrences, with the sign of (x/2)**2 flipped and Y's extra r q term)."""
+    the same recurrences, with the sign of (x/2)**2 flipped and Y's extra r q term);
+    0 where not `active`. Its gamma functions, logs and hyperbolic functions run only
+    where some element is active (x < 1: 1% of x in [0, 100])."""
+    zero = _c(x, 0.0)
+    return where_few(active, [mu, x], lambda on, p: _temme_sums(*p, on, bessel_y), [zero, zero])
+
+
+def _temme_sums(mu, x, active, bessel_y):
     one, zero = _c(x, 1.0), _c(x, 0.0)
     gampl, gammi, gam1, gam2 = _temme_gammas(mu)
     x2 = _mul(_c(x, 0.5), x)
@@ -284,8 +296,8 @@ def _scaled_ik(v, x, active):
 
     plain, alternating, _, _ = _hankel_terms(v, x, hlo.and_(active, hankel))
     ive = select(hankel, _div(alternating, hlo.sqrt(_mul(_c(x, 2 * np.pi), x))), ive)
-    leading = _mul(_leading_term(v, x), hlo.exponential(hlo.negate(x)))
     at_leading = compare(x, _c(x, _LEADING_BELOW), "LT")
+    leading = _mul(_leading_term(v, x, at_leading), hlo.exponential(hlo.negate(x)))
     i_count = select(hlo.or_(hankel, at_leading), zero, i_count)
     return (select(at_leading, leading, ive), i_count), (kve, k_count)
 
@@ -481,7 +493,8 @@ def _jy(v, x, active):
     ]
     j_up, _, yv, _ = _recur(start, nl, up)
     jv = select(hankel, j_up, jv)
-    jv = select(compare(x, _c(x, _LEADING_BELOW), "LT"), _leading_term(v, x), jv)
+    at_leading = compare(x, _c(x, _LEADING_BELOW), "LT")
+    jv = select(at_leading, _leading_term(v, x, at_leading), jv)
     return jv, yv
 
 

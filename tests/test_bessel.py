@@ -112,6 +112,25 @@ def test_large_orders_and_arguments():
 
 
 
+@pytest.mark.parametrize("name", ["iv", "ive", "kve", "jv"])
+def test_temmes_series_over_a_few_of_many_points(name):
+    """Of 4,096 points, the 5% below x = 1 take Temme's series, over a quarter of the
+    slots with those points gathered (`regions.where_few`); one of them far below, where
+    I_v and J_v take the leading term instead. A slot or an order mixed up would put
+    another point's value there."""
+    rng = np.random.default_rng(3)
+    n = 4096
+    few = rng.uniform(size=n) < 0.05
+    v = rng.uniform(0, 20, n)
+    x = np.where(few, rng.uniform(0, 1, n), rng.uniform(1, 100, n))
+    v[np.flatnonzero(few)[0]], x[np.flatnonzero(few)[0]] = 0.3, 1e-200
+    want, got = getattr(sp, name)(v, x), _evaluate(name, v, x)
+    scale = np.abs(want)
+    if name == "jv":  # near its zeros, against the envelope
+        scale = np.maximum(scale, np.sqrt(2 / (np.pi * x)) * (x > v))
+    _assert_close(got, want, scale, 1e-11)
+
+
 def test_orders_in_the_thousands_where_the_scaled_values_leave_float64():
     """iv where e**-x I_v(x) underflows (e**-500 I_1000(500) is 3e-361, I_1000(500)
     5e-144: iv was 0), I_-v's K_v term where e**x K_v(x) overflows (iv was inf) or

@@ -18,10 +18,20 @@ x = pt.vector("x", dtype="float32")
 # CHECK: stablehlo.convert {{.*}} : (tensor<?xf64>) -> tensor<?xf32>
 print_ir("iv", [v, x], pt.iv(v, x), raw=True)
 
+# Temme's series (x < 1) runs only where some element takes it (the `if` of its two
+# sums), and where no more than a quarter do, over a quarter of the slots holding those
+# (`regions.where_few`): their positions scattered into the slots, mu and x gathered, the
+# series' loop (its count, mask and 7 values), its sums scattered back.
+# CHECK-LABEL: TEST: kve raw
+# CHECK: %{{.*}}:2 = "stablehlo.if"
+# CHECK: %{{.*}}:9 = stablehlo.while
+# CHECK: "stablehlo.scatter"
+# CHECK-COUNT-2: "stablehlo.dynamic_gather"
+# CHECK: %{{.*}}:9 = stablehlo.while
+# CHECK-COUNT-2: "stablehlo.scatter"
 # Steed's fraction (K's, and J's and Y's) takes many steps only for x near 1: it compacts
 # the elements still going (`regions.converge_compacting`), two more copies of its loop
 # of 13 values going on from its step count, after rows of 128 have stepped (an `if`).
-# CHECK-LABEL: TEST: kve raw
 # CHECK: %[[R:.*]]:13 = "stablehlo.if"
 # CHECK: stablehlo.while({{.*}}) : tensor<i64>, tensor<?x128xi1>, tensor<?x128xf64>
 # CHECK: %[[S:.*]]:13 = stablehlo.while(%iterArg = %[[R]]#0, {{.*}}) : tensor<i64>, tensor<?xi1>, tensor<?xf64>
