@@ -51,8 +51,8 @@ _MAX_STEPS = 10000
 # The series' few longest elements (near x = 1, up to its 10,000 terms; of 2,000 random
 # points' 4,964 series, half took 35 terms or fewer, the longest 6,274) step in a third
 # level of `converge_compacting`'s as narrow as 16 slots (of 2,000 points, 35 slots after
-# 9,000 and 562): 0.75-0.81x a call there, 0.38-0.48x at 200 points (two A/Bs in one
-# process), for 0.6-0.8 s more compile at 2,000.
+# 9,000 and 562): 0.81x a call there, 0.38x at 200 points (in one process), for 0.6-0.8 s
+# more compile at 2,000.
 _SERIES_LEVELS = 3
 _SERIES_NARROWEST = 16
 
