@@ -43,7 +43,6 @@ from lowering.builders import (
     dynamic_index,
     full,
     full_like,
-    gather_indexed,
     iota,
     is_static,
     ir_constant,
@@ -62,8 +61,8 @@ from lowering.builders import (
     vector_element,
 )
 from lowering.regions import (
-    any_true, compacted_if_pending, compaction_level, compaction_slots, each_row, if_else, in_loop_body, in_loop_once,
-    keep_update, more_than, row_count, scatter_indexed, where_some, while_loop,
+    any_true, compacted_if_pending, compaction_level, each_row, if_else, in_loop_body, in_loop_once, in_slots,
+    more_than, row_count, where_some, while_loop,
 )
 from lowering.registry import register_lowering
 from lowering.runtime import peek_key
@@ -508,10 +507,8 @@ def _compacting(key, n: Dim, draw, propose, params, pending, out, compacts: bool
         pending_n, out_n = _rounds(key_n, [n], draw, propose, params, pending, out, limit)
 
         def compact():
-            taken, left = compaction_slots(pending_n, n, m)
-            out_m, *params_m = (gather_indexed(x, [0], taken, front=False) for x in (out_n, *params))
-            drawn = _compacting(inner, m, draw, propose, params_m, left, out_m, isinstance(n, int), rows)
-            return [scatter_indexed(out_n, [0], taken, drawn, False, keep_update)]
+            return in_slots(pending_n, n, m, [out_n], params, lambda left, out_m, params_m: [
+                _compacting(inner, m, draw, propose, params_m, left, out_m[0], isinstance(n, int), rows)])
 
         return compacted_if_pending(m, pending_n, [out.type], compact, lambda: [out_n], COMPACT_MIN)
 
@@ -647,10 +644,8 @@ def _evolving(n: Dim, state, params, active, step, holds: ir.Value, compacts: bo
     holds, *state = steps(limit)
 
     def compact():
-        taken, left = compaction_slots(holds, n, m)
-        state_m, params_m = ([gather_indexed(x, [0], taken, front=False) for x in xs] for xs in (state, params))
-        inner = _evolving(m, state_m, params_m, active, step, left, compacts=isinstance(n, int))
-        return [scatter_indexed(x, [0], taken, y, False, keep_update) for x, y in zip(state, inner, strict=True)]
+        return in_slots(holds, n, m, state, params, lambda left, state_m, params_m: _evolving(
+            m, state_m, params_m, active, step, left, compacts=isinstance(n, int)))
 
     return compacted_if_pending(m, holds, [x.type for x in state], compact, lambda: state, COMPACT_MIN)
 

@@ -556,10 +556,8 @@ def _compacting_levels(n: Dim, i, still, state, params, step, max_steps: int, le
     m = level[0]
 
     def compact():
-        taken, left = compaction_slots(still, n, m)
-        state_m, params_m = ([gather_indexed(x, [0], taken, front=False) for x in xs] for xs in (state, params))
-        inner = _compacting_levels(m, i, left, state_m, params_m, step, max_steps, levels - 1, narrowest, narrowest)
-        return [scatter_indexed(x, [0], taken, y, False, keep_update) for x, y in zip(state, inner, strict=True)]
+        return in_slots(still, n, m, state, params, lambda left, state_m, params_m: _compacting_levels(
+            m, i, left, state_m, params_m, step, max_steps, levels - 1, narrowest, narrowest))
 
     # A loop stopped by max_steps may leave more than m going, and nothing to step.
     going = hlo.and_(still, splat(compare(i, ir_constant(np.int64(max_steps)), "LT"), still))
@@ -662,6 +660,19 @@ def compaction_slots(pending: ir.Value, n: Dim, m: Dim) -> tuple[ir.Value, ir.Va
     return reshape(taken, [m, 1]), left
 
 
+def in_slots(pending: ir.Value, n: Dim, m: Dim, state: Sequence[ir.Value], params: Sequence[ir.Value],
+             run: Callable[..., Sequence[ir.Value]]) -> list[ir.Value]:
+    """`state` (flat tensors of n elements) with its elements where the flat `pending`
+    holds (at most m of them) replaced by `run(left, state_m, params_m)`: `state` and
+    `params` gathered into m slots, in order (`compaction_slots`; `left` the mask of the
+    slots they fill), run's results (shaped like `state_m`) scattered back. A gather that
+    `run` does not read is dead code, which XLA drops."""
+    taken, left = compaction_slots(pending, n, m)
+    state_m, params_m = ([gather_indexed(x, [0], taken, front=False) for x in xs] for xs in (state, params))
+    return [scatter_indexed(x, [0], taken, y, False, keep_update)
+            for x, y in zip(state, run(left, state_m, params_m), strict=True)]
+
+
 def keep_update(_, update):
     """A scatter's combiner that writes the update over what was there."""
     return update
@@ -718,10 +729,9 @@ def where_few(mask: ir.Value, params: Sequence[ir.Value], compute: Callable[...,
         flat_mask = reshape(mask, [n])
 
         def few():
-            taken, left = compaction_slots(flat_mask, n, m)
-            outputs = compute(left, [gather_indexed(reshape(p, [n]), [0], taken, front=False) for p in params])
-            return [reshape(scatter_indexed(reshape(v, [n]), [0], taken, y, False, keep_update), dims)
-                    for v, y in zip(values, outputs, strict=True)]
+            flat = in_slots(flat_mask, n, m, [reshape(v, [n]) for v in values], [reshape(p, [n]) for p in params],
+                            lambda left, _, params_m: compute(left, params_m))
+            return [reshape(v, dims) for v in flat]
 
         return if_else(more_than(flat_mask, m), types, whole, few)
 
