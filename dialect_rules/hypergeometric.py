@@ -36,7 +36,7 @@ import numpy as np
 import pytensor.scalar.math as psm
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from dialect_rules.special import _digamma, _gamma, log_gamma
+from dialect_rules.special import _digamma, _gamma, gamma_from_log, log_gamma
 from lowering.builders import (
     add_all, all_of, any_of, compare, convert, full_like, is_inf, multiply_all, reshape, select, shape_of, slice_axis,
     divide,
@@ -230,9 +230,9 @@ def _psi_expansion(a, b, c, x, active):
     # psi(z + 1) = psi(z) + 1/z, one digamma evaluation for the four.
     args = [one, hlo.add(one, e), hlo.add(a, d1), hlo.add(b, d1)]
     psis = _batched(_digamma, *args)
-    g_e1, g_e2, rg_a1, rg_b1, rg_a2, rg_b2, g_e, g_c, rg_a, rg_b = _gamma_and_reciprocal(
-        [], [hlo.add(e, one), hlo.add(e, _c(e, 2.0)), hlo.add(a, d1), hlo.add(b, d1), hlo.add(a, d2),
-             hlo.add(b, d2)]) + _gamma_and_reciprocal([e, c], [a, b])
+    g_e, g_c, g_e1, g_e2, rg_a1, rg_b1, rg_a2, rg_b2, rg_a, rg_b = _gamma_and_reciprocal(
+        [e, c], [hlo.add(e, one), hlo.add(e, _c(e, 2.0)), hlo.add(a, d1), hlo.add(b, d1), hlo.add(a, d2),
+                 hlo.add(b, d2), a, b])
     y = hlo.subtract(hlo.subtract(hlo.add(psis[0], psis[1]), hlo.add(psis[2], psis[3])), log_s)
     y = hlo.multiply(y, g_e1)
     p = _mul(hlo.add(a, d1), hlo.add(b, d1), s, g_e2)
@@ -309,10 +309,12 @@ def _hyt2f1(a, b, c, x, active, direct):
 
 def _transformed(a, b, c, s, q, r, q_loss, r_loss):
     """AMS 15.3.6 in s = 1 - x from its two series q = 2F1(a, b; 1 - d; s) and
-    r = 2F1(c - a, c - b; d + 1; s), d = c - a - b: [value, loss]. (Ten gamma functions
+    r = 2F1(c - a, c - b; d + 1; s), d = c - a - b: [value, loss]. (Seven gamma functions
     an element, where few elements need them.)"""
     d = hlo.subtract(c, hlo.add(a, b))
-    (w, sign), *rest = _lgamma_signs(d, hlo.subtract(c, a), hlo.subtract(c, b), hlo.negate(d), a, b)
+    # lgamma of c too, in the same batch: Gamma(c) below from it, not from a copy of its own
+    *logs, (log_gamma_c, _) = _lgamma_signs(d, hlo.subtract(c, a), hlo.subtract(c, b), hlo.negate(d), a, b, c)
+    (w, sign), *rest = logs
     for lg, sg in rest[:2]:
         w, sign = hlo.subtract(w, lg), hlo.multiply(sign, sg)
     q = _mul(q, sign, hlo.exponential(w))
@@ -322,7 +324,7 @@ def _transformed(a, b, c, s, q, r, q_loss, r_loss):
     r = _mul(r, _pow(s, d), sign, hlo.exponential(w))
     y = hlo.add(q, r)
     y_loss = _add(q_loss, r_loss, divide(hlo.multiply(_c(y, _MACHEP), hlo.maximum(hlo.abs(q), hlo.abs(r))), y))
-    return [hlo.multiply(y, _batched(_gamma, c)[0]), y_loss]
+    return [hlo.multiply(y, gamma_from_log(c, log_gamma_c)), y_loss]
 
 
 # --- Cephes' hyp2f1 ------------------------------------------------------------------------

@@ -115,9 +115,11 @@ def _upper_fraction(a, x, active):
     return hlo.multiply(ans, _prefactor(a, x))
 
 
-def _lgamma1p(a):
+def _lgamma1p(a, log_gamma_a=None):
     """lgamma(1 + a), accurate near a = 0 and a = 1 (where lgamma(1 + a) vanishes and
-    lgamma's own relative error grows), as Cephes' lgam1p."""
+    lgamma's own relative error grows), as Cephes' lgam1p. Given `log_gamma_a` (lgamma(a),
+    which the caller computes anyway), lgamma(a) + log|a| away from 0 and 1: a module then
+    holds one copy of lgamma's code, not two (each about 0.1 s of XLA's compile)."""
     def taylor(t):
         return hlo.multiply(polynomial(t, _LGAMMA1P_TAYLOR), t)
 
@@ -125,7 +127,11 @@ def _lgamma1p(a):
     near_zero = compare(hlo.abs(a), half, "LE")
     near_one = compare(hlo.abs(hlo.subtract(a, one)), half, "LT")
     shifted = hlo.add(hlo.log(a), taylor(hlo.subtract(a, one)))
-    return select(near_zero, taylor(a), select(near_one, shifted, log_gamma(hlo.add(a, one))))
+    if log_gamma_a is None:
+        far = log_gamma(hlo.add(a, one))
+    else:
+        far = hlo.add(log_gamma_a, hlo.log(hlo.abs(a)))
+    return select(near_zero, taylor(a), select(near_one, shifted, far))
 
 
 def _upper_series(a, x, active):
@@ -143,8 +149,9 @@ def _upper_series(a, x, active):
 
     _, _, total = converge_compacting([_c(a, 0.0), one, _c(a, 0.0)], [a, x], active, step, _MAX_STEPS)
     a_log_x = hlo.multiply(a, hlo.log(x))
-    head = hlo.negate(hlo.exponential_minus_one(hlo.subtract(a_log_x, _lgamma1p(a))))
-    return hlo.subtract(head, hlo.multiply(hlo.exponential(hlo.subtract(a_log_x, log_gamma(a))), total))
+    lgamma_a = log_gamma(a)
+    head = hlo.negate(hlo.exponential_minus_one(hlo.subtract(a_log_x, _lgamma1p(a, lgamma_a))))
+    return hlo.subtract(head, hlo.multiply(hlo.exponential(hlo.subtract(a_log_x, lgamma_a)), total))
 
 
 # Temme's uniform asymptotic expansion (DLMF 8.12), where scipy takes it.

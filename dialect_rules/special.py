@@ -251,7 +251,12 @@ def _polygamma_far_out(n, x, value):
 
 def _gamma(x):
     """scipy.special.gamma: sign * exp(gammaln); poles at 0 (±inf) and negative integers (nan)."""
-    magnitude = hlo.exponential(log_gamma(x))
+    return gamma_from_log(x, log_gamma(x))
+
+
+def gamma_from_log(x, log_gamma_x):
+    """`_gamma(x)` from `log_gamma(x)`: for callers that need both, one copy of lgamma's code."""
+    magnitude = hlo.exponential(log_gamma_x)
     zero = full_like(x, 0)
     floor = hlo.floor(x)
     # For x < 0 the sign alternates between poles: negative where floor(x) is odd.

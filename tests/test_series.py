@@ -11,7 +11,7 @@ import pytensor.tensor as pt
 import pytest
 import scipy.special as sp
 
-from tests.helpers import MODE, compare_with_py, record_compiled_hlo, record_emitter_choices
+from tests.helpers import MODE, compare_with_py, record_compiled_hlo, record_emitter_choices, run_toy
 
 # a, x pairs: tiny and huge arguments, a ~ x (slowest convergence), the switch line
 # x = a, x = 1, and scipy's edge cases (0, inf, NaN, negatives).
@@ -64,6 +64,34 @@ def test_incomplete_gamma_on_a_dense_grid():
     grid = np.logspace(-3, 3, 40)
     # scipy itself is off by up to ~3e-12 for large a far from x (mpmath, 40 digits)
     _assert_p_and_q_match_scipy(*np.meshgrid(grid, grid), rtol=5e-12)
+
+
+def test_lgamma1p_from_lgamma_of_a_matches_scipy():
+    """lgamma(1 + a) as gammaincc's small-x series takes it, from the lgamma(a) it has:
+    lgamma(a) + log|a| away from a = 0 and 1 (both sides of 1/2 and 3/2 included), as
+    scipy's gammaln(1 + a) and as `_lgamma1p` computing its own lgamma(1 + a)."""
+    from jax.extend.mlir.dialects import stablehlo as hlo
+
+    from dialect_rules.series import _lgamma1p
+    from dialect_rules.special import log_gamma
+    from lowering.builders import compare, convert, full_like, select
+
+    def build(i):
+        t = convert(i, "float64")
+        # 500 points log-spaced over [1e-3, 1e6], then 100 over (-1, -1/2)
+        log_a = hlo.add(full_like(t, np.log(1e-3)), hlo.multiply(t, full_like(t, np.log(1e9) / 499)))
+        positive = hlo.exponential(log_a)
+        negative = hlo.subtract(full_like(t, 1.9451), hlo.multiply(t, full_like(t, 0.0049)))
+        a = select(compare(t, full_like(t, 500.0), "LT"), positive, negative)
+        return [a, _lgamma1p(a, log_gamma(a)), _lgamma1p(a)]
+
+    (a, given, own), _ = run_toy(600, False, build, outputs=3)
+    assert np.all((a > -1) & (a <= 1e6 * (1 + 1e-12))) and np.sum(a < 0) == 100
+    # (nearer 0 and 1, 1 + a rounds away digits scipy's argument needs: the Taylor series there)
+    far = (np.abs(a) > 0.5) & (np.abs(a - 1) >= 0.5)
+    assert far.sum() > 300 and np.any((a > 1.5) & (a < 1.6))
+    np.testing.assert_allclose(given[far], sp.gammaln(1 + a[far]), rtol=1e-14, atol=0)
+    np.testing.assert_allclose(given, own, rtol=1e-15, atol=0)
 
 
 def test_incomplete_gamma_where_a_is_large_and_near_x():

@@ -78,6 +78,16 @@ print_ir("gammainc", [a, x], [pt.gammainc(a, x)])
 # CHECK: return
 print_ir("gammainc_pair", [a, x], Elemwise(gammainc_pair)(a, x))
 
+# gammaincc's small-x series takes lgamma(1 + a) as lgamma(a) + log a (away from a = 0
+# and 1), from the lgamma(a) it needs anyway: the module holds lgamma's steps once, each
+# copy about 0.1 s of XLA's compile (its Stirling term log(2 pi) / 2 is added once).
+# CHECK-LABEL: TEST: gammaincc_one_lgamma opt
+# CHECK: %[[C:[a-z0-9_]+]] = stablehlo.constant dense<0.91893853320467278>
+# CHECK: %[[B:[0-9]+]] = stablehlo.dynamic_broadcast_in_dim %[[C]],
+# CHECK: stablehlo.add %[[B]],
+# CHECK-NOT: %[[B]]{{[ ,)]}}
+print_ir("gammaincc_one_lgamma", [a, x], [pt.gammaincc(a, x)])
+
 # Its gradient wrt a: PyTensor's ScalarLoops. Of 1,024 elements or more (an `if` on the
 # size, which specialization folds) each compacts as the series do (rows of 128 first,
 # their step count checked against the cap of 64), an element done at its `until` or
