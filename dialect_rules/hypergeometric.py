@@ -38,8 +38,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.special import _digamma, _gamma, gamma_from_log, log_gamma
 from lowering.builders import (
-    add_all, all_of, any_of, compare, convert, full_like, is_inf, multiply_all, reshape, select, shape_of, slice_axis,
-    divide,
+    add_all, all_of, any_of, batched, compare, convert, divide, full_like, is_inf, multiply_all, select, stack, unstack,
 )
 from lowering.regions import converge, converge_compacting, where_few
 from lowering.registry import register_lowering
@@ -111,21 +110,15 @@ def _pow(s, d):
     return select(_and(negative, compare(hlo.floor(d), d, "NE")), _c(s, np.nan), value)
 
 
-def _batched(fn, *xs):
-    """fn of each x, in one evaluation on the stacked xs: a gamma function expands
-    into a hundred ops, and XLA compiles each copy."""
-    return _unstack(fn(_stack(xs)), len(xs))
-
-
 def _lgamma_signs(*xs):
     """log|Gamma(x)| and the sign of Gamma(x), for each x."""
     signs = [select(_and(_lt(x, 0.0), _odd(hlo.floor(x))), _c(x, -1.0), _c(x, 1.0)) for x in xs]
-    return list(zip(_batched(log_gamma, *xs), signs))
+    return list(zip(batched(log_gamma, *xs), signs))
 
 
 def _gamma_and_reciprocal(gammas, reciprocals):
     """Gamma(x) for each of `gammas`, 1 / Gamma(x) (zero at the poles) for `reciprocals`."""
-    values = _batched(_gamma, *gammas, *reciprocals)
+    values = batched(_gamma, *gammas, *reciprocals)
     out = values[: len(gammas)]
     for x, g in zip(reciprocals, values[len(gammas):]):
         pole = _and(_le(x, 0.0), _eq(hlo.floor(x), x))
@@ -182,9 +175,9 @@ def _hys2f1(a, b, c, x, active, depth=2):
     t = hlo.subtract(a, da)
     direction = hlo.sign(da)
     # Both starting values in one evaluation, stacked.
-    values, losses = _hys2f1(_stack([select(recur, t, a), hlo.add(t, direction)]), _stack([b, b]),
-                             _stack([c, c]), _stack([x, x]), _stack([active, recur]), depth - 1)
-    (f1, f0), (loss1, loss0) = _unstack(values, 2), _unstack(losses, 2)
+    values, losses = _hys2f1(stack([select(recur, t, a), hlo.add(t, direction)]), stack([b, b]),
+                             stack([c, c]), stack([x, x]), stack([active, recur]), depth - 1)
+    (f1, f0), (loss1, loss0) = unstack(values, 2), unstack(losses, 2)
     steps = hlo.abs(da)
     one = _c(a, 1.0)
 
@@ -229,7 +222,7 @@ def _psi_expansion(a, b, c, x, active):
     # psi(1 + t), psi(1 + t + e), psi(a + t + d1), psi(b + t + d1): from t = 0 by
     # psi(z + 1) = psi(z) + 1/z, one digamma evaluation for the four.
     args = [one, hlo.add(one, e), hlo.add(a, d1), hlo.add(b, d1)]
-    psis = _batched(_digamma, *args)
+    psis = batched(_digamma, *args)
     g_e, g_c, g_e1, g_e2, rg_a1, rg_b1, rg_a2, rg_b2, rg_a, rg_b = _gamma_and_reciprocal(
         [e, c], [hlo.add(e, one), hlo.add(e, _c(e, 2.0)), hlo.add(a, d1), hlo.add(b, d1), hlo.add(a, d2),
                  hlo.add(b, d2), a, b])
@@ -291,11 +284,11 @@ def _hyt2f1(a, b, c, x, active, direct):
     # evaluated with the series itself (stacked), and used where its loss is large.
     candidates = _and(active, near_one, _not(integer_d))
     values, losses = _hys2f1(
-        _stack([pa, a, hlo.subtract(c, a)]), _stack([pb, b, hlo.subtract(c, b)]),
-        _stack([c, hlo.subtract(one, d), hlo.add(d, one)]), _stack([px, s, s]),
-        _stack([_and(active, _not(_and(near_one, integer_d))), candidates, candidates]),
+        stack([pa, a, hlo.subtract(c, a)]), stack([pb, b, hlo.subtract(c, b)]),
+        stack([c, hlo.subtract(one, d), hlo.add(d, one)]), stack([px, s, s]),
+        stack([_and(active, _not(_and(near_one, integer_d))), candidates, candidates]),
     )
-    (series, q, r), (loss, q_loss, r_loss) = _unstack(values, 3), _unstack(losses, 3)
+    (series, q, r), (loss, q_loss, r_loss) = unstack(values, 3), unstack(losses, 3)
     factor = select(pfaff, _pow(s, hlo.negate(select(b_first, a, b))), one)
     factor = select(direct, _pow(s, d), factor)
     value = hlo.multiply(factor, series)
@@ -328,16 +321,6 @@ def _transformed(a, b, c, s, q, r, q_loss, r_loss):
 
 
 # --- Cephes' hyp2f1 ------------------------------------------------------------------------
-
-
-def _stack(values):
-    """Tensors of one shape stacked along a new leading axis."""
-    return hlo.concatenate([reshape(v, [1, *shape_of(v)]) for v in values], 0)
-
-
-def _unstack(value, count):
-    dims = shape_of(value)[1:]
-    return [reshape(slice_axis(value, 0, i, i + 1), dims) for i in range(count)]
 
 
 def _closed_form(a, b, c, x):
@@ -436,10 +419,10 @@ def _core(a, b, c, x, active):
     ce = [c, e, hlo.add(e, one)]
     directs = [direct] + [_or(_nonpositive_integer(hlo.subtract(v, a)), _nonpositive_integer(hlo.subtract(v, b))) for v in ce[1:]]
     actives = [_and(active, series), _and(active, use_recurrence), _and(active, use_recurrence)]
-    stacked = [_stack([v] * 3) for v in (a, b, x)]
-    values, losses = _hyt2f1(stacked[0], stacked[1], _stack(ce), stacked[2], _stack(actives), _stack(directs))
-    y, e_value, e1_value = _unstack(values, 3)
-    y_loss = _unstack(losses, 3)[0]
+    stacked = [stack([v] * 3) for v in (a, b, x)]
+    values, losses = _hyt2f1(stacked[0], stacked[1], stack(ce), stacked[2], stack(actives), stack(directs))
+    y, e_value, e1_value = unstack(values, 3)
+    y_loss = unstack(losses, 3)[0]
     q = _add(a, b, one)
     d2, d1 = e_value, e1_value
     recurred = d2
@@ -492,10 +475,10 @@ def _hyp2f1(a, b, c, x):
     call_c = select(inverse, hlo.subtract(hlo.add(one, ea), eb), c)
     call_x = select(inverse, u, select(pfaff, w, x))
     args = [
-        _stack([call_a, eb]), _stack([call_b, hlo.add(one_minus_c, eb)]),
-        _stack([call_c, hlo.subtract(hlo.add(one, eb), ea)]), _stack([call_x, u]),
+        stack([call_a, eb]), stack([call_b, hlo.add(one_minus_c, eb)]),
+        stack([call_c, hlo.subtract(hlo.add(one, eb), ea)]), stack([call_x, u]),
     ]
-    first_call, second_call = _unstack(_core(*args, _stack([active, inverse])), 2)
+    first_call, second_call = unstack(_core(*args, stack([active, inverse])), 2)
     gamma_c, g_ba, g_ab, rg_b, rg_ca, rg_a, rg_cb = _gamma_and_reciprocal(
         [c, hlo.subtract(eb, ea), hlo.subtract(ea, eb)], [eb, hlo.subtract(c, ea), ea, hlo.subtract(c, eb)])
     minus_x = hlo.negate(x)

@@ -23,7 +23,7 @@ from jax.extend.mlir.dialects import stablehlo as hlo
 
 from dialect_rules.special import _gamma, log_gamma
 from lowering.builders import (
-    all_of, any_of, compare, convert, divide, full_like, ir_constant, is_inf, polynomial, read_entry, reshape,
+    all_of, any_of, batched, compare, convert, divide, full_like, ir_constant, is_inf, polynomial, read_entry, reshape,
     select, splat, static_slice,
 )
 from lowering.regions import any_true, converge, converge_compacting, if_else, where_few, while_loop
@@ -393,8 +393,9 @@ _STIRLING_BETA_FROM = 1e3
 
 
 def _log_beta(a, b):
-    """log B(a, b) for a, b > 0."""
-    direct = hlo.subtract(hlo.add(log_gamma(a), log_gamma(b)), log_gamma(hlo.add(a, b)))
+    """log B(a, b) for a, b > 0. Its lgammas in one batch (one copy of lgamma's code)."""
+    lgamma_a, lgamma_b, lgamma_ab = batched(log_gamma, a, b, hlo.add(a, b))
+    direct = hlo.subtract(hlo.add(lgamma_a, lgamma_b), lgamma_ab)
     small, large = hlo.minimum(a, b), hlo.maximum(a, b)
     total = hlo.add(large, small)
 
@@ -409,7 +410,8 @@ def _log_beta(a, b):
         hlo.multiply(small, hlo.log(total)),
     )
     difference = hlo.add(stirling, hlo.subtract(series(large), series(total)))
-    lopsided = hlo.add(log_gamma(small), difference)
+    # lgamma(min(a, b)); where a or b is NaN, so is `large`, and `direct` is taken
+    lopsided = hlo.add(select(compare(a, b, "LT"), lgamma_a, lgamma_b), difference)
     return select(compare(large, _c(a, _STIRLING_BETA_FROM), "GE"), lopsided, direct)
 
 
