@@ -48,11 +48,14 @@ def _log1pmx_small(s):
     return hlo.multiply(polynomial(s, _LOG1PMX), hlo.multiply(s, s))
 
 
-def _prefactor(a, x):
+def _prefactor(a, x, log_gamma_a=None):
     """x**a e**-x / Gamma(a). For large a, through Stirling's series: with d = (x-a)/a,
     log = a (log1p(d) - d) + log(a)/2 - log(2 pi)/2 - stirlerr(a), which keeps the
-    digits that a log x - x - lgamma(a) cancels away (about 1e-11 at a = 10^4)."""
-    direct = hlo.subtract(hlo.subtract(hlo.multiply(a, hlo.log(x)), x), log_gamma(a))
+    digits that a log x - x - lgamma(a) cancels away (about 1e-11 at a = 10^4).
+    `log_gamma_a`: lgamma(a), where the caller has it (a loop's step then holds no copy
+    of lgamma's code)."""
+    log_gamma_a = log_gamma(a) if log_gamma_a is None else log_gamma_a
+    direct = hlo.subtract(hlo.subtract(hlo.multiply(a, hlo.log(x)), x), log_gamma_a)
     d = divide(hlo.subtract(x, a), a)
     inv = divide(_c(a, 1.0), a)
     inv2 = hlo.multiply(inv, inv)
@@ -68,7 +71,7 @@ def _prefactor(a, x):
     return hlo.exponential(select(compare(a, _c(a, 15.0), "GT"), stirling, direct))
 
 
-def _lower_series(a, x, active):
+def _lower_series(a, x, active, log_gamma_a=None):
     """P(a, x) = x**a e**-x / Gamma(a+1) * sum_n x**n / ((a+1)...(a+n))."""
     one = _c(a, 1.0)
 
@@ -82,10 +85,10 @@ def _lower_series(a, x, active):
         return [r, c, total], compare(divide(c, total), _c(x, _EPS), "LE")
 
     _, _, total = converge_compacting([a, one, one], [x], active, step, _MAX_STEPS)
-    return divide(hlo.multiply(total, _prefactor(a, x)), a)
+    return divide(hlo.multiply(total, _prefactor(a, x, log_gamma_a)), a)
 
 
-def _upper_fraction(a, x, active):
+def _upper_fraction(a, x, active, log_gamma_a=None):
     """Q(a, x) by Legendre's continued fraction, convergents rescaled when large."""
     one = _c(a, 1.0)
     y = hlo.subtract(one, a)
@@ -112,7 +115,7 @@ def _upper_fraction(a, x, active):
         return [c, y, z, pkm2, qkm2, pkm1, qkm1, ans], compare(t, _c(a, _EPS), "LE")
 
     ans = converge_compacting(init, [a], active, step, _MAX_STEPS)[-1]
-    return hlo.multiply(ans, _prefactor(a, x))
+    return hlo.multiply(ans, _prefactor(a, x, log_gamma_a))
 
 
 def _lgamma1p(a, log_gamma_a=None):
@@ -134,7 +137,7 @@ def _lgamma1p(a, log_gamma_a=None):
     return select(near_zero, taylor(a), select(near_one, shifted, far))
 
 
-def _upper_series(a, x, active):
+def _upper_series(a, x, active, log_gamma_a=None):
     """Q(a, x) for small x: 1 - x**a/Gamma(a+1) + x**a/Gamma(a) sum_n (-x)**n/(n! (a+n))."""
     one = _c(a, 1.0)
 
@@ -149,7 +152,7 @@ def _upper_series(a, x, active):
 
     _, _, total = converge_compacting([_c(a, 0.0), one, _c(a, 0.0)], [a, x], active, step, _MAX_STEPS)
     a_log_x = hlo.multiply(a, hlo.log(x))
-    lgamma_a = log_gamma(a)
+    lgamma_a = log_gamma(a) if log_gamma_a is None else log_gamma_a
     head = hlo.negate(hlo.exponential_minus_one(hlo.subtract(a_log_x, _lgamma1p(a, lgamma_a))))
     return hlo.subtract(head, hlo.multiply(hlo.exponential(hlo.subtract(a_log_x, lgamma_a)), total))
 
@@ -265,11 +268,11 @@ def _temme(a, x, signs, active):
             for sign in signs]
 
 
-def _incomplete_gamma(a, x, upper):
+def _incomplete_gamma(a, x, upper, log_gamma_a=None):
     """P(a, x) (or Q = 1 - P with `upper`), scipy's values on the whole domain. `upper`
     is a Python bool, or an i1 tensor shaped like a choosing per element (the inverses
     match whichever tail is smaller, with one evaluation)."""
-    return _incomplete_gammas(a, x, [upper])[0]
+    return _incomplete_gammas(a, x, [upper], log_gamma_a)[0]
 
 
 def _pick(upper, if_upper, if_lower):
@@ -279,7 +282,7 @@ def _pick(upper, if_upper, if_lower):
     return select(upper, if_upper, if_lower)
 
 
-def _incomplete_gammas(a, x, uppers):
+def _incomplete_gammas(a, x, uppers, log_gamma_a=None):
     """`_incomplete_gamma(a, x, upper)` for each of `uppers`, from one run of each loop
     over the elements any of them needs; each element takes the same steps as alone."""
     zero, one = _c(a, 0.0), _c(a, 1.0)
@@ -313,9 +316,12 @@ def _incomplete_gammas(a, x, uppers):
     asymptotic = hlo.and_(regular, _temme_region(safe_a, safe_x))
     summed = hlo.and_(regular, hlo.not_(asymptotic))
     any_q = any_of(*direct_q)
-    p = _lower_series(safe_a, safe_x, hlo.and_(summed, hlo.not_(all_of(*direct_q))))
-    q_fraction = _upper_fraction(safe_a, safe_x, all_of(summed, any_q, fraction))
-    q_series = _upper_series(safe_a, safe_x, all_of(summed, any_q, hlo.not_(fraction)))
+    # lgamma(a) given is used as lgamma(safe_a): they differ only where a is not regular,
+    # whose values the edges below replace
+    lgamma_a = log_gamma(safe_a) if log_gamma_a is None else log_gamma_a
+    p = _lower_series(safe_a, safe_x, hlo.and_(summed, hlo.not_(all_of(*direct_q))), lgamma_a)
+    q_fraction = _upper_fraction(safe_a, safe_x, all_of(summed, any_q, fraction), lgamma_a)
+    q_series = _upper_series(safe_a, safe_x, all_of(summed, any_q, hlo.not_(fraction)), lgamma_a)
     q = select(fraction, q_fraction, q_series)
     values = [_pick(upper, select(d, q, hlo.subtract(one, p)), select(d, hlo.subtract(one, q), p))
               for upper, d in zip(uppers, direct_q)]
@@ -700,10 +706,13 @@ def _inverse_incomplete_gamma(a, p, q):
     t_wh = hlo.add(hlo.log(safe_a), hlo.multiply(_c(a, 3.0), hlo.log(hlo.maximum(base, _c(a, 1e-300)))))
     # log p from q where q is the one given exactly (p = 1 - 1e-17 rounds to 1)
     log_p = select(upper, hlo.log_plus_one(hlo.negate(safe_q)), hlo.log(safe_p))
-    t_small = divide(hlo.add(log_p, log_gamma(hlo.add(safe_a, one))), safe_a)
+    # lgamma(a) and lgamma(a + 1) once, before the loop: its step (P and its density, at
+    # each Newton step) takes them from here rather than holding lgamma's code itself
+    lgamma_a, lgamma_a1 = batched(log_gamma, safe_a, hlo.add(safe_a, one))
+    t_small = divide(hlo.add(log_p, lgamma_a1), safe_a)
     x_large = hlo.maximum(one, hlo.negate(hlo.log(safe_q)))
     for _ in range(3):  # x = -log(q Gamma(a)) + (a - 1) log x
-        x_large = hlo.add(hlo.subtract(hlo.negate(hlo.log(safe_q)), log_gamma(safe_a)),
+        x_large = hlo.add(hlo.subtract(hlo.negate(hlo.log(safe_q)), lgamma_a),
                           hlo.multiply(hlo.subtract(safe_a, one), hlo.log(x_large)))
         x_large = hlo.maximum(x_large, _c(a, 1e-3))
     t_large = hlo.log(x_large)
@@ -714,14 +723,14 @@ def _inverse_incomplete_gamma(a, p, q):
     def step(state):
         (t,) = state
         x = hlo.exponential(t)
-        value = _incomplete_gamma(safe_a, x, upper)
-        density = _prefactor(safe_a, x)
+        value = _incomplete_gamma(safe_a, x, upper, lgamma_a)
+        density = _prefactor(safe_a, x, lgamma_a)
         # Newton on log(value) - log(target): far from the root P behaves like x**a (or Q
         # like e**-x), where Newton on the value itself crawls by 1/a per step.
         # d log(value)/dt = +-D / value, from log D where D underflows (Q(a, e**-700)
         # does not). Where the value underflows, the leading terms of the series and the
         # fraction stand in: P ~ D / a, Q ~ D / (x - a + 1).
-        log_d = hlo.subtract(hlo.subtract(hlo.multiply(safe_a, t), x), log_gamma(safe_a))
+        log_d = hlo.subtract(hlo.subtract(hlo.multiply(safe_a, t), x), lgamma_a)
         ratio = select(upper, hlo.maximum(hlo.add(hlo.subtract(x, safe_a), one), one), safe_a)
         exact = compare(value, zero, "GT")
         log_value = select(exact, hlo.log(value), hlo.subtract(log_d, hlo.log(ratio)))
@@ -730,7 +739,7 @@ def _inverse_incomplete_gamma(a, p, q):
         # x = e**t underflowed (the root of P(1e-13, x) = 1/2 is at t = -7e12): P and Q
         # there are their x -> 0 forms in t, P = e**(a t) / Gamma(a + 1) and Q = 1 - P,
         # not their values at x = 0 (Q = 1 sent Newton to t = 0).
-        log_p0 = hlo.subtract(hlo.multiply(safe_a, t), log_gamma(hlo.add(safe_a, one)))
+        log_p0 = hlo.subtract(hlo.multiply(safe_a, t), lgamma_a1)
         log_q0 = hlo.log(hlo.negate(hlo.exponential_minus_one(log_p0)))
         slope_q0 = hlo.multiply(safe_a, hlo.exponential(hlo.subtract(log_p0, log_q0)))
         underflowed = hlo.and_(upper, compare(x, zero, "EQ"))
