@@ -471,12 +471,14 @@ def _log_gamma_step(a, b):
     return hlo.subtract(value, hlo.log_plus_one(excess))
 
 
-def _log_scaled_beta(s, l):
+def _log_scaled_beta(s, l, log_beta=None):
     """log(s B(s, l)) for 0 < s <= l. For s <= max(l, 1) / 1000 as lgamma(1 + s) -
     (lgamma(l + s) - lgamma(l)), where log B(s, l) ~ -log s and lgamma(l) would cost eps
-    times their size (1.2e-13 of I_x(1e-10, 100) near x = 0, 1.1e-13 at s = 1e-232)."""
+    times their size (1.2e-13 of I_x(1e-10, 100) near x = 0, 1.1e-13 at s = 1e-232).
+    `log_beta`: `_log_beta` of s and l (in either order: the same bits), where the
+    caller has it."""
     tiny = compare(s, hlo.multiply(_c(s, _SMALL_B), hlo.maximum(l, _c(s, 1.0))), "LE")
-    value = hlo.add(_log_beta(s, l), hlo.log(s))
+    value = hlo.add(_log_beta(s, l) if log_beta is None else log_beta, hlo.log(s))
     # Only where some element needs it: it cost a fifth more where none does.
     (value,) = if_else(
         any_true(tiny), [value.type],
@@ -577,9 +579,11 @@ def _beta_small_b(a, b, w, active, log_scaled_beta):
     return hlo.multiply(b, hlo.subtract(head, hlo.multiply(hlo.exponential(log_power), total)))
 
 
-def _incomplete_beta(a, b, x, w=None, max_steps: int = _BETA_MAX_STEPS):
+def _incomplete_beta(a, b, x, w=None, max_steps: int = _BETA_MAX_STEPS, log_scaled_beta=None):
     """I_x(a, b) as Cephes' `incbet`, with scipy's (Boost's) values at the edges; `w`,
-    when given, is 1 - x to more digits than x holds (betaincinv's logit steps)."""
+    when given, is 1 - x to more digits than x holds (betaincinv's logit steps);
+    `log_scaled_beta`, when given, `_log_scaled_beta` of min(a, b) and max(a, b) (used
+    where the arguments are regular: the edges replace the others' values)."""
     zero, one = _c(a, 0.0), _c(a, 1.0)
     regular = hlo.and_(compare(a, zero, "GT"), compare(b, zero, "GT"))
     below_one = compare(x, one, "LT") if w is None else compare(w, zero, "GT")
@@ -604,7 +608,8 @@ def _incomplete_beta(a, b, x, w=None, max_steps: int = _BETA_MAX_STEPS):
     fractions = hlo.and_(others, hlo.not_(series))
     first = compare(hlo.subtract(hlo.multiply(px, hlo.subtract(hlo.add(pa, pb), _c(a, 2.0))), hlo.subtract(pa, one)), zero, "LT")
     small = hlo.minimum(a_, b_)
-    log_scaled_beta = _log_scaled_beta(small, hlo.maximum(a_, b_))  # log(small B(a, b))
+    if log_scaled_beta is None:
+        log_scaled_beta = _log_scaled_beta(small, hlo.maximum(a_, b_))  # log(small B(a, b))
     s = _beta_series(pa, pb, px, hlo.and_(others, series), log_scaled_beta)
     cf1 = _beta_fraction(pa, pb, px, hlo.and_(fractions, first), second=False, max_steps=max_steps)
     cf2 = _beta_fraction(pa, pb, px, hlo.and_(fractions, hlo.not_(first)), second=True, max_steps=max_steps)
@@ -808,6 +813,9 @@ def _inverse_incomplete_beta(a, b, y):
     upper = compare(q_, y_, "LT")
     target = select(upper, q_, y_)
     log_beta = _log_beta(a_, b_)
+    # I_x's log(small B(a, b)), once, before the loop: its step evaluates I_x from it
+    # rather than holding the lgammas (and their tiny-parameter forms) itself
+    log_scaled_beta = _log_scaled_beta(hlo.minimum(a_, b_), hlo.maximum(a_, b_), log_beta)
 
     def log_sigmoid(t):  # log(1 / (1 + e**-t)), without overflow
         return hlo.negate(select(compare(t, zero, "GT"), hlo.log_plus_one(hlo.exponential(hlo.negate(t))),
@@ -856,7 +864,8 @@ def _inverse_incomplete_beta(a, b, y):
         x, w = hlo.exponential(lx), hlo.exponential(lw)
         # The matched function itself, from x and 1 - x both exact: I_x(a, b) or I_{1-x}(b, a).
         value = _incomplete_beta(select(upper, b_, a_), select(upper, a_, b_), select(upper, w, x),
-                                 select(upper, x, w), max_steps=_INVERSE_BETA_MAX_STEPS)
+                                 select(upper, x, w), max_steps=_INVERSE_BETA_MAX_STEPS,
+                                 log_scaled_beta=log_scaled_beta)
         log_d = hlo.subtract(hlo.add(hlo.multiply(a_, lx), hlo.multiply(b_, lw)), log_beta)
         ratio = select(upper, b_, a_)
         exact = compare(value, zero, "GT")

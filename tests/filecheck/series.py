@@ -122,6 +122,16 @@ b, x = pt.dvector("b"), pt.dvector("x")
 # CHECK: return
 print_ir("betainc", [a, b, x], [pt.betainc(a, b, x)])
 
+# betaincinv: Newton on log I_x in t = logit(x), a while loop whose body evaluates I_x.
+# log B(a, b) and I_x's log(small B(a, b)) come before it, as do the lgammas of the
+# lopsided start's inverse incomplete gamma function: no lgamma code in any loop.
+# CHECK-LABEL: TEST: betaincinv opt
+# CHECK: %[[C:[a-z0-9_]+]] = stablehlo.constant dense<0.91893853320467278>
+# CHECK: stablehlo.concatenate {{.*}} -> tensor<3x?xf64>
+# CHECK: stablehlo.while
+# CHECK-NOT: %[[C]]{{[ ,)]}}
+print_ir("betaincinv", [a, b, x], [pt.betaincinv(a, b, x)])
+
 # gammaincinv: Newton on log P in a while loop whose body evaluates P (nested loops).
 # lgamma(a) and lgamma(a + 1) are one batch before the loop, which P and its density at
 # each step read: the module holds lgamma's code once (Stirling's log(2 pi) / 2 added
