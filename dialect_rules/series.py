@@ -21,7 +21,7 @@ from scipy.special import zeta
 from jax.extend.mlir.dialects import chlo
 from jax.extend.mlir.dialects import stablehlo as hlo
 
-from dialect_rules.special import _gamma, log_gamma
+from dialect_rules.special import gamma_from_log, log_gamma
 from lowering.builders import (
     all_of, any_of, batched, compare, convert, divide, full_like, ir_constant, is_inf, polynomial, read_entry, reshape,
     select, splat, static_slice,
@@ -355,13 +355,16 @@ def _incomplete_gamma_edges(a, x, upper, value, saturated):
 
 
 def _incomplete_gamma_rule(upper: bool, regularized: bool = True):
-    """P or Q; times gamma(a) for GammaL/GammaU, as their perform computes them."""
+    """P or Q; times gamma(a) for GammaL/GammaU, as their perform computes them (from the
+    lgamma(a) P and Q take: one copy of lgamma's code)."""
 
     def rule(ctx, node, a, x):
         a, x = convert(a, "float64"), convert(x, "float64")
-        value = _incomplete_gamma(a, x, upper)
-        if not regularized:
-            value = hlo.multiply(value, _gamma(a))
+        if regularized:
+            value = _incomplete_gamma(a, x, upper)
+        else:
+            lgamma_a = log_gamma(a)
+            value = hlo.multiply(_incomplete_gamma(a, x, upper, lgamma_a), gamma_from_log(a, lgamma_a))
         return convert(value, node.outputs[0].type.dtype)
 
     return rule

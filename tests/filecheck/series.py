@@ -88,6 +88,15 @@ print_ir("gammainc_pair", [a, x], Elemwise(gammainc_pair)(a, x))
 # CHECK-NOT: %[[B]]{{[ ,)]}}
 print_ir("gammaincc_one_lgamma", [a, x], [pt.gammaincc(a, x)])
 
+# gammau (GammaU, Q times Gamma(a)) takes Gamma(a) from the lgamma(a) Q takes: again once.
+# CHECK-LABEL: TEST: gammau_one_lgamma opt
+# CHECK: %[[C:[a-z0-9_]+]] = stablehlo.constant dense<0.91893853320467278>
+# CHECK: %[[B:[0-9]+]] = stablehlo.dynamic_broadcast_in_dim %[[C]],
+# CHECK: stablehlo.add %[[B]],
+# CHECK-NOT: %[[B]]{{[ ,)]}}
+# CHECK-NOT: %[[C]]{{[ ,)]}}
+print_ir("gammau_one_lgamma", [a, x], [pt.gammau(a, x)])
+
 # Its gradient wrt a: PyTensor's ScalarLoops. Of 1,024 elements or more (an `if` on the
 # size, which specialization folds) each compacts as the series do (rows of 128 first,
 # their step count checked against the cap of 64), an element done at its `until` or
