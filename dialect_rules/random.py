@@ -56,7 +56,9 @@ from lowering.builders import (
     sin_cos_pi_of_offset,
     slice_axis,
     splat,
+    stack,
     static_slice,
+    unstack,
     value_dtype,
     vector_element,
 )
@@ -759,10 +761,7 @@ def beta_log_odds(key: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
     overflow to +-inf only with its right sign. Both gammas come from one loop over a
     and b stacked (each rejection loop costs about a second of XLA compile time).
     """
-    dims = shape_of(a)
-    stacked = hlo.concatenate([reshape(x, [1, *dims]) for x in (a, b)], 0)
-    parts = gamma_parts(key, stacked)
-    (ha, ta), (hb, tb) = ([reshape(slice_axis(x, 0, i, i + 1), dims) for x in parts] for i in (0, 1))
+    (ha, hb), (ta, tb) = (unstack(x, 2) for x in gamma_parts(key, stack([a, b])))
     m = hlo.minimum(full_like(a, 1.0), hlo.minimum(a, b))
     scaled = hlo.add(
         hlo.multiply(hlo.subtract(ha, hb), m),
