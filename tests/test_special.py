@@ -7,11 +7,11 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 import scipy.special as sp
+from jax.extend.mlir import ir
 from pytensor.graph.fg import FunctionGraph
 from pytensor.tensor.xlogx import xlogx, xlogy0
 
 from dialect_rules.special import XlogX
-from jax.extend.mlir import ir
 from lowering import lower
 
 from tests.helpers import PY_MODE, compare_with_py
