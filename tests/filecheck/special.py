@@ -56,6 +56,21 @@ print_ir("psi", [x], pt.psi(x), raw=True)
 # CHECK: return
 print_ir("reflections_when_needed", [x], [pt.gammaln(x), pt.psi(x), pt.tri_gamma(x)])
 
+# Stirling's term w A(w**2) (w = 1 / y, from 13 on) is its own quotient A~(u) / (y u**4),
+# u = y**2, y at most 2**100: each of lgamma's divisions has one user, so XLA fuses the
+# function into one kernel (a quotient read in three places ended a kernel there, and the
+# elemental emitter ran the kernels after it, which wrote over their inputs, one element
+# at a time).
+# CHECK-LABEL: TEST: gammaln_stirling_term opt
+# CHECK: stablehlo.constant dense<1.2676506002282294E+30>
+# CHECK: %[[Y:.+]] = stablehlo.minimum
+# CHECK-NEXT: %[[U:.+]] = stablehlo.multiply %[[Y]], %[[Y]]
+# CHECK-NEXT: %[[U2:.+]] = stablehlo.multiply %[[U]], %[[U]]
+# CHECK: %[[U4:.+]] = stablehlo.multiply %[[U2]], %[[U2]]
+# CHECK-NEXT: %[[Y9:.+]] = stablehlo.multiply %[[Y]], %[[U4]]
+# CHECK-NEXT: stablehlo.divide %{{.+}}, %[[Y9]]
+print_ir("gammaln_stirling_term", [x], pt.gammaln(x))
+
 # float32 gammaln computes in float64: the same steps, then one rounding.
 # CHECK-LABEL: TEST: gammaln_float32 raw
 # CHECK: stablehlo.convert %arg0 : (tensor<?xf32>) -> tensor<?xf64>
