@@ -443,14 +443,15 @@ def _lgamma_from_half(y):
     # y (log y - 1) - log(y) / 2: (y - 1/2) log y would overflow first
     asymptotic = hlo.add(
         hlo.subtract(hlo.multiply(y, hlo.subtract(log, one)), hlo.multiply(log, full_like(y, 0.5))),
-        hlo.add(full_like(y, _HALF_LOG_2PI), _stirling_term(select(stirling, y, full_like(y, 13.0)))))
+        hlo.add(full_like(y, _HALF_LOG_2PI), _stirling_term(y)))
     asymptotic = select(compare(y, full_like(y, np.inf), "EQ"), y, asymptotic)
     return select(stirling, asymptotic, banded)
 
 
 def _stirling_term(y):
-    """Stirling's w A(w**2), w = 1 / y, for y >= 13, as one division: A~(u) / (y u**4),
-    u = y**2 and A~(u) = u**4 A(1 / u), y at most _STIRLING_TERM_UP_TO."""
+    """Stirling's w A(w**2), w = 1 / y, as one division: A~(u) / (y u**4), u = y**2 and
+    A~(u) = u**4 A(1 / u), y at most _STIRLING_TERM_UP_TO. `_lgamma_from_half` takes it
+    from 13 on; below, down to y = 1/2, it is finite and unread."""
     y = hlo.minimum(y, full_like(y, _STIRLING_TERM_UP_TO))
     u = hlo.multiply(y, y)
     u2 = hlo.multiply(u, u)
