@@ -9,7 +9,9 @@ default) otherwise. This builds each workload both ways whatever that rule says,
 process, and alternates their calls in blocks so that both see the same machine. It prints
 the first call's time (mostly XLA's compile) and the median per-call time of each, their
 ratio, and whether the results are equal to the bit. `indexing` has scatters, which the rule
-keeps on the fusion emitters at every size; `scan` and `gammainc` have loops.
+keeps on the fusion emitters at every size; `scan` and `gammainc` have loops; `gammaln`,
+`betaln` and `erfcinv` are long elementwise code, where a kernel that writes over its
+input runs one element at a time on the elemental emitter.
 
     python benchmarks/code_generators.py --modules DIR ... [--rounds N] [--all]
 
@@ -86,7 +88,26 @@ def gammainc(n):
     return [a, x], [pt.gammainc(a, x)], [rng.uniform(0.5, 20, n), rng.uniform(0.1, 30, n)]
 
 
-WORKLOADS = {f.__name__: f for f in (glm, elementwise, float32_elementwise, reductions, indexing, scan, gammainc)}
+def gammaln(n):
+    """lgamma's long elementwise code (benchmarks/README.md, "Kernels that write over their inputs")."""
+    x = pt.dvector("x")
+    return [x], [pt.gammaln(x)], [np.random.default_rng(0).uniform(0.6, 20, n)]
+
+
+def betaln(n):
+    """log B(a, b): three lgammas in one batch."""
+    x = pt.dvector("x")
+    return [x], [pt.special.betaln(x, x * 0.5 + 1)], [np.random.default_rng(0).uniform(0.5, 20, n)]
+
+
+def erfcinv(n):
+    """Newton steps on erfcx, itself a product of exps and CHLO's erfc."""
+    x = pt.dvector("x")
+    return [x], [pt.erfcinv(x)], [np.random.default_rng(0).uniform(0.1, 1.9, n)]
+
+
+WORKLOADS = {f.__name__: f for f in (glm, elementwise, float32_elementwise, reductions, indexing, scan, gammainc,
+                                     gammaln, betaln, erfcinv)}
 
 
 def build(inputs, outputs, values, elemental: bool):
