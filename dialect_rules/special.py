@@ -395,8 +395,8 @@ _NEAR_ROOT = 0.3
 _LGAMMA_STIRLING = (8.33333333333331927722e-2, -2.77777777730099687205e-3, 7.93650340457716943945e-4,
                     -5.95061904284301438324e-4, 8.11614167470508450300e-4)
 _LGAMMA_STIRLING_FROM = 13
-# Where `_lgamma_from_half` takes Stirling's w A(w**2) as one quotient in x: beyond it the
-# term (below 1e-31) is far below an ulp of the result, and x**9 stays finite up to it.
+# Where `_stirling_term` stops growing its y: beyond it the term (below 1e-31) is far
+# below an ulp of lgamma(y), and y**9, the quotient's divisor, stays finite up to it.
 _STIRLING_TERM_UP_TO = 2.0**100
 _HALF_LOG_2PI = 0.91893853320467274178  # log(2 pi) / 2, rounded once (math.log is an ulp below)
 
