@@ -249,9 +249,78 @@ def _polygamma_far_out(n, x, value):
     return select(use, far, value)
 
 
+# Cephes' gamma on [2, 3): gamma(2 + t) = P(t) / Q(t), 0 <= t < 1 (scipy's own), lowest
+# power first. P(0) and Q(0) round to 1, so the integers get their factorials exactly.
+_GAMMA_P = (9.99999999999999996796e-1, 4.94214826801497100753e-1, 2.07448227648435975150e-1,
+            4.76367800457137231464e-2, 1.04213797561761569935e-2, 1.19135147006586384913e-3,
+            1.60119522476751861407e-4)
+_GAMMA_Q = (1.00000000000000000320e0, 7.14304917030273074085e-2, -2.34591795718243348568e-1,
+            3.58236398605498653373e-2, 1.18139785222060435552e-2, -4.45641913851797240494e-3,
+            5.39605580493303397842e-4, -2.31581873324120129819e-5)
+# Below, gamma is the recurrence's product times the rational: the factorials come out
+# exact up to 22! = gamma(23), the last a double holds, and 23! rounded once. From here
+# on, Stirling's formula.
+_GAMMA_STIRLING_FROM = 25
+_GAMMA_OVERFLOWS_FROM = 171.624376956302725  # gamma is DBL_MAX here (Cephes' MAXGAM)
+_SQRT_2PI = 2.50662827463100050242
+
+
+def _gamma_of_nonnegative(x):
+    """gamma(x) for float64 x >= 0, +inf and NaN (+inf at 0):
+    - below 25, the product of the recurrence's factors (x - 1)(x - 2)... that are >= 2,
+      in scipy's order, times Cephes' rational at t = x - floor(x), divided by x (x + 1)
+      below 1 and by x below 2. At the integers each factor and product is exact, and so
+      is gamma up to 22!.
+    - from 25 on, `_gamma_stirling`, only when some element is there (`where_some`): XLA's
+      power is a libm call per element.
+    exp(lgamma(x)) kept lgamma's absolute error, 1e-16 lgamma(x) relative: gamma(5) was
+    24.000000000000004, and up to 1,500 ulps off between 100 and 171.6."""
+    one, two = full_like(x, 1.0), full_like(x, 2.0)
+    t = hlo.subtract(x, hlo.floor(x))
+    product = one
+    for k in range(1, _GAMMA_STIRLING_FROM - 2):  # the factors x - k that are still >= 2
+        factor = hlo.subtract(x, full_like(x, float(k)))
+        product = hlo.multiply(product, select(compare(factor, two, "GE"), factor, one))
+    below = select(compare(x, one, "LT"), hlo.multiply(x, hlo.add(x, one)),
+                   select(compare(x, two, "LT"), x, one))
+    banded = divide(hlo.multiply(product, polynomial(t, _GAMMA_P)), hlo.multiply(polynomial(t, _GAMMA_Q), below))
+    far = compare(x, full_like(x, float(_GAMMA_STIRLING_FROM)), "GE")
+    stirling = where_some(far, x, lambda: select(far, _gamma_stirling(x), x))
+    return select(far, stirling, banded)
+
+
+def _gamma_stirling(x):
+    """gamma(x) for x >= 25: sqrt(2 pi) v (v / e**x) exp(lgamma's Stirling term), v =
+    x**(x/2 - 1/4) (x**(x - 1/2) would overflow from 143 on); the exponent is exact and
+    XLA's power and exp are within an ulp. +inf beyond 171.62 (there v / e**x is inf / inf
+    once both overflow)."""
+    v = hlo.power(x, hlo.subtract(hlo.multiply(x, full_like(x, 0.5)), full_like(x, 0.25)))
+    value = multiply_all(full_like(x, _SQRT_2PI), hlo.exponential(_stirling_term(x)), divide(v, hlo.exponential(x)), v)
+    return select(compare(x, full_like(x, _GAMMA_OVERFLOWS_FROM), "GT"), full_like(x, np.inf), value)
+
+
 def _gamma(x):
-    """scipy.special.gamma: sign * exp(gammaln); poles at 0 (±inf) and negative integers (nan)."""
-    return gamma_from_log(x, log_gamma(x))
+    """scipy.special.gamma: `_gamma_of_nonnegative` at |x|, and below 0 the reflection
+    gamma(x) = pi / (sin(pi x) q gamma(q)), q = -x (q gamma(q) is gamma(1 - x), whose
+    argument 1 + q would be rounded), only when some element is negative (`where_some`);
+    NaN at the negative integers and -inf, +-inf at +-0 (XLA:CPU reads subnormals as 0,
+    where scipy's 1 / x overflows too), +-0 where gamma(q + 1) overflows, as scipy's.
+    Other dtypes: `gamma_from_log`."""
+    if value_dtype(x) != "float64":
+        return gamma_from_log(x, log_gamma(x))
+    zero = full_like(x, 0.0)
+    a = hlo.abs(x)
+    value = _gamma_of_nonnegative(a)
+    negative = compare(x, zero, "LT")
+
+    def with_reflection():
+        sine = sinpi(x)
+        reflected = divide(full_like(x, math.pi), hlo.multiply(sine, hlo.multiply(a, value)))
+        reflected = select(compare(sine, zero, "EQ"), full_like(x, np.nan), reflected)
+        return select(negative, reflected, value)
+
+    value = where_some(negative, value, with_reflection)
+    return select(compare(x, zero, "EQ"), copysign(full_like(x, np.inf), x), value)
 
 
 def gamma_from_log(x, log_gamma_x):

@@ -71,6 +71,21 @@ print_ir("reflections_when_needed", [x], [pt.gammaln(x), pt.psi(x), pt.tri_gamma
 # CHECK-NEXT: stablehlo.divide %{{.+}}, %[[Y9]]
 print_ir("gammaln_stirling_term", [x], pt.gammaln(x))
 
+# gamma: the recurrence's product times Cephes' rational below 25, with no log or exp;
+# Stirling's formula from 25 on (XLA's power, a libm call per element) in a stablehlo.if
+# that runs only when some element is there, the reflection in another.
+# CHECK-LABEL: TEST: gamma opt
+# CHECK-NOT: chlo.lgamma
+# CHECK: stablehlo.constant dense<2.500000e+01>
+# CHECK-NOT: {{stablehlo.power|stablehlo.exponential|stablehlo.log}}
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.power
+# CHECK: stablehlo.return
+# CHECK: "stablehlo.if"
+# CHECK: stablehlo.round_nearest_even
+# CHECK: return
+print_ir("gamma", [x], pt.gamma(x))
+
 # float32 gammaln computes in float64: the same steps, then one rounding.
 # CHECK-LABEL: TEST: gammaln_float32 raw
 # CHECK: stablehlo.convert %arg0 : (tensor<?xf32>) -> tensor<?xf64>
