@@ -321,7 +321,7 @@ def _log_of_parts(e: ir.Value, z: ir.Value) -> ir.Value:
     return hlo.add(hlo.add(z, tail), hlo.multiply(e, full_like(e, _LN2_HIGH)))
 
 
-def _exponent_and_fraction(x: ir.Value) -> tuple[ir.Value, ir.Value]:
+def exponent_and_fraction(x: ir.Value) -> tuple[ir.Value, ir.Value]:
     """(e, z) with x = 2**e (1 + z), z in [sqrt(1/2) - 1, sqrt(2) - 1] (exact), for a
     positive normal float64 x: read from its bits."""
     bits = hlo.bitcast_convert(with_dtype(x.type, "int64"), x)
@@ -331,6 +331,30 @@ def _exponent_and_fraction(x: ir.Value) -> tuple[ir.Value, ir.Value]:
     low = compare(m, full_like(m, _SQRT_HALF), "LT")
     e = convert(select(low, hlo.subtract(e, full_like(e, 1)), e), "float64")
     return e, hlo.subtract(select(low, hlo.add(m, m), m), full_like(m, 1.0))
+
+
+def veltkamp_split(x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(high, low) with x = high + low, high of 26 significant bits (float64), so that the
+    products of two highs are exact (Veltkamp)."""
+    c = hlo.multiply(x, full_like(x, 2.0**27 + 1))
+    high = hlo.subtract(c, hlo.subtract(c, x))
+    return high, hlo.subtract(x, high)
+
+
+def two_product(a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(p, e) with p + e = a b exactly and p = a b rounded (Dekker). A multiply-add that
+    XLA contracts into an FMA computes its part exactly all the same."""
+    p = hlo.multiply(a, b)
+    (a1, a2), (b1, b2) = veltkamp_split(a), veltkamp_split(b)
+    e = add_all(hlo.subtract(hlo.multiply(a1, b1), p), hlo.multiply(a1, b2), hlo.multiply(a2, b1))
+    return p, hlo.add(e, hlo.multiply(a2, b2))
+
+
+def fast_two_sum(a: ir.Value, b: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(s, e) with s + e = a + b exactly and s = a + b rounded, for |a| >= |b| (Dekker).
+    Neither may be a constant: XLA folds (c + b) - c into b."""
+    s = hlo.add(a, b)
+    return s, hlo.subtract(b, hlo.subtract(s, a))
 
 
 def _log_at_edges(x: ir.Value) -> ir.Value:
@@ -358,7 +382,7 @@ def polynomial_log(x: ir.Value) -> ir.Value:
     subnormal = compare(x, full_like(x, np.finfo(np.float64).tiny), "LT")
     scaled = select(subnormal, hlo.multiply(x, full_like(x, 2.0**54)), x)
     ordinary = _ordinary(scaled)
-    e, z = _exponent_and_fraction(select(ordinary, scaled, full_like(x, 1.0)))
+    e, z = exponent_and_fraction(select(ordinary, scaled, full_like(x, 1.0)))
     e = select(subnormal, hlo.subtract(e, full_like(e, 54.0)), e)
     return select(ordinary, _log_of_parts(e, z), _log_at_edges(scaled))
 
@@ -373,7 +397,7 @@ def polynomial_log1p(s: ir.Value) -> ir.Value:
     u = hlo.add(one, s)
     near = hlo.and_(compare(u, full_like(s, _SQRT_HALF), "GE"), compare(u, full_like(s, math.sqrt(2.0)), "LT"))
     ordinary = _ordinary(u)
-    e, z = _exponent_and_fraction(select(ordinary, u, one))
+    e, z = exponent_and_fraction(select(ordinary, u, one))
     lost = select(near, zero, divide(hlo.subtract(s, hlo.subtract(u, one)), u))
     value = hlo.add(_log_of_parts(select(near, zero, e), select(near, s, z)), lost)
     value = select(compare(s, zero, "EQ"), s, value)  # log1p(-0.0) is -0.0

@@ -72,17 +72,29 @@ print_ir("reflections_when_needed", [x], [pt.gammaln(x), pt.psi(x), pt.tri_gamma
 print_ir("gammaln_stirling_term", [x], pt.gammaln(x))
 
 # gamma: the recurrence's product times Cephes' rational below 25, with no log or exp;
-# Stirling's formula from 25 on (XLA's power, a libm call per element) in a stablehlo.if
-# that runs only when some element is there, the reflection in another.
+# Stirling's formula from 25 on in a stablehlo.if that runs only when some element is
+# there: log x in double-double (Veltkamp's split, 2**27 + 1) with no division (Newton's
+# 1 / (2 + z)), then Stirling's term's one division and one exp, and no stablehlo.power
+# (a libm call per element); the reflection in another stablehlo.if.
 # CHECK-LABEL: TEST: gamma opt
-# CHECK-NOT: chlo.lgamma
-# CHECK: stablehlo.constant dense<2.500000e+01>
-# CHECK-NOT: {{stablehlo.power|stablehlo.exponential|stablehlo.log}}
+# CHECK-NOT: {{chlo.lgamma|stablehlo.power|stablehlo.log}}
+# CHECK: %[[SPLIT:.+]] = stablehlo.constant dense<0x41A0000002000000>
+# CHECK-NOT: {{chlo.lgamma|stablehlo.power|stablehlo.log}}
+# CHECK: %[[FROM:.+]] = stablehlo.constant dense<2.500000e+01>
+# CHECK-NOT: {{stablehlo.exponential|stablehlo.power|stablehlo.log}}
+# CHECK: stablehlo.dynamic_broadcast_in_dim %[[FROM]]
+# CHECK-NOT: {{stablehlo.exponential|stablehlo.power|stablehlo.log}}
 # CHECK: "stablehlo.if"
-# CHECK: stablehlo.power
+# CHECK-NOT: stablehlo.divide
+# CHECK: stablehlo.dynamic_broadcast_in_dim %[[SPLIT]]
+# CHECK: stablehlo.divide
+# CHECK-NOT: stablehlo.divide
+# CHECK: stablehlo.exponential
+# CHECK-NOT: {{stablehlo.exponential|stablehlo.power}}
 # CHECK: stablehlo.return
 # CHECK: "stablehlo.if"
 # CHECK: stablehlo.round_nearest_even
+# CHECK-NOT: {{stablehlo.power|stablehlo.log}}
 # CHECK: return
 print_ir("gamma", [x], pt.gamma(x))
 
