@@ -89,6 +89,15 @@ def _bessel(name: str, n: int):
     return build
 
 
+def _gamma(n: int, high: float):
+    """gamma of n points uniform in [0.1, high): below 25 it is the recurrence's product,
+    from 25 on Stirling's formula in double-double, only when some element is there."""
+    def build():
+        x = pt.dvector("x")
+        return [x], [pt.gamma(x)], [np.random.default_rng(0).uniform(0.1, high, n)]
+    return build
+
+
 WORKLOADS = {
     **{f"cumsum-{label}-{'static' if static else 'run-time'}": _scan((n,), static)
        for n, label in ((1000, "1e3"), (100_000, "1e5"), (1_000_000, "1e6")) for static in (False, True)},
@@ -102,6 +111,8 @@ WORKLOADS = {
        for n, label in ((2000, "2e3"), (10_000, "1e4"), (100_000, "1e5"))},
     "hyp2f1-grad-2000": _hyp2f1_grad(2000),
     **{f"{name}-1e4": _bessel(name, 10_000) for name in ("iv", "jv", "kve")},
+    "gamma-1e4-below-25": _gamma(10_000, 25.0),
+    "gamma-1e4-to-170": _gamma(10_000, 170.0),
     **{f"{name}-grad-{label}": _incomplete(name, n, grad=True) for name in ("gammainc", "betainc")
        for n, label in ((10_000, "1e4"), (100_000, "1e5"))},
 }
