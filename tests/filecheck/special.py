@@ -71,6 +71,16 @@ print_ir("reflections_when_needed", [x], [pt.gammaln(x), pt.psi(x), pt.tri_gamma
 # CHECK-NEXT: stablehlo.divide %{{.+}}, %[[Y9]]
 print_ir("gammaln_stirling_term", [x], pt.gammaln(x))
 
+# float64 arctanh: fdlibm's steps with our log1p (one division), not CHLO's atanh, whose
+# XLA log1p is a libm call per element and 129 ulps off near 0.414.
+# CHECK-LABEL: TEST: arctanh raw
+# CHECK-NOT: {{chlo.atanh|stablehlo.log_plus_one}}
+# CHECK: stablehlo.divide
+# CHECK-NOT: {{chlo.atanh|stablehlo.log_plus_one|stablehlo.divide %}}
+# CHECK: stablehlo.shift_right_arithmetic
+# CHECK: return
+print_ir("arctanh", [x], pt.arctanh(x), raw=True)
+
 # gamma: the recurrence's product times Cephes' rational below 25, with no log or exp;
 # Stirling's formula from 25 on in a stablehlo.if that runs only when some element is
 # there: log x in double-double (Veltkamp's split, 2**27 + 1) with no division (Newton's
