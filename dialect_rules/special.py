@@ -305,8 +305,8 @@ def _gamma_stirling(x):
     x - 1/2 exact (`two_product`), a the sum's rounding (`fast_two_sum`). That exponent
     reaches 709, where one rounding of it alone is worth 500 ulps of the result. exp(b),
     |b| < 1/300, is its series. Within 3 ulps of 120-bit mpmath (scipy's: 4); the other
-    accurate way, x**(x/2 - 1/4) by XLA's power (a libm call per element), made gamma
-    1.1-1.3x as slow as exp(lgamma). +inf beyond 171.62 (exp(a) overflows on its own
+    accurate way, x**(x/2 - 1/4) by XLA's power (a libm call per element), made a call
+    1.06-1.34x as long as exp(lgamma)'s. +inf beyond 171.62 (exp(a) overflows on its own
     from 172.3 on, and x = inf would make inf - inf)."""
     log_high, log_low = _log_double_double(x)
     half_less = hlo.subtract(x, full_like(x, 0.5))
@@ -332,7 +332,8 @@ _RECIPROCAL_STEPS = 3
 
 
 def _log_double_double(x):
-    """log(x) = high + low, within about 1e-19 relative, for positive normal float64 x:
+    """log(x) = high + low, within 1e-18 relative (5.8e-19 at most on 3,000 random points
+    from 25 to 171.6, 8.5e-19 from 1e-304 to 1e304), for positive normal float64 x:
     x = 2**e m (m within [sqrt(1/2), sqrt(2)), from its bits), log m = 2 atanh(s), s =
     (m - 1) / (m + 1) = z / (2 + z) in two parts, the second from the residual z - s (2 +
     z) = (z - 2 s) - s z, computed exactly (both differences by Sterbenz' lemma; XLA folds
@@ -734,8 +735,9 @@ def _atanh_at_nan(re, im):
 def _real_atanh(x):
     """numpy's arctanh of a real x. Float64: fdlibm's steps at |x|, with x's sign,
     0.5 log1p(2a + 2a**2 / (1 - a)) below a = 1/2 and 0.5 log1p(2a / (1 - a)) from 1/2 on
-    (1 - a exact there), the log1p `polynomial_log1p`'s: within 2 ulps of numpy where
-    CHLO's atanh, through XLA's log1p, was 129 ulps off near 0.414. +-inf at +-1, NaN
+    (1 - a exact there), the log1p `polynomial_log1p`'s: within 3 ulps of 120-bit mpmath
+    (numpy's: 2), where CHLO's atanh, through XLA's log1p, was 129 ulps off near 0.414
+    (and a libm call per element: 10^5 elements took 1,166 µs a call, now 444). +-inf at +-1, NaN
     beyond. Other dtypes: CHLO's (float32 within 3 ulps of numpy's double rounded)."""
     if value_dtype(x) != "float64":
         return chlo.atanh(x)
