@@ -270,6 +270,18 @@ _GAMMA_OVERFLOWS_FROM = 171.624376956302725  # gamma is DBL_MAX here (Cephes' MA
 _SQRT_2PI = 2.50662827463100050242
 
 
+def _recurrence_product(y, count):
+    """(y - 1)(y - 2)...: the factors y - k, 0 < k < count, that are still >= 2, in scipy's
+    order (each exact, and at the integers each product too): the product that takes gamma,
+    or lgamma as its log, from y down to [2, 3)."""
+    one, two = full_like(y, 1.0), full_like(y, 2.0)
+    product = one
+    for k in range(1, count):
+        factor = hlo.subtract(y, full_like(y, float(k)))
+        product = hlo.multiply(product, select(compare(factor, two, "GE"), factor, one))
+    return product
+
+
 def _gamma_of_nonnegative(x):
     """gamma(x) for float64 x >= 0, +inf and NaN (+inf at 0):
     - below 25, the product of the recurrence's factors (x - 1)(x - 2)... that are >= 2,
@@ -282,10 +294,7 @@ def _gamma_of_nonnegative(x):
     24.000000000000004, and up to 1,500 ulps off between 100 and 171.6."""
     one, two = full_like(x, 1.0), full_like(x, 2.0)
     t = hlo.subtract(x, hlo.floor(x))
-    product = one
-    for k in range(1, _GAMMA_STIRLING_FROM - 2):  # the factors x - k that are still >= 2
-        factor = hlo.subtract(x, full_like(x, float(k)))
-        product = hlo.multiply(product, select(compare(factor, two, "GE"), factor, one))
+    product = _recurrence_product(x, _GAMMA_STIRLING_FROM - 2)
     below = select(compare(x, one, "LT"), hlo.multiply(x, hlo.add(x, one)),
                    select(compare(x, two, "LT"), x, one))
     banded = divide(hlo.multiply(product, polynomial(t, _GAMMA_P)), hlo.multiply(polynomial(t, _GAMMA_Q), below))
@@ -558,10 +567,7 @@ def _lgamma_from_half(y):
     tn = select(near1, y1, y2)
     series = hlo.multiply(polynomial(tn, _LGAMMA_NEAR_2), tn)
     t = select(below1, y, select(below2, y1, hlo.subtract(y, hlo.floor(y))))
-    product = one
-    for k in range(1, _LGAMMA_STIRLING_FROM - 2):  # the factors y - k that are still >= 2
-        factor = hlo.subtract(y, full_like(y, float(k)))
-        product = hlo.multiply(product, select(compare(factor, two, "GE"), factor, one))
+    product = _recurrence_product(y, _LGAMMA_STIRLING_FROM - 2)
     s = select(below3, select(below1, hlo.add(hlo.multiply(y, y), y1), select(below2, y1, full_like(y, 0.0))),
                select(stirling, y1, hlo.subtract(product, one)))
     log = polynomial_log1p(select(near1, y1, s))
